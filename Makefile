@@ -1,0 +1,111 @@
+# ljmemprof: build, test, install.
+#
+#   make            build the agent (Lua module + static lib) and the CLI
+#   make example    build, profile examples/example.lua, print the report
+#   make test       build and run the whole test suite (TAP, via prove)
+#   make install    PREFIX=/usr/local DESTDIR= (module where luajit finds it)
+#   make bench      benchmarks (not a test; prints measured ratios)
+#
+# LUAJIT_SRC=/path/to/luajit/source builds against another LuaJIT source;
+# by default the Debian source package of the installed `luajit` is fetched
+# into build/luajit-src (never committed).
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LUAJIT     ?= luajit
+BUILD      ?= build
+LUAJIT_SRC ?= $(BUILD)/luajit-src
+CC         ?= cc
+CFLAGS     ?= -O2 -g
+WARN       := -Wall -Wextra -Wno-unused-parameter
+LUA_CPATH_DIR := $(PREFIX)/lib/lua/5.1
+
+# Debian packages the build and the tests need.
+DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl
+
+AGENT_SRC := src/agent/mp_hook.c src/agent/mp_sink.c src/agent/mp_symset.c \
+             src/agent/mp_check.c src/agent/ljmp_api.c src/agent/lib_ljmemprof.c
+AGENT_OBJ := $(patsubst src/agent/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))
+AGENT_HDR := $(wildcard src/agent/*.h) include/ljmemprof.h src/format/mp_format.h
+
+FORMAT_SRC := src/format/mp_decode.c
+REPORT_SRC := $(wildcard src/report/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c)
+READER_HDR := $(wildcard src/format/*.h src/report/*.h)
+READER_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(FORMAT_SRC) $(REPORT_SRC))
+
+TEST_C     := $(wildcard tests/c/*.c)
+TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
+
+.PHONY: all deps example test install uninstall bench clean distclean
+all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN)
+
+# Install missing Debian packages when root, else say exactly what to run.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null || \
+	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } || exit 1; \
+	  else \
+	    echo "missing Debian packages; run: sudo apt-get install -y$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+$(BUILD)/luajit-src/src/lj_obj.h:
+	@$(MAKE) --no-print-directory deps
+	scripts/fetch-luajit-src.sh $(BUILD) >/dev/null
+
+$(BUILD)/agent/%.o: src/agent/%.c $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -I$(LUAJIT_SRC)/src -c $< -o $@
+
+# The module exports luaopen_ljmemprof and the ljmp_* API only.
+$(BUILD)/ljmemprof.so: $(AGENT_OBJ)
+	$(CC) -shared -o $@ $(AGENT_OBJ) -ldl -lpthread
+
+$(BUILD)/libljmemprof.a: $(AGENT_OBJ)
+	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
+
+$(BUILD)/%.o: src/%.c $(READER_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -Isrc -c $< -o $@
+
+$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(READER_HDR)
+	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ)
+
+$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
+	  $(BUILD)/libljmemprof.a $(READER_OBJ) -lluajit-5.1 -ldl -lpthread
+
+example: all
+	@tests/../scripts/example.sh
+
+test: all
+	prove tests/
+
+install: all
+	install -d $(DESTDIR)$(LUA_CPATH_DIR) $(DESTDIR)$(PREFIX)/bin \
+	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib
+	install -m 0755 $(BUILD)/ljmemprof.so $(DESTDIR)$(LUA_CPATH_DIR)/ljmemprof.so
+	install -m 0755 $(BUILD)/ljmemprof $(DESTDIR)$(PREFIX)/bin/ljmemprof
+	install -m 0644 include/ljmemprof.h $(DESTDIR)$(PREFIX)/include/ljmemprof.h
+	install -m 0644 $(BUILD)/libljmemprof.a $(DESTDIR)$(PREFIX)/lib/libljmemprof.a
+
+uninstall:
+	rm -f $(DESTDIR)$(LUA_CPATH_DIR)/ljmemprof.so $(DESTDIR)$(PREFIX)/bin/ljmemprof \
+	  $(DESTDIR)$(PREFIX)/include/ljmemprof.h $(DESTDIR)$(PREFIX)/lib/libljmemprof.a
+
+bench: all
+	bench/run
+
+clean:
+	rm -rf $(BUILD)/agent $(BUILD)/format $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
+	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a
+
+distclean:
+	rm -rf $(BUILD)

@@ -1,0 +1,80 @@
+/*
+** ljmemprof.h: public C API of the ljmemprof agent.
+**
+** For applications that embed LuaJIT: start and stop the memory profiler on
+** a lua_State, sending the stream to a file or to a writer callback. The
+** stream is the memprof format (docs/FORMAT.md); read it with `ljmemprof`.
+**
+** All functions return 0 or a negative LJMP_E* code; ljmp_strerror() turns a
+** code into a message. An I/O error is reported as -(errno) < LJMP_E_BASE.
+*/
+
+#ifndef LJMEMPROF_H
+#define LJMEMPROF_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct lua_State;
+
+#if defined(LJMP_BUILD) && defined(__GNUC__)
+#define LJMP_API __attribute__((visibility("default")))
+#else
+#define LJMP_API
+#endif
+
+/* Error codes (negative). Codes above LJMP_E_BASE are -errno values. */
+#define LJMP_E_BASE	(-10000)
+#define LJMP_ERUNNING	(-10001)	/* The profiler is running already. */
+#define LJMP_ENOTRUN	(-10002)	/* The profiler is not running. */
+#define LJMP_EARG	(-10003)	/* Bad argument (see ljmp_options). */
+#define LJMP_EVM	(-10004)	/* The VM does not match the build. */
+#define LJMP_ENOMEM	(-10005)	/* Out of memory for the profiler. */
+#define LJMP_EWRAPPED	(-10006)	/* Allocator was replaced meanwhile. */
+
+/*
+** Writer callback: consume len bytes at data. Return 0 on success or a
+** positive errno value; the first failure stops recording (the program goes
+** on) and is reported by ljmp_stop(). Called from inside the VM's allocator:
+** it must not call into the Lua state being profiled.
+*/
+typedef int (*ljmp_writer)(void *ctx, const void *data, size_t len);
+
+/* Called once when the stream has ended (stop, lua_close, exit); err is 0
+** or the errno that ended recording early. May be NULL. */
+typedef void (*ljmp_on_stop)(void *ctx, int err);
+
+/* Options for ljmp_start(). Zero-initialise, then set one sink. */
+typedef struct ljmp_options {
+  const char *path;	/* File to write (created or truncated), or NULL. */
+  ljmp_writer writer;	/* Or: a callback that receives the stream. */
+  void *ctx;		/* Passed to writer and on_stop. */
+  ljmp_on_stop on_stop;	/* Optional end-of-stream notification. */
+  size_t bufsize;	/* Buffer size in bytes; 0 = default (1 MiB). */
+} ljmp_options;
+
+/* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
+** LJMP_EVM, LJMP_ENOMEM or -errno (file could not be opened/written). */
+LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
+
+/* Stop profiling and finalise the stream. Returns 0, LJMP_ENOTRUN, or the
+** -errno of the write error that ended recording early. */
+LJMP_API int ljmp_stop(struct lua_State *L);
+
+/* Non-zero while the VM of L is being profiled. */
+LJMP_API int ljmp_running(struct lua_State *L);
+
+/* Message for an error code returned above (never NULL). */
+LJMP_API const char *ljmp_strerror(int code);
+
+/* Lua entry point: require("ljmemprof"). */
+LJMP_API int luaopen_ljmemprof(struct lua_State *L);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,163 @@
+/*
+** ljmp_api.c: public C API: start, stop, the VM layout check, exit safety.
+**
+** The profiler's state hangs off the allocator's ud pointer while it runs,
+** so several VMs can be profiled at once. A list of running profilers exists
+** only so that process exit (os.exit() runs no finalisers) can finalise
+** every stream; it is never touched on the hot path.
+*/
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lj_obj.h"
+#include "lj_frame.h"
+#include "lj_jit.h"
+#include "lj_dispatch.h"
+#include "luajit.h"
+#include "lauxlib.h"
+
+#include "mp_agent.h"
+#include "mp_check.h"
+#include "../format/mp_format.h"
+
+#define MP_BUFSIZE_DEFAULT	((size_t)1 << 20)
+#define MP_BUFSIZE_MIN		((size_t)4096)
+
+/* -- Running profilers, for process exit ---------------------------------- */
+
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static mp_state *running_list;
+static int atexit_done;
+
+/* Finalise every stream still open when the process exits. The hooks stay
+** installed, forwarding only, since the VMs may still allocate. */
+static void at_exit(void)
+{
+  mp_state *s;
+  pthread_mutex_lock(&running_lock);
+  for (s = running_list; s; s = s->next) mp_sink_finish(s);
+  pthread_mutex_unlock(&running_lock);
+}
+
+static void list_add(mp_state *s)
+{
+  pthread_mutex_lock(&running_lock);
+  if (!atexit_done) atexit_done = (atexit(at_exit) == 0);
+  s->next = running_list;
+  running_list = s;
+  pthread_mutex_unlock(&running_lock);
+}
+
+static void list_del(mp_state *s)
+{
+  mp_state **pp;
+  pthread_mutex_lock(&running_lock);
+  for (pp = &running_list; *pp; pp = &(*pp)->next)
+    if (*pp == s) { *pp = s->next; break; }
+  pthread_mutex_unlock(&running_lock);
+}
+
+/* -- State ------------------------------------------------------------- */
+
+/* The profiler state of L's VM, or NULL if it is not being profiled. */
+static mp_state *state_of(lua_State *L)
+{
+  void *ud;
+  lua_Alloc f = lua_getallocf(L, &ud);
+  return f == mp_hook_alloc ? (mp_state *)ud : NULL;
+}
+
+static void state_free(mp_state *s)
+{
+  mp_ptrset_free(&s->protos);
+  mp_ptrset_free(&s->cfuncs);
+  free(s->traces);
+  free(s->buf);
+  free(s);
+}
+
+int ljmp_running(lua_State *L)
+{
+  mp_state *s = state_of(L);
+  return s && !s->finished;
+}
+
+int ljmp_start(lua_State *L, const ljmp_options *opt)
+{
+  mp_state *s;
+  size_t size;
+  uint8_t *p;
+  int fd = -1;
+  if (!L || !opt || (!opt->path == !opt->writer)) return LJMP_EARG;
+  if (state_of(L)) return LJMP_ERUNNING;
+  if (mp_check_vm(L, NULL)) return LJMP_EVM;
+  size = opt->bufsize ? opt->bufsize : MP_BUFSIZE_DEFAULT;
+  if (size < MP_BUFSIZE_MIN) return LJMP_EARG;
+  s = calloc(1, sizeof(*s));
+  if (!s || !(s->buf = malloc(size))) { free(s); return LJMP_ENOMEM; }
+  if (opt->path) {
+    fd = open(opt->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) { int e = errno; state_free(s); return -e; }
+  }
+  s->fd = fd;
+  s->writer = opt->writer;
+  s->ctx = opt->ctx;
+  s->on_stop = opt->on_stop;
+  s->bufsize = size;
+  s->lim = s->buf + size - MP_EVENT_MAX;
+  s->g = G(L);
+  s->proto_min = sizeof(GCproto);
+  s->orig_f = lua_getallocf(L, &s->orig_ud);
+  /* Empty symtab (symbols follow in the stream), then the event prologue.
+  ** Written at once so that an unwritable sink fails here, not later. */
+  p = mp_put_prologue(s->buf, MP_LJS_MAGIC, MP_VERSION_WRITE);
+  *p++ = MP_FINAL;
+  s->pos = mp_put_prologue(p, MP_LJM_MAGIC, MP_VERSION_WRITE);
+  mp_sink_flush(s);
+  if (s->err) {
+    int e = s->err;
+    if (fd >= 0) close(fd);
+    state_free(s);
+    return -e;
+  }
+  s->recording = 1;
+  list_add(s);
+  lua_setallocf(L, mp_hook_alloc, s);
+  return 0;
+}
+
+int ljmp_stop(lua_State *L)
+{
+  mp_state *s = state_of(L);
+  int err;
+  if (!s) return LJMP_ENOTRUN;
+  lua_setallocf(L, s->orig_f, s->orig_ud);
+  list_del(s);
+  /* Finished already: the process is exiting and the stream is complete. */
+  err = s->finished ? LJMP_ENOTRUN : 0;
+  mp_sink_finish(s);
+  if (!err && s->err) err = -s->err;
+  state_free(s);
+  return err;
+}
+
+const char *ljmp_strerror(int code)
+{
+  switch (code) {
+  case 0: return "success";
+  case LJMP_ERUNNING: return "profiler is running already";
+  case LJMP_ENOTRUN: return "profiler is not running";
+  case LJMP_EARG: return "bad profiler options";
+  case LJMP_EVM: return "this LuaJIT does not match the one ljmemprof was "
+			"built for";
+  case LJMP_ENOMEM: return "not enough memory for the profiler";
+  case LJMP_EWRAPPED: return "the allocator was replaced while profiling";
+  }
+  if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
+  return "unknown error";
+}

@@ -1,0 +1,70 @@
+/*
+** mp_agent.h: state of the in-process profiler, shared by its files.
+**
+** One mp_state per profiled VM, reached through the allocator's ud pointer
+** while recording (no globals on the hot path). Its memory comes from
+** malloc, never from the VM, so the profiler does not profile itself.
+*/
+
+#ifndef MP_AGENT_H
+#define MP_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lua.h"
+#include "ljmemprof.h"
+
+/* Open-addressing set of pointers (linear probing, backward-shift delete). */
+typedef struct mp_ptrset {
+  uintptr_t *slot;	/* 0 = empty. */
+  size_t mask;		/* Capacity - 1 (capacity is a power of two). */
+  size_t count;
+} mp_ptrset;
+
+/* What was last written for a trace number. */
+typedef struct mp_tracesym {
+  const void *trace, *proto, *pc;	/* GCtrace, its startpt and startpc. */
+} mp_tracesym;
+
+typedef struct mp_state {
+  /* Hot fields first: the hook reads these on every event. */
+  uint8_t *pos;			/* Next free byte of the buffer. */
+  uint8_t *lim;			/* Flush when pos passes this. */
+  int recording;		/* 1 while events are recorded. */
+  void *g;			/* The VM's global_State. */
+  lua_Alloc orig_f;		/* The allocator we wrap. */
+  void *orig_ud;
+  const void *last_proto;	/* Last prototype whose symbol is known. */
+  size_t proto_min;		/* Frees smaller than this are not protos. */
+  mp_ptrset protos;		/* Prototypes written since start. */
+  mp_ptrset cfuncs;		/* C functions written since start. */
+  mp_tracesym *traces;		/* By trace number. */
+  size_t ntraces;
+  /* Sink. */
+  uint8_t *buf;
+  size_t bufsize;
+  int fd;			/* File sink, or -1. */
+  ljmp_writer writer;		/* Callback sink, or NULL. */
+  void *ctx;
+  ljmp_on_stop on_stop;
+  int err;			/* Sticky errno of the sink; 0 if none. */
+  int finished;			/* Epilogue written (stop, close or exit). */
+  uint64_t nevents;
+  struct mp_state *next;	/* In the list of running profilers. */
+} mp_state;
+
+/* -- mp_hook.c ------------------------------------------------------------ */
+void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+
+/* -- mp_sink.c ------------------------------------------------------------ */
+void mp_sink_flush(mp_state *s);
+void mp_sink_put(mp_state *s, const void *data, size_t len);
+void mp_sink_finish(mp_state *s);
+
+/* -- mp_symset.c ---------------------------------------------------------- */
+int mp_ptrset_add(mp_ptrset *set, uintptr_t key);	/* 1 new, 0 had, -1 OOM */
+int mp_ptrset_del(mp_ptrset *set, uintptr_t key);	/* 1 if removed. */
+void mp_ptrset_free(mp_ptrset *set);
+
+#endif

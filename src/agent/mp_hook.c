@@ -1,0 +1,319 @@
+/*
+** mp_hook.c: the allocator hook: attribute, forward, encode.
+**
+** Every allocation, reallocation and free of the VM passes through
+** mp_hook_alloc(). It reads the VM state *before* forwarding (a stack
+** reallocation frees the stack that L->base points into), forwards to the
+** original allocator, and only if that succeeded appends one event to the
+** buffer. It never calls the Lua API or stdio, and its work is bounded: a
+** symbol is written the first time an event refers to it.
+**
+** Attribution (see DESIGN.md for the LuaJIT facts behind it):
+**   vmstate >= 0          -> the JIT trace with that number
+**   INTERP or C           -> the frame on top of g->cur_L:
+**       Lua function      -> its prototype and the line of the saved pc
+**       builtin (ffid>1)  -> the Lua line (or C function) that called it
+**       C function        -> its address
+**   anything else         -> internal (GC, trace exits, JIT compiler)
+** Frees never look at frames (their saved pc may be stale): trace or
+** internal by vmstate only.
+*/
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include "lj_obj.h"
+#include "lj_frame.h"
+#include "lj_jit.h"
+#include "lj_dispatch.h"
+
+#include "mp_agent.h"
+#include "../format/mp_format.h"
+
+/* Where an event comes from. */
+typedef struct loc {
+  uint8_t src;		/* MP_SRC_*. */
+  uint64_t id;		/* Proto or C function address, or trace number. */
+  uint64_t line;
+} loc;
+
+/* -- Symbols -------------------------------------------------------------- */
+
+/* Make room for n more bytes below lim, flushing if needed. Keeping pos at
+** or below lim outside the hook's own event write leaves MP_EVENT_MAX bytes
+** for the event that follows any symbols. */
+static inline void reserve(mp_state *s, size_t n)
+{
+  if ((size_t)(s->lim - s->pos) < n) mp_sink_flush(s);
+}
+
+/* Line of bytecode position pos in pt, like the VM's debug info does. */
+static uint64_t proto_line(const GCproto *pt, BCPos pos)
+{
+  const void *li = proto_lineinfo(pt);
+  if (!li || pos > pt->sizebc) return (uint64_t)pt->firstline;
+  if (pos == pt->sizebc) return (uint64_t)(pt->firstline + pt->numline);
+  if (pos == 0) return (uint64_t)pt->firstline;
+  pos--;
+  if (pt->numline < 256)
+    return (uint64_t)(pt->firstline + ((const uint8_t *)li)[pos]);
+  if (pt->numline < 65536)
+    return (uint64_t)(pt->firstline + ((const uint16_t *)li)[pos]);
+  return (uint64_t)(pt->firstline + ((const uint32_t *)li)[pos]);
+}
+
+/* Write the symbol of prototype pt unless it is known already. */
+static void want_proto(mp_state *s, const GCproto *pt)
+{
+  GCstr *name;
+  uint8_t *p;
+  int r;
+  if (pt == s->last_proto) return;
+  r = mp_ptrset_add(&s->protos, (uintptr_t)pt);
+  if (r == 0) { s->last_proto = pt; return; }
+  if (r < 0) return;	/* Out of memory: the symbol is written again later. */
+  s->last_proto = pt;
+  name = proto_chunkname(pt);
+  reserve(s, 1 + 2 * MP_ULEB_MAX);
+  p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_LFUNC;
+  p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
+  p = mp_put_uleb(p, name->len);
+  s->pos = p;
+  mp_sink_put(s, strdata(name), name->len);
+  reserve(s, MP_ULEB_MAX);
+  s->pos = mp_put_uleb(s->pos, (uint64_t)pt->firstline);
+}
+
+/* Append hex digits of v to p. */
+static char *put_hex(char *p, uintptr_t v)
+{
+  char tmp[2 * sizeof(v)];
+  int n = 0;
+  do { tmp[n++] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+/* Name of C function f: its dynamic symbol, else "module+0xoffset". */
+static size_t cfunc_name(const void *f, char *out, size_t size)
+{
+  Dl_info info;
+  const char *base;
+  char *p = out;
+  size_t n;
+  if (dladdr(f, &info) && info.dli_sname && info.dli_saddr == f) {
+    n = strlen(info.dli_sname);
+    if (n >= size) n = size - 1;
+    memcpy(out, info.dli_sname, n);
+    return n;
+  }
+  if (!dladdr(f, &info) || !info.dli_fname) {	/* Unknown module. */
+    memcpy(p, "?+0x", 4);
+    return (size_t)(put_hex(p + 4, (uintptr_t)f) - out);
+  }
+  base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  n = strlen(base);
+  if (n > size - 24) n = size - 24;
+  memcpy(p, base, n);
+  p += n;
+  memcpy(p, "+0x", 3);
+  p = put_hex(p + 3, (uintptr_t)f - (uintptr_t)info.dli_fbase);
+  return (size_t)(p - out);
+}
+
+/* Write the symbol of C function f unless it is known already. */
+static void want_cfunc(mp_state *s, const void *f)
+{
+  char name[256];
+  size_t n;
+  uint8_t *p;
+  if (mp_ptrset_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
+  n = cfunc_name(f, name, sizeof(name));
+  reserve(s, 1 + 2 * MP_ULEB_MAX + sizeof(name));
+  p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
+  p = mp_put_uleb(p, (uint64_t)(uintptr_t)f);
+  p = mp_put_uleb(p, n);
+  memcpy(p, name, n);
+  s->pos = p + n;
+}
+
+/* Write the symbol of trace number n unless the same trace is known. */
+static void want_trace(mp_state *s, global_State *g, TraceNo n)
+{
+  jit_State *J = G2J(g);
+  GCtrace *T;
+  GCproto *pt;
+  const BCIns *pc;
+  mp_tracesym *e;
+  uint8_t *p;
+  if (n >= J->sizetrace) return;
+  T = (GCtrace *)gcref(J->trace[n]);
+  if (!T) return;
+  pt = gco2pt(gcref(T->startpt));
+  pc = mref(T->startpc, const BCIns);
+  if (n >= s->ntraces) {	/* Grow to the VM's own trace array size. */
+    size_t cap = J->sizetrace > n ? J->sizetrace : n + 1;
+    mp_tracesym *t = realloc(s->traces, cap * sizeof(*t));
+    if (!t) return;
+    memset(t + s->ntraces, 0, (cap - s->ntraces) * sizeof(*t));
+    s->traces = t;
+    s->ntraces = cap;
+  }
+  e = &s->traces[n];
+  if (e->trace == T && e->proto == pt && e->pc == pc) return;
+  e->trace = T; e->proto = pt; e->pc = pc;
+  want_proto(s, pt);
+  reserve(s, 1 + 3 * MP_ULEB_MAX);
+  p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_TRACE;
+  p = mp_put_uleb(p, n);
+  p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
+  p = mp_put_uleb(p, proto_line(pt, proto_bcpos(pt, pc)));
+  s->pos = p;
+}
+
+/* -- Attribution ---------------------------------------------------------- */
+
+/* Location of a Lua function fn executing at pc (pc after the current
+** instruction, as saved by the VM); internal if pc is not in fn. */
+static inline void lua_loc(mp_state *s, loc *l, GCfunc *fn, const BCIns *pc)
+{
+  GCproto *pt = funcproto(fn);
+  BCPos pos = proto_bcpos(pt, pc) - 1;
+  if (pos >= pt->sizebc) { l->src = MP_SRC_INTERNAL; return; }
+  want_proto(s, pt);
+  l->src = MP_SRC_LFUNC;
+  l->id = (uint64_t)(uintptr_t)pt;
+  l->line = proto_line(pt, pos);
+}
+
+/* Location of a builtin at frame f: its nearest caller with a known pc. */
+static void builtin_loc(mp_state *s, loc *l, lua_State *L, TValue *f)
+{
+  int depth;
+  for (depth = 0; depth < 16; depth++) {
+    TValue *prev;
+    GCfunc *fn;
+    int islua = frame_islua(f);
+    prev = islua ? frame_prevl(f) : frame_prevd(f);
+    if (prev <= tvref(L->stack) + LJ_FR2) break;
+    fn = frame_func(prev);
+    if (fn->c.gct != ~LJ_TFUNC) break;
+    if (isluafunc(fn)) {
+      if (islua) { lua_loc(s, l, fn, frame_pc(f)); return; }
+    } else if (iscfunc(fn)) {
+      want_cfunc(s, (const void *)fn->c.f);
+      l->src = MP_SRC_CFUNC;
+      l->id = (uint64_t)(uintptr_t)fn->c.f;
+      return;
+    }
+    f = prev;
+  }
+  l->src = MP_SRC_INTERNAL;
+}
+
+/* Attribute an allocation or reallocation about to happen. */
+static inline void attribute(mp_state *s, loc *l)
+{
+  global_State *g = (global_State *)s->g;
+  int32_t st = g->vmstate;
+  lua_State *L;
+  TValue *f;
+  GCfunc *fn;
+  if (st >= 0) {
+    want_trace(s, g, (TraceNo)st);
+    l->src = MP_SRC_TRACE;
+    l->id = (uint64_t)st;
+    return;
+  }
+  l->src = MP_SRC_INTERNAL;
+  l->line = 0;
+  if (st != ~LJ_VMST_INTERP && st != ~LJ_VMST_C) return;
+  L = (lua_State *)gcref(g->cur_L);
+  if (!L) return;			/* The state is closing. */
+  f = L->base - 1;
+  if (f <= tvref(L->stack) + LJ_FR2) return;	/* No function running. */
+  fn = frame_func(f);
+  if (fn->c.gct != ~LJ_TFUNC) return;
+  if (isluafunc(fn)) {
+    void *cf = cframe_raw(L->cframe);
+    const BCIns *pc;
+    if (!cf) return;
+    pc = cframe_pc(cf);
+    if ((void *)pc == (void *)cframe_L(cf)) return;	/* No pc saved. */
+    lua_loc(s, l, fn, pc);
+  } else if (iscfunc(fn)) {
+    want_cfunc(s, (const void *)fn->c.f);
+    l->src = MP_SRC_CFUNC;
+    l->id = (uint64_t)(uintptr_t)fn->c.f;
+  } else {
+    builtin_loc(s, l, L, f);
+  }
+}
+
+/* Location of a free: the running trace, else internal. */
+static inline void attribute_free(mp_state *s, loc *l)
+{
+  int32_t st = ((global_State *)s->g)->vmstate;
+  if (st >= 0) {
+    want_trace(s, (global_State *)s->g, (TraceNo)st);
+    l->src = MP_SRC_TRACE;
+    l->id = (uint64_t)st;
+  } else {
+    l->src = MP_SRC_INTERNAL;
+  }
+}
+
+/* -- Encoding ------------------------------------------------------------- */
+
+/* Append the header and location of one event. */
+static inline uint8_t *put_loc(uint8_t *p, int ev, const loc *l)
+{
+  *p++ = (uint8_t)(ev | l->src);
+  if (l->src != MP_SRC_INTERNAL) {
+    p = mp_put_uleb(p, l->id);
+    if (l->src == MP_SRC_LFUNC) p = mp_put_uleb(p, l->line);
+  }
+  return p;
+}
+
+/* -- The hook ------------------------------------------------------------- */
+
+void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  mp_state *s = (mp_state *)ud;
+  void *res;
+  loc l;
+  uint8_t *p;
+  if (!s->recording) return s->orig_f(s->orig_ud, ptr, osize, nsize);
+  if (nsize == 0) {			/* Free. */
+    attribute_free(s, &l);
+    res = s->orig_f(s->orig_ud, ptr, osize, nsize);
+    if (osize >= s->proto_min && s->protos.count &&
+	mp_ptrset_del(&s->protos, (uintptr_t)ptr) && ptr == s->last_proto)
+      s->last_proto = NULL;
+    p = put_loc(s->pos, MP_AEV_FREE, &l);
+    p = mp_put_uleb(p, (uint64_t)(uintptr_t)ptr);
+    p = mp_put_uleb(p, osize);
+  } else {
+    attribute(s, &l);
+    res = s->orig_f(s->orig_ud, ptr, osize, nsize);
+    if (res == NULL) return NULL;	/* Failed: nothing changed. */
+    if (ptr == NULL) {
+      p = put_loc(s->pos, MP_AEV_ALLOC, &l);
+    } else {
+      p = put_loc(s->pos, MP_AEV_REALLOC, &l);
+      p = mp_put_uleb(p, (uint64_t)(uintptr_t)ptr);
+      p = mp_put_uleb(p, osize);
+    }
+    p = mp_put_uleb(p, (uint64_t)(uintptr_t)res);
+    p = mp_put_uleb(p, nsize);
+  }
+  s->pos = p;
+  s->nevents++;
+  if (p > s->lim) mp_sink_flush(s);
+  return res;
+}

@@ -1,0 +1,155 @@
+/*
+** mp_format.h: the one definition of the memprof byte stream.
+**
+** Included by the agent (writer) and by the reader; docs/FORMAT.md says the
+** same in prose. The stream is the one Tarantool's LuaJIT memory profiler
+** writes, so profiles flow both ways between the two tool sets.
+**
+**   stream      := symtab events
+**   symtab      := 'l' 'j' 's' ljs-version <3 reserved bytes> sym* sym-final
+**   sym         := sym-header payload          (payload by symbol type)
+**   sym-final   := 0x80
+**   events      := 'l' 'j' 'm' ljm-version <3 reserved bytes> event* epilogue
+**   event       := ev-header loc? addresses    (alloc, free, realloc)
+**                | ev-header sym-payload       (symbol met during the run)
+**   epilogue    := 0x80
+**
+**   ev-header   : [F UU SSS EE]  EE = event kind, SSS = source, F = final
+**   sym-header  : [F UUUUU TT]   TT = symbol type, F = final
+**
+**   loc-internal:= (nothing)
+**   loc-lua     := proto-addr line            (ULEB128 each)
+**   loc-c       := cfunc-addr
+**   loc-trace   := trace-no
+**   alloc       := loc naddr nsize
+**   free        := loc oaddr osize
+**   realloc     := loc oaddr osize naddr nsize
+**
+**   sym-lua     := proto-addr chunkname first-line
+**   sym-cfunc   := cfunc-addr name
+**   sym-trace   := trace-no proto-addr start-line
+**   string      := ULEB128 length, then that many bytes
+**
+** Numbers are ULEB128 (7 bits per byte, low groups first, high bit = more),
+** at most 10 bytes for a 64-bit value. Symbol type numbers differ between
+** versions (see mp_symtype_*); event and source numbers do not.
+*/
+
+#ifndef MP_FORMAT_H
+#define MP_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* -- Constants ------------------------------------------------------------ */
+
+#define MP_LJS_MAGIC		"ljs"
+#define MP_LJM_MAGIC		"ljm"
+#define MP_PROLOGUE_SIZE	7	/* magic(3) + version(1) + reserved(3) */
+
+#define MP_VERSION_MIN		1
+#define MP_VERSION_MAX		3
+#define MP_VERSION_WRITE	3	/* What the agent writes (both parts). */
+
+/* Event kinds (bits 0-1 of ev-header). */
+#define MP_AEV_SYMTAB		0	/* v2+: a symbol met during the run. */
+#define MP_AEV_ALLOC		1
+#define MP_AEV_FREE		2
+#define MP_AEV_REALLOC		3
+#define MP_AEV_MASK		0x03
+
+/* Allocation sources (bits 2-4 of ev-header). */
+#define MP_SRC_INTERNAL		(1 << 2)
+#define MP_SRC_LFUNC		(2 << 2)
+#define MP_SRC_CFUNC		(3 << 2)
+#define MP_SRC_TRACE		(4 << 2)	/* v2+ */
+#define MP_SRC_MASK		(7 << 2)
+
+#define MP_FINAL		0x80	/* Epilogue and symtab end marker. */
+#define MP_SYMTYPE_MASK		0x03
+
+/* Symbol types in the symtab header, per version:
+**   v1: 0 = Lua function
+**   v2: 0 = Lua function, 1 = trace
+**   v3: 0 = Lua function, 1 = C function, 2 = trace
+*/
+#define MP_SYM_LFUNC		0
+#define MP_SYM_CFUNC_V3		1
+#define MP_SYM_TRACE_V2		1
+#define MP_SYM_TRACE_V3		2
+
+#define MP_ULEB_MAX		10	/* Bytes of the longest 64-bit ULEB128. */
+/* Longest alloc/free/realloc event: header + 5 numbers (+ line). */
+#define MP_EVENT_MAX		(1 + 6 * MP_ULEB_MAX)
+
+/* -- Encoding (used by the agent and by tests) --------------------------- */
+
+/* Append v as ULEB128 at p; return the byte after it. p needs 10 bytes. */
+static inline uint8_t *mp_put_uleb(uint8_t *p, uint64_t v)
+{
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+/* Append a prologue (magic "ljs"/"ljm", version, 3 zero bytes). */
+static inline uint8_t *mp_put_prologue(uint8_t *p, const char *magic, int ver)
+{
+  p[0] = (uint8_t)magic[0]; p[1] = (uint8_t)magic[1]; p[2] = (uint8_t)magic[2];
+  p[3] = (uint8_t)ver; p[4] = p[5] = p[6] = 0;
+  return p + MP_PROLOGUE_SIZE;
+}
+
+/* -- Decoding ------------------------------------------------------------- */
+
+/* What one decoded item is. */
+typedef enum mp_kind {
+  MP_K_ALLOC = 1, MP_K_FREE, MP_K_REALLOC,	/* Allocation events. */
+  MP_K_SYM_LFUNC, MP_K_SYM_CFUNC, MP_K_SYM_TRACE	/* Symbols. */
+} mp_kind;
+
+/* One decoded item: an allocation event or a symbol. */
+typedef struct mp_item {
+  mp_kind kind;
+  uint8_t src;		/* Event: MP_SRC_*; symbol: 0. */
+  uint8_t in_header;	/* Symbol: 1 if it came from the symtab header. */
+  uint64_t id;		/* Location: proto/cfunc address or trace number;
+			   symbol: its address (or trace number). */
+  uint64_t line;	/* Location line (Lua) or symbol line. */
+  uint64_t proto;	/* Trace symbol: its starting prototype's address. */
+  uint64_t oaddr, osize, naddr, nsize;	/* Event addresses and sizes. */
+  const char *name;	/* Symbol name or chunk name (not NUL-terminated). */
+  size_t name_len;
+  size_t offset;	/* Byte offset of the item's first byte. */
+} mp_item;
+
+/* Result of mp_reader_next(). */
+enum {
+  MP_OK = 1,		/* An item was decoded. */
+  MP_END = 0,		/* The epilogue was read: the stream is complete. */
+  MP_ERR_DATA = -1,	/* Malformed data (see reader.err, err_offset). */
+  MP_ERR_TRUNC = -2	/* The data ends before the epilogue. */
+};
+
+/* Pull decoder over a stream held in memory (e.g. an mmap'd file). */
+typedef struct mp_reader {
+  const uint8_t *base, *p, *end;
+  int ljs_version, ljm_version;
+  int phase;		/* 0: symtab, 1: events, 2: done. */
+  size_t err_offset;	/* Where the error or the truncation was seen. */
+  char err[160];	/* What was expected there. */
+} mp_reader;
+
+/* Start reading len bytes at data. Returns MP_OK or an MP_ERR_* code. */
+int mp_reader_init(mp_reader *r, const void *data, size_t len);
+
+/* Decode the next item into *it. Returns MP_OK, MP_END or MP_ERR_*. */
+int mp_reader_next(mp_reader *r, mp_item *it);
+
+/* Name of a symbol type for messages. */
+const char *mp_kind_name(mp_kind k);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+** mp_file.h: a profile file mapped into memory for the reader.
+*/
+#ifndef MP_FILE_H
+#define MP_FILE_H
+
+#include <stddef.h>
+
+typedef struct mp_file {
+  const void *data;
+  size_t len;
+  int mapped;		/* 1 if data is an mmap, 0 if malloc'd. */
+} mp_file;
+
+/* Map path; on failure return -1 and leave errno set. "-" reads stdin. */
+int mp_file_open(mp_file *f, const char *path);
+void mp_file_close(mp_file *f);
+
+#endif
