@@ -230,7 +230,6 @@ static inline void attribute(mp_state *s, loc *l)
     return;
   }
   l->src = MP_SRC_INTERNAL;
-  l->line = 0;
   if (st != ~LJ_VMST_INTERP && st != ~LJ_VMST_C) return;
   L = (lua_State *)gcref(g->cur_L);
   if (!L) return;			/* The state is closing. */
@@ -289,6 +288,7 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   loc l;
   uint8_t *p;
   if (!s->recording) return s->orig_f(s->orig_ud, ptr, osize, nsize);
+  l.line = 0;
   if (nsize == 0) {			/* Free. */
     attribute_free(s, &l);
     res = s->orig_f(s->orig_ud, ptr, osize, nsize);

@@ -1,0 +1,78 @@
+#!/usr/bin/env luajit
+-- With the JIT on, a hot loop's allocations are attributed to the trace
+-- compiled for it, whose symbol carries the loop's start line; after
+-- jit.flush() trace numbers are reused and resolve to their new start.
+package.path = "tests/lib/?.lua;" .. package.path
+local T = require("mp_test")
+local t = require("tap")
+jit.on()
+jit.flush()
+jit.opt.start("hotloop=2")
+
+local loop1 = assert(load([[
+local out = {}
+for i = 1, 200 do
+  out[i] = { i }
+end
+return out
+]], "@loop1.lua"))
+local loop2 = assert(load([[
+local out = {}
+local x = 0
+for i = 1, 200 do
+  out[i] = "s" .. i
+end
+return out
+]], "@loop2.lua"))
+
+local evs, complete, delta = T.profile(function()
+  loop1()
+  jit.flush()
+  loop2()
+end)
+t.ok(complete, "stream is complete")
+t.is(T.net(evs), delta, "allocated - freed equals the VM's counter delta")
+
+-- Split the events at the flush: loop1's come before loop2's first event.
+local split
+for i, e in ipairs(evs) do
+  if e.chunk == "@loop2.lua" or e.start_chunk == "@loop2.lua" then
+    split = i
+    break
+  end
+end
+local tables, traced, exits, starts = 0, 0, 0, {}
+for i = 1, split - 1 do
+  local e = evs[i]
+  if e.event == "alloc" and e.nsize == 88 then	-- the { i } tables
+    if e.source == "trace" then
+      traced = traced + 1
+      starts[e.trace .. " " .. e.start_chunk .. ":" .. e.start_line] = true
+    elseif e.chunk == "@loop1.lua" and e.line == 3 then
+      tables = tables + 1
+    elseif e.source == "internal" then
+      exits = exits + 1	-- a sunk table materialised at a trace exit
+    end
+  end
+end
+t.is(tables + traced + exits, 200, "200 tables of loop 1")
+t.ok(exits <= 1, "at most one rebuilt from a snapshot at the trace exit",
+     "internal: " .. exits)
+t.ok(traced >= 190, "most of them from JIT-compiled code",
+     "traced: " .. traced)
+local keys = {}
+for k in pairs(starts) do keys[#keys + 1] = k end
+t.is(table.concat(keys, ","), "1 @loop1.lua:2", "trace 1 started at the loop's line")
+
+local strings, reused = 0, {}
+for i = split, #evs do
+  local e = evs[i]
+  if e.source == "trace" and e.event == "alloc" then
+    strings = strings + 1
+    reused[e.trace .. " " .. e.start_chunk .. ":" .. e.start_line] = true
+  end
+end
+t.ok(strings >= 150, "loop 2's strings come from its traces", strings)
+t.ok(reused["1 @loop2.lua:3"], "trace number 1, reused after jit.flush(), "
+     .. "resolves to loop 2's line")
+t.done()
