@@ -24,6 +24,7 @@
 
 #define MP_DEFAULT_PATH	"memprof.bin"
 #define MP_SENTINEL	"ljmemprof.sentinel"
+#define MP_PATHKEY	"ljmemprof.path"	/* Registry: path being written. */
 
 /* Push nil, message, errno for an ljmp_* error code; returns 3. */
 static int push_error(lua_State *L, int code, const char *path)
@@ -73,6 +74,8 @@ static int mp_lua_start(lua_State *L)
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
   rc = ljmp_start(L, &opt);
   if (rc) return push_error(L, rc, opt.path);
+  lua_pushstring(L, opt.path);
+  lua_setfield(L, LUA_REGISTRYINDEX, MP_PATHKEY);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -81,7 +84,12 @@ static int mp_lua_start(lua_State *L)
 static int mp_lua_stop(lua_State *L)
 {
   int rc = ljmp_stop(L);
-  if (rc) return push_error(L, rc, NULL);
+  if (rc) {
+    const char *path;
+    lua_getfield(L, LUA_REGISTRYINDEX, MP_PATHKEY);
+    path = lua_tostring(L, -1);
+    return push_error(L, rc, rc == LJMP_ENOTRUN ? NULL : path);
+  }
   lua_pushboolean(L, 1);
   return 1;
 }

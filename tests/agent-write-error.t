@@ -1,0 +1,60 @@
+#!/bin/sh
+# A write error at any point stops recording, never the program: stop()
+# reports it with errno, and what was written is a readable prefix.
+. tests/lib/tap.sh
+
+churn='local t = {} for i = 1, 400000 do t[i % 1000 + 1] = { i } end'
+
+# A pipe whose reader goes away after 1 MiB (SIGPIPE must not kill us).
+mkfifo "$TMPD/fifo"
+head -c 1048576 "$TMPD/fifo" > "$TMPD/head.bin" &
+out=$(P="$TMPD/fifo" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
+  local mp = require("ljmemprof")
+  assert(mp.start(os.getenv("P")))
+  '"$churn"'
+  print(mp.stop())
+  print("alive")' 2>&1)
+st=$?
+wait
+is "$st" 0 "program exits normally after EPIPE"
+is "$out" "$(printf 'nil\t%s: Broken pipe\t32\nalive' "$TMPD/fifo")" \
+  "stop() returns the EPIPE error with path and errno"
+is "$(complete "$TMPD/head.bin")" false "the 1 MiB received is a readable prefix"
+build/ljmemprof events "$TMPD/head.bin" > "$TMPD/ev.json" 2>/dev/null
+n=$(grep -c '"event"' "$TMPD/ev.json")
+ok $([ "$n" -gt 50000 ] && echo 0 || echo 1) "prefix decodes to many events ($n)"
+
+# A file size limit hit after 1 MiB (dash counts ulimit -f in 512-byte
+# blocks; SIGXFSZ must not kill us).
+out=$( (ulimit -f 2048; P="$TMPD/big.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
+  local mp = require("ljmemprof")
+  assert(mp.start(os.getenv("P")))
+  '"$churn"'
+  print(mp.stop())
+  print(mp.running())') 2>&1)
+is "$?" 0 "program exits normally after EFBIG"
+is "$out" "$(printf 'nil\t%s: File too large\t27\nfalse' "$TMPD/big.bin")" \
+  "stop() returns the EFBIG error with path and errno"
+sz=$(stat -c %s "$TMPD/big.bin")
+ok $([ "$sz" -ge 1048576 ] && echo 0 || echo 1) "written up to the limit ($sz bytes)"
+is "$(complete "$TMPD/big.bin")" false "the file is a readable prefix"
+
+# The descriptor closed behind the profiler's back (EBADF).
+out=$(P="$TMPD/c.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
+  local mp = require("ljmemprof")
+  assert(mp.start({ path = os.getenv("P"), bufsize = 4096 }))
+  -- find and close the profile descriptor (the newest one under /proc)
+  local fds = io.popen("ls /proc/self/fd")
+  fds:close()
+  local ffi = require("ffi")
+  ffi.cdef("int close(int); int readlink(const char*, char*, size_t);")
+  local buf = ffi.new("char[512]")
+  for fd = 3, 64 do
+    local n = ffi.C.readlink("/proc/self/fd/" .. fd, buf, 512)
+    if n > 0 and ffi.string(buf, n) == os.getenv("P") then ffi.C.close(fd) end
+  end
+  '"$churn"'
+  print(mp.stop())') 2>&1
+is "$out" "$(printf 'nil\t%s: Bad file descriptor\t9' "$TMPD/c.bin")" \
+  "closed descriptor: EBADF reported by stop()"
+done_testing
