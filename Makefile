@@ -83,7 +83,7 @@ $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR
 	  $(BUILD)/libljmemprof.a $(READER_OBJ) -lluajit-5.1 -ldl -lpthread
 
 example: all
-	@tests/../scripts/example.sh
+	@scripts/example.sh
 
 test: all
 	prove tests/
