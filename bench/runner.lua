@@ -1,0 +1,420 @@
+-- runner.lua: the ljmemprof benchmark runner (started by bench/run).
+--
+-- usage: luajit bench/runner.lua [--quick] [--pairs N] [--size small|default]
+--                                [--only NAME[,NAME]] [--jit on|off|both]
+--                                [--no-reader] [--reader-depth N] [--keep]
+--
+-- For every workload and JIT mode it runs the workload without and with the
+-- profiler in alternating pairs (the order flips every pair so that drift
+-- and cache warmth hit both sides alike), checks that every run prints the
+-- same checksum, and prints medians, the median of the per-pair ratios, the
+-- events recorded and what the profile costs per event and per byte. Then it
+-- records one big binary-trees profile and times the reader commands on it.
+--
+-- Children are started with fork/execvp and reaped with wait4 through the
+-- FFI, which gives exact wall times (no shell in between) and the peak RSS
+-- of each child (ru_maxrss, what GNU time's %M reports). Only Linux with
+-- glibc is supported (open(2) flag values are those of x86-64 and arm64).
+--
+-- Exit status: 0 whatever the timings are; 1 only if something is broken (a
+-- workload fails or prints a different checksum, the profiler leaves no
+-- complete profile, a reader command that exists fails).
+
+local ffi = require("ffi")
+
+ffi.cdef[[
+typedef int pid_t;
+struct mp_timespec { long tv_sec; long tv_nsec; };
+struct mp_timeval { long tv_sec; long tv_usec; };
+struct mp_rusage {
+  struct mp_timeval ru_utime, ru_stime;
+  long ru_maxrss, ru_ixrss, ru_idrss, ru_isrss, ru_minflt, ru_majflt;
+  long ru_nswap, ru_inblock, ru_oublock, ru_msgsnd, ru_msgrcv;
+  long ru_nsignals, ru_nvcsw, ru_nivcsw;
+};
+int clock_gettime(int clk, struct mp_timespec *ts);
+pid_t fork(void);
+int execvp(const char *file, char *const argv[]);
+pid_t wait4(pid_t pid, int *status, int options, struct mp_rusage *ru);
+int open(const char *path, int flags, int mode);
+int dup2(int old, int new);
+int close(int fd);
+void _exit(int code);
+int setenv(const char *name, const char *value, int overwrite);
+char *strerror(int errnum);
+]]
+local C = ffi.C
+local O_WRONLY, O_CREAT, O_TRUNC = 1, 0x40, 0x200
+local CLOCK_MONOTONIC = 1
+local EINTR = 4
+
+local LUAJIT = os.getenv("LUAJIT") or "luajit"
+local CLI = "build/ljmemprof"
+local OUT = "build/bench"
+
+-- -- Helpers ---------------------------------------------------------------
+
+local function log(...)
+  io.stderr:write(string.format(...), "\n")
+end
+
+local function die(...)
+  io.stderr:write("bench: ", string.format(...), "\n")
+  os.exit(1)
+end
+
+local function now()
+  local ts = ffi.new("struct mp_timespec")
+  C.clock_gettime(CLOCK_MONOTONIC, ts)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+-- Quote s for /bin/sh.
+local function shq(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function file_size(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local n = f:seek("end")
+  f:close()
+  return n
+end
+
+-- Last byte of a file (a finalised ljm stream ends with 0x80).
+local function last_byte(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local n = f:seek("end")
+  if n == 0 then f:close(); return nil end
+  f:seek("set", n - 1)
+  local b = f:read(1)
+  f:close()
+  return b and b:byte()
+end
+
+-- Output of a shell command (first line trimmed if line is true).
+local function capture(cmd, line)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  local s = p:read("*a") or ""
+  p:close()
+  if line then s = s:match("^[^\n]*") or "" end
+  return s
+end
+
+local function median(t)
+  local s = {}
+  for i = 1, #t do s[i] = t[i] end
+  table.sort(s)
+  local n = #s
+  if n == 0 then return 0 / 0 end
+  if n % 2 == 1 then return s[(n + 1) / 2] end
+  return (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+-- Run argv with stdout and stderr to files; returns wall seconds, exit
+-- status (or 128 + signal), peak RSS in KiB.
+local function spawn(argv, out_path, err_path)
+  local cargv = ffi.new("char *[?]", #argv + 1)
+  local keep = {}
+  for i = 1, #argv do
+    keep[i] = ffi.new("char[?]", #argv[i] + 1, argv[i])
+    cargv[i - 1] = keep[i]
+  end
+  cargv[#argv] = nil
+  local mode = bit.bor(O_WRONLY, O_CREAT, O_TRUNC)
+  local ofd = C.open(out_path, mode, 420)
+  local efd = C.open(err_path, mode, 420)
+  if ofd < 0 or efd < 0 then
+    die("cannot open %s or %s: %s", out_path, err_path,
+        ffi.string(C.strerror(ffi.errno())))
+  end
+  local status = ffi.new("int[1]")
+  local ru = ffi.new("struct mp_rusage")
+  local t0 = now()
+  local pid = C.fork()
+  if pid == 0 then
+    C.dup2(ofd, 1)
+    C.dup2(efd, 2)
+    C.execvp(cargv[0], cargv)
+    C._exit(127)
+  end
+  C.close(ofd)
+  C.close(efd)
+  if pid < 0 then die("fork: %s", ffi.string(C.strerror(ffi.errno()))) end
+  local r
+  repeat
+    r = C.wait4(pid, status, 0, ru)
+  until r == pid or ffi.errno() ~= EINTR
+  local t1 = now()
+  if r ~= pid then die("wait4: %s", ffi.string(C.strerror(ffi.errno()))) end
+  local st = status[0]
+  local code
+  if bit.band(st, 0x7f) == 0 then code = bit.band(bit.rshift(st, 8), 0xff)
+  else code = 128 + bit.band(st, 0x7f) end
+  return t1 - t0, code, tonumber(ru.ru_maxrss)
+end
+
+-- -- Options ---------------------------------------------------------------
+
+local WORKLOADS = {
+  { name = "binary-trees", script = "bench/binary_trees.lua",
+    size = { quick = 10, small = 15, default = 17 } },
+  { name = "strings", script = "bench/strings.lua",
+    size = { quick = 5, small = 100, default = 400 } },
+  { name = "tables", script = "bench/tables.lua",
+    size = { quick = 30, small = 400, default = 1500 } },
+  { name = "json", script = "bench/json.lua",
+    size = { quick = 5, small = 120, default = 500 } },
+}
+
+local opt = { pairs = nil, size = "default", jit = "both", reader = true,
+              reader_depth = nil, keep = false, only = nil }
+do
+  local i = 1
+  local function val(name)
+    i = i + 1
+    if arg[i] == nil then die("%s needs a value", name) end
+    return arg[i]
+  end
+  while arg[i] do
+    local a = arg[i]
+    if a == "--quick" then opt.size = "quick"
+    elseif a == "--pairs" then opt.pairs = tonumber(val(a))
+    elseif a == "--size" then opt.size = val(a)
+    elseif a == "--jit" then opt.jit = val(a)
+    elseif a == "--only" then opt.only = val(a)
+    elseif a == "--no-reader" then opt.reader = false
+    elseif a == "--reader-depth" then opt.reader_depth = tonumber(val(a))
+    elseif a == "--keep" then opt.keep = true
+    elseif a == "-h" or a == "--help" then
+      io.write(slurp("bench/runner.lua"):match("^(.-)\n\n"):gsub("%-%- ?", ""),
+               "\n")
+      os.exit(0)
+    else die("unknown option %s (try --help)", a) end
+    i = i + 1
+  end
+  if opt.size ~= "quick" and opt.size ~= "small" and opt.size ~= "default" then
+    die("--size must be small or default (or use --quick)")
+  end
+  if opt.jit ~= "on" and opt.jit ~= "off" and opt.jit ~= "both" then
+    die("--jit must be on, off or both")
+  end
+  opt.pairs = opt.pairs or (opt.size == "quick" and 2 or 5)
+  if opt.pairs < 1 then die("--pairs must be at least 1") end
+  opt.reader_depth = opt.reader_depth or
+    ({ quick = 10, small = 15, default = 17 })[opt.size]
+end
+
+os.execute("mkdir -p " .. OUT)
+C.setenv("LUA_CPATH", "build/?.so;;", 1)
+
+-- What the CLI offers today (the report tool is written in parallel).
+local usage = capture(CLI .. " 2>&1")
+local has = { report = usage:find("report", 1, true) ~= nil,
+              info = usage:find("info", 1, true) ~= nil }
+
+-- -- One measured workload ---------------------------------------------------
+
+-- Argument vector for one run of w (profiled when prof names the profile).
+local function argv_of(w, jit_on, prof)
+  local a = { LUAJIT }
+  if not jit_on then a[#a + 1] = "-joff" end
+  if prof then
+    a[#a + 1] = "-e"
+    a[#a + 1] = ('local mp = require"ljmemprof"; assert(mp.start(%q))')
+      :format(prof)
+  end
+  a[#a + 1] = w.script
+  a[#a + 1] = tostring(w.size[opt.size])
+  return a
+end
+
+-- Run once; returns seconds and the checksum line, dies if it failed.
+local function run_once(w, jit_on, prof)
+  local out, err = OUT .. "/stdout.txt", OUT .. "/stderr.txt"
+  local t, code = spawn(argv_of(w, jit_on, prof), out, err)
+  local text = slurp(out) or ""
+  local sum = text:match("\n?(checksum [^\n]*)")
+  if code ~= 0 or not sum then
+    die("%s (%s, jit %s) failed with status %d:\n%s%s", w.name,
+        prof and "profiled" or "plain", jit_on and "on" or "off", code,
+        text, slurp(err) or "")
+  end
+  return t, sum
+end
+
+-- Number of events in a profile: `info` if it says, else count `events`.
+local function count_events(path)
+  if has.info then
+    local s = capture(CLI .. " info " .. shq(path))
+    local n = s:match("(%d+)%s+events") or s:match("[Ee]vents[^%d\n]*(%d+)")
+    if n then return tonumber(n) end
+  end
+  local s = capture(CLI .. " events " .. shq(path) .. " | wc -l", true)
+  local n = tonumber(s)
+  if not n or n < 1 then die("cannot count the events of %s", path) end
+  return n - 1		-- The final {"complete":true} line.
+end
+
+-- Check that the profiler left a complete profile at path.
+local function check_profile(path, what)
+  if last_byte(path) ~= 0x80 then
+    die("%s: profile %s is missing or not finalised", what, path)
+  end
+end
+
+local results = {}
+
+local function bench(w, jit_on)
+  local mode = jit_on and "on" or "off"
+  local what = w.name .. " jit " .. mode
+  local prof = ("%s/%s-jit%s.ljm"):format(OUT, w.name, mode)
+  log("%-22s size %-5s warm-up + %d pairs", what, tostring(w.size[opt.size]),
+      opt.pairs)
+  local _, want = run_once(w, jit_on, nil)
+  local base, with, ratio = {}, {}, {}
+  for i = 1, opt.pairs do
+    local tb, tp, sb, sp
+    if i % 2 == 1 then
+      tb, sb = run_once(w, jit_on, nil)
+      tp, sp = run_once(w, jit_on, prof)
+    else
+      tp, sp = run_once(w, jit_on, prof)
+      tb, sb = run_once(w, jit_on, nil)
+    end
+    if sb ~= want or sp ~= want then
+      die("%s: checksum changed: '%s' / '%s' (expected '%s')", what, sb, sp,
+          want)
+    end
+    base[i], with[i], ratio[i] = tb, tp, tp / tb
+  end
+  check_profile(prof, what)
+  local size = file_size(prof)
+  local events = count_events(prof)
+  if not opt.keep then os.remove(prof) end
+  local rmin, rmax = math.huge, 0
+  for i = 1, #ratio do
+    rmin, rmax = math.min(rmin, ratio[i]), math.max(rmax, ratio[i])
+  end
+  local r = {
+    name = w.name, size = w.size[opt.size], jit = mode,
+    base = median(base), with = median(with), ratio = median(ratio),
+    rmin = rmin, rmax = rmax, events = events, bytes = size,
+  }
+  r.ns_ev = events > 0 and (r.with - r.base) / events * 1e9 or 0
+  r.b_ev = events > 0 and size / events or 0
+  r.mbs = size / r.with / 1e6
+  results[#results + 1] = r
+end
+
+-- -- The reader ---------------------------------------------------------------
+
+local reader = {}
+
+local function bench_reader()
+  local path = OUT .. "/reader.ljm"
+  local w = { name = "binary-trees", script = "bench/binary_trees.lua",
+              size = { [opt.size] = opt.reader_depth } }
+  log("reader: recording binary-trees %d (jit off)", opt.reader_depth)
+  run_once(w, false, path)
+  check_profile(path, "reader profile")
+  local size = file_size(path)
+  log("reader: counting events of %.0f MB", size / 1e6)
+  local events = count_events(path)
+  reader.events, reader.bytes = events, size
+  if opt.size == "default" and events < 50e6 then
+    log("reader: note: only %d events (< 50M); raise --reader-depth", events)
+  end
+  local cmds = { { "events", { "events" }, "/dev/null" } }
+  if has.info then cmds[#cmds + 1] = { "info", { "info" } } end
+  if has.report then
+    cmds[#cmds + 1] = { "report", { "report" } }
+    cmds[#cmds + 1] = { "report --leak-only", { "report", "--leak-only" } }
+  end
+  for _, c in ipairs(cmds) do
+    local argv = { CLI }
+    for _, a in ipairs(c[2]) do argv[#argv + 1] = a end
+    argv[#argv + 1] = path
+    log("reader: ljmemprof %s", c[1])
+    local out = c[3] or OUT .. "/reader-out.txt"
+    local err = OUT .. "/reader-err.txt"
+    local t, code, rss = spawn(argv, out, err)
+    if code ~= 0 then
+      die("ljmemprof %s %s failed with status %d:\n%s", c[1], path, code,
+          (slurp(err) or ""):sub(1, 2000))
+    end
+    reader[#reader + 1] = { cmd = c[1], t = t, rss = rss }
+  end
+  if not opt.keep then os.remove(path) end
+  os.remove(OUT .. "/reader-out.txt")
+end
+
+-- -- Main ------------------------------------------------------------------
+
+local t_start = now()
+local only = {}
+if opt.only then
+  for n in opt.only:gmatch("[^,]+") do only[n] = true end
+end
+for _, w in ipairs(WORKLOADS) do
+  if not opt.only or only[w.name] then
+    if opt.jit ~= "off" then bench(w, true) end
+    if opt.jit ~= "on" then bench(w, false) end
+  end
+end
+if opt.reader then bench_reader() end
+os.remove(OUT .. "/stdout.txt")
+os.remove(OUT .. "/stderr.txt")
+
+-- -- Table -----------------------------------------------------------------
+
+local function si(n)
+  if n >= 1e9 then return ("%.2fG"):format(n / 1e9) end
+  if n >= 1e6 then return ("%.1fM"):format(n / 1e6) end
+  if n >= 1e3 then return ("%.1fk"):format(n / 1e3) end
+  return tostring(n)
+end
+
+local cpu = capture("grep -m1 'model name' /proc/cpuinfo", true)
+  :gsub("^model name%s*:%s*", "")
+local rev = capture("git rev-parse --short HEAD", true)
+if rev ~= "" and capture("git status --porcelain -- src include", true) ~= ""
+then rev = rev .. "+dirty" end
+io.write(("ljmemprof bench: size %s, %d pairs, %s, %s, %s cpus, commit %s\n")
+  :format(opt.size, opt.pairs, capture(LUAJIT .. " -v", true):match("^%S+ %S+")
+    or "luajit", cpu, capture("nproc", true), rev ~= "" and rev or "?"))
+io.write("\n")
+io.write(("%-13s %5s %3s %8s %8s %6s %11s %8s %5s %6s %6s\n"):format(
+  "workload", "size", "jit", "base s", "prof s", "ratio", "min-max",
+  "events", "B/ev", "ns/ev", "MB/s"))
+for _, r in ipairs(results) do
+  io.write(("%-13s %5s %3s %8.3f %8.3f %5.2fx %5.2f-%-5.2f %8s %5.1f %6.1f %6.1f\n")
+    :format(r.name, tostring(r.size), r.jit, r.base, r.with, r.ratio, r.rmin,
+            r.rmax, si(r.events), r.b_ev, r.ns_ev, r.mbs))
+end
+
+if opt.reader then
+  io.write(("\nreader on binary-trees %d (jit off): %s events, %.0f MB\n")
+    :format(opt.reader_depth, si(reader.events), reader.bytes / 1e6))
+  io.write(("%-20s %8s %10s %8s %9s\n"):format("command", "wall s", "events/s",
+    "MB/s", "peak RSS"))
+  for _, c in ipairs(reader) do
+    io.write(("%-20s %8.2f %10s %8.1f %6.0f MB\n"):format(c.cmd, c.t,
+      si(reader.events / c.t), reader.bytes / c.t / 1e6, c.rss / 1024))
+  end
+  if not has.report then
+    io.write("report, report --leak-only: skipped, `ljmemprof report` does "
+             .. "not exist yet in this build\n")
+  end
+end
+io.write(("\ntotal %.0f s\n"):format(now() - t_start))
