@@ -20,10 +20,10 @@
 #include "lauxlib.h"
 
 #include "ljmemprof.h"
+#include "mp_agent.h"
 #include "mp_check.h"
 
 #define MP_DEFAULT_PATH	"memprof.bin"
-#define MP_SENTINEL	"ljmemprof.sentinel"
 #define MP_PATHKEY	"ljmemprof.path"	/* Registry: path being written. */
 
 /* Push nil, message, errno for an ljmp_* error code; returns 3. */
@@ -72,10 +72,12 @@ static int mp_lua_start(lua_State *L)
     return luaL_argerror(L, 1, "path string or options table expected");
   }
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
-  rc = ljmp_start(L, &opt);
-  if (rc) return push_error(L, rc, opt.path);
+  /* Remember the path for stop()'s messages before recording starts, so
+  ** that this allocation is not in the profile. */
   lua_pushstring(L, opt.path);
   lua_setfield(L, LUA_REGISTRYINDEX, MP_PATHKEY);
+  rc = ljmp_start(L, &opt);
+  if (rc) return push_error(L, rc, opt.path);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -120,15 +122,6 @@ static int mp_lua_compat(lua_State *L)
   return 1;
 }
 
-/* __gc of the registry sentinel: finalise a running profile at lua_close.
-** It was created after the C library handle of this module, so it runs
-** before the package library unloads us. */
-static int mp_lua_sentinel_gc(lua_State *L)
-{
-  if (ljmp_running(L)) ljmp_stop(L);
-  return 0;
-}
-
 /* Keep this module mapped for the life of the process: a hook left behind
 ** in some VM must never point into unmapped code. */
 static void pin_module(void)
@@ -154,16 +147,7 @@ int luaopen_ljmemprof(lua_State *L)
 		      "the source of this LuaJIT (LUAJIT_SRC)",
 		      ljmp_strerror(LJMP_EVM), why);
   pin_module();
-  lua_getfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
-  if (lua_isnil(L, -1)) {
-    lua_newuserdata(L, 1);
-    lua_newtable(L);
-    lua_pushcfunction(L, mp_lua_sentinel_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
-  }
-  lua_pop(L, 1);
+  mp_sentinel_install(L);
   lua_newtable(L);
   luaL_register(L, NULL, mp_funcs);
   lua_pushliteral(L, "ljmemprof 0.1");

@@ -81,6 +81,33 @@ static void state_free(mp_state *s)
   free(s);
 }
 
+/* __gc of the registry sentinel: finalise a running profile at lua_close. */
+static int sentinel_gc(lua_State *L)
+{
+  if (state_of(L)) ljmp_stop(L);
+  return 0;
+}
+
+#define MP_SENTINEL	"ljmemprof.sentinel"
+
+/* Anchor a userdata whose finaliser stops the profiler when the state
+** closes. Made once per VM, at luaopen or at the first start: created after
+** this module's library handle, it is finalised before the package library
+** unloads the module (finalisers run newest first). */
+void mp_sentinel_install(lua_State *L)
+{
+  lua_getfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
+  if (lua_isnil(L, -1)) {
+    lua_newuserdata(L, 1);
+    lua_newtable(L);
+    lua_pushcfunction(L, sentinel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
+  }
+  lua_pop(L, 1);
+}
+
 int ljmp_running(lua_State *L)
 {
   mp_state *s = state_of(L);
@@ -96,6 +123,7 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
   if (!L || !opt || (!opt->path == !opt->writer)) return LJMP_EARG;
   if (state_of(L)) return LJMP_ERUNNING;
   if (mp_check_vm(L, NULL)) return LJMP_EVM;
+  mp_sentinel_install(L);
   size = opt->bufsize ? opt->bufsize : MP_BUFSIZE_DEFAULT;
   if (size < MP_BUFSIZE_MIN) return LJMP_EARG;
   s = calloc(1, sizeof(*s));

@@ -57,6 +57,9 @@ typedef struct mp_state {
 /* -- mp_hook.c ------------------------------------------------------------ */
 void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
+/* -- ljmp_api.c ----------------------------------------------------------- */
+void mp_sentinel_install(lua_State *L);
+
 /* -- mp_sink.c ------------------------------------------------------------ */
 void mp_sink_flush(mp_state *s);
 void mp_sink_put(mp_state *s, const void *data, size_t len);

@@ -1,0 +1,180 @@
+/*
+** capi_host.c: a small application embedding LuaJIT that profiles itself
+** through the public C API (include/ljmemprof.h) with a writer callback,
+** then decodes the stream with the project's reader. Prints TAP.
+*/
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua.h"
+#include "lauxlib.h"
+#include "lualib.h"
+#include "luajit.h"
+
+#include "ljmemprof.h"
+#include "format/mp_format.h"
+#include "report/mp_symtab.h"
+
+static int n_test, n_failed;
+
+/* Report one check; on failure print both values. */
+static void is_int(long long got, long long want, const char *name)
+{
+  n_test++;
+  if (got == want) { printf("ok %d - %s\n", n_test, name); return; }
+  n_failed++;
+  printf("not ok %d - %s\n# expected: %lld\n#   actual: %lld\n", n_test, name,
+	 want, got);
+}
+
+/* An in-memory sink that can be told to fail after a number of bytes. */
+typedef struct sink {
+  unsigned char *data;
+  size_t len, cap, fail_after;
+  int stopped, stop_err;
+} sink;
+
+static int sink_write(void *ctx, const void *data, size_t len)
+{
+  sink *s = ctx;
+  if (s->fail_after && s->len + len > s->fail_after) return ENOSPC;
+  if (s->len + len > s->cap) {
+    s->cap = (s->len + len) * 2;
+    s->data = realloc(s->data, s->cap);
+    if (!s->data) return ENOMEM;
+  }
+  memcpy(s->data + s->len, data, len);
+  s->len += len;
+  return 0;
+}
+
+static void sink_stop(void *ctx, int err)
+{
+  sink *s = ctx;
+  s->stopped++;
+  s->stop_err = err;
+}
+
+/* Totals decoded from a stream. */
+typedef struct totals {
+  int complete;
+  long long events, net, line_allocs, line_bytes;
+} totals;
+
+/* Decode s; count allocations at @host.lua:line. */
+static totals decode(const sink *s, unsigned line)
+{
+  totals t = {0, 0, 0, 0, 0};
+  mp_reader r;
+  mp_item it;
+  mp_symtab st;
+  int rc;
+  mp_symtab_init(&st);
+  rc = mp_reader_init(&r, s->data, s->len);
+  while (rc == MP_OK && (rc = mp_reader_next(&r, &it)) == MP_OK) {
+    if (it.kind >= MP_K_SYM_LFUNC) { mp_symtab_add(&st, &it); continue; }
+    t.events++;
+    t.net += (long long)it.nsize - (long long)it.osize;
+    if (it.kind == MP_K_ALLOC && it.src == MP_SRC_LFUNC && it.line == line) {
+      uint32_t i = mp_symtab_find(&st, MP_K_SYM_LFUNC, it.id);
+      if (i && st.sym[i].name_len == 9 && !memcmp(st.sym[i].name, "@host.lua", 9)) {
+	t.line_allocs++;
+	t.line_bytes += (long long)it.nsize;
+      }
+    }
+  }
+  t.complete = rc == MP_END;
+  mp_symtab_free(&st);
+  return t;
+}
+
+static long long heap_bytes(lua_State *L)
+{
+  return (long long)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0);
+}
+
+static void run(lua_State *L, const char *code)
+{
+  if (luaL_loadbuffer(L, code, strlen(code), "@host.lua") || lua_pcall(L, 0, 0, 0)) {
+    printf("# lua error: %s\n", lua_tostring(L, -1));
+    exit(1);
+  }
+}
+
+static const char *churn =
+  "local t = {} for i = 1, 100 do t[i] = { i } end\n"
+  "local s = {} for i = 1, 20000 do s[i % 50 + 1] = { i } end\n";
+
+int main(void)
+{
+  lua_State *L = luaL_newstate();
+  sink s;
+  ljmp_options opt;
+  long long before, after;
+  totals t;
+  luaL_openlibs(L);
+  luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+
+  is_int(ljmp_stop(L), LJMP_ENOTRUN, "stop before start");
+  is_int(ljmp_running(L), 0, "not running");
+  memset(&opt, 0, sizeof(opt));
+  is_int(ljmp_start(L, NULL), LJMP_EARG, "NULL options");
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "options without a sink");
+  opt.path = "/tmp/x"; opt.writer = sink_write;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "options with two sinks");
+  opt.path = NULL; opt.bufsize = 100;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer below 4096 bytes");
+  opt.path = "/nonexistent-dir/p.bin"; opt.writer = NULL; opt.bufsize = 0;
+  is_int(ljmp_start(L, &opt), -ENOENT, "path in a missing directory");
+  is_int(strcmp(ljmp_strerror(LJMP_ERUNNING), "profiler is running already"),
+	 0, "message of LJMP_ERUNNING");
+
+  /* A profile through the writer callback. */
+  memset(&s, 0, sizeof(s));
+  memset(&opt, 0, sizeof(opt));
+  opt.writer = sink_write; opt.ctx = &s; opt.on_stop = sink_stop;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  is_int(ljmp_start(L, &opt), 0, "start with a writer");
+  is_int(ljmp_start(L, &opt), LJMP_ERUNNING, "start while running");
+  is_int(ljmp_running(L), 1, "running");
+  before = heap_bytes(L);
+  run(L, churn);
+  after = heap_bytes(L);
+  is_int(ljmp_stop(L), 0, "stop");
+  is_int(s.stopped, 1, "on_stop called once");
+  is_int(s.stop_err, 0, "on_stop without error");
+  t = decode(&s, 1);
+  is_int(t.complete, 1, "stream complete");
+  is_int(t.line_allocs, 102, "@host.lua:1: t, 100 tables, t's array part");
+  is_int(t.net, after - before, "allocated - freed equals the counter delta");
+
+  /* A writer that fails after 64 KiB: recording stops, the host goes on. */
+  memset(&s, 0, sizeof(s));
+  s.fail_after = 65536;
+  opt.bufsize = 4096;
+  is_int(ljmp_start(L, &opt), 0, "start with a failing writer");
+  run(L, churn);
+  run(L, churn);
+  is_int(ljmp_stop(L), -ENOSPC, "stop reports the writer's errno");
+  is_int(s.stop_err, ENOSPC, "on_stop gets the errno");
+  t = decode(&s, 1);
+  is_int(t.complete, 0, "the stream is a prefix");
+  is_int(s.len > 60000 && t.events > 1000, 1, "the prefix holds the events written");
+
+  /* lua_close while running: the stream is finalised. */
+  memset(&s, 0, sizeof(s));
+  opt.bufsize = 0;
+  is_int(ljmp_start(L, &opt), 0, "start before lua_close");
+  run(L, churn);
+  lua_close(L);
+  is_int(s.stopped, 1, "on_stop called at lua_close");
+  t = decode(&s, 1);
+  is_int(t.complete, 1, "stream complete after lua_close");
+  is_int(t.line_allocs, 102, "events of the last run are in it");
+  free(s.data);
+  printf("1..%d\n", n_test);
+  return n_failed ? 1 : 0;
+}
