@@ -38,7 +38,8 @@ TEST_C     := $(wildcard tests/c/*.c)
 TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
 
 .PHONY: all deps example test install uninstall bench clean distclean
-all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN)
+all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
+     $(BUILD)/wrong-layout/ljmemprof.so
 
 # Install missing Debian packages when root, else say exactly what to run.
 deps:
@@ -66,6 +67,13 @@ $(BUILD)/agent/%.o: src/agent/%.c $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
 # The module exports luaopen_ljmemprof and the ljmp_* API only.
 $(BUILD)/ljmemprof.so: $(AGENT_OBJ)
 	$(CC) -shared -o $@ $(AGENT_OBJ) -ldl -lpthread
+
+# A module deliberately built for another layout (32-bit GC refs), so the
+# tests can check that the load-time check refuses it instead of crashing.
+$(BUILD)/wrong-layout/ljmemprof.so: $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -w -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD \
+	  -DLUAJIT_DISABLE_GC64 -Iinclude -I$(LUAJIT_SRC)/src -o $@ $(AGENT_SRC) -ldl -lpthread
 
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)

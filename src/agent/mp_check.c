@@ -9,6 +9,8 @@
 */
 
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "lj_obj.h"
 #include "lj_frame.h"
@@ -18,6 +20,22 @@
 #include "lauxlib.h"
 
 #include "mp_check.h"
+
+/* Is [p, p+size) mapped memory? Asks the kernel (mincore fails with
+** ENOMEM on unmapped pages), so a wrong guess is never dereferenced. */
+static int readable(const void *p, size_t size)
+{
+  uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t a = (uintptr_t)p & ~(pg - 1);
+  uintptr_t e = ((uintptr_t)p + size + pg - 1) & ~(pg - 1);
+  unsigned char vec[64];
+  if (!p || (uintptr_t)p + size < (uintptr_t)p) return 0;
+  for (; a < e; a += 64 * pg) {
+    size_t len = e - a < 64 * pg ? e - a : 64 * pg;
+    if (mincore((void *)a, len, vec) != 0) return 0;
+  }
+  return 1;
+}
 
 /* Does J->flags give the same strings as jit.status() (on the Lua stack
 ** from index first on)? names is a length-prefixed list as in lj_jit.h. */
@@ -42,6 +60,7 @@ static const char *check_jit(lua_State *L, global_State *g)
   const char *why = NULL;
   int top = lua_gettop(L), idx;
   jit_State *J = G2J(g);
+  if (!readable(J, sizeof(*J))) return "jit_State is not in mapped memory";
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   lua_getfield(L, -1, "jit");
   if (!lua_istable(L, -1)) goto done;	/* No jit library: nothing to compare. */
@@ -81,17 +100,27 @@ done:
 
 const char *mp_check_vm(lua_State *L, lua_CFunction from_call)
 {
-  global_State *g = G(L);
+  global_State *g;
   lua_State *main;
   void *ud;
   lua_Alloc f = lua_getallocf(L, &ud);
+  /* L itself is a real lua_State; a smaller or larger guess of its layout
+  ** only reads inside it or a few words past it (same allocation chunk). */
+  if (L->gct != ~LJ_TTHREAD)
+    return "lua_State header differs";
+  g = G(L);
+  if (!readable(g, sizeof(*g)))
+    return "lua_State.glref does not point to mapped memory";
   if (g->allocf != f || g->allocd != ud)
     return "global_State.allocf differs from lua_getallocf()";
   main = mainthread(g);
-  if (main->gct != ~LJ_TTHREAD || G(main) != g)
+  if (!readable(main, sizeof(*main)) || main->gct != ~LJ_TTHREAD ||
+      G(main) != g)
     return "global_State main thread is not a thread of this state";
-  if (L->gct != ~LJ_TTHREAD)
-    return "lua_State header differs";
+  if (!readable(tvref(L->stack), L->stacksize * sizeof(TValue)) ||
+      L->base < tvref(L->stack) || L->top < L->base ||
+      L->top > tvref(L->stack) + L->stacksize)
+    return "lua_State stack fields differ";
   if (from_call) {
     TValue *frame = L->base - 1;
     GCfunc *fn;
@@ -102,6 +131,8 @@ const char *mp_check_vm(lua_State *L, lua_CFunction from_call)
     if (L->base <= tvref(L->stack) + LJ_FR2 || L->base > L->top)
       return "lua_State.base is outside the stack";
     fn = frame_func(frame);
+    if (!readable(fn, sizeof(GCfuncC)))
+      return "the calling frame does not hold a function";
     if (fn->c.gct != ~LJ_TFUNC || !iscfunc(fn) || fn->c.f != from_call)
       return "the calling frame does not hold the called C function";
   }

@@ -1,0 +1,38 @@
+#!/usr/bin/env luajit
+-- Symbols are never stale: prototypes collected while profiling and new
+-- ones allocated at the same addresses get fresh symbols, so every event
+-- resolves to the function that really allocated.
+package.path = "tests/lib/?.lua;" .. package.path
+local T = require("mp_test")
+local t = require("tap")
+jit.off()
+
+local N = 300
+local evs, complete = T.profile(function()
+  collectgarbage("restart")
+  for i = 1, N do
+    local f = load("local t = {} return t", "=chunk" .. i)
+    f()
+    f = nil
+    collectgarbage()	-- frees the prototype: its address is reused
+  end
+  collectgarbage("stop")
+end)
+t.ok(complete, "stream is complete")
+
+local k, wrong, seen, reused = 0, {}, {}, 0
+for _, e in ipairs(evs) do
+  if e.event == "alloc" and e.source == "lua" and e.line == 1 and
+     e.chunk and e.chunk:match("^=chunk") then
+    k = k + 1
+    if e.chunk ~= "=chunk" .. k then wrong[#wrong + 1] = k .. "->" .. e.chunk end
+  end
+  if e.event == "alloc" then
+    if seen[e.naddr] then reused = reused + 1 end
+    seen[e.naddr] = true
+  end
+end
+t.is(k, N, "one table per loaded chunk")
+t.is(#wrong, 0, "each resolves to its own chunk", table.concat(wrong, " "))
+t.ok(reused > N, "addresses were reused meanwhile", reused)
+t.done()
