@@ -76,3 +76,13 @@ void mp_file_close(mp_file *f)
   else free((void *)f->data);
   memset(f, 0, sizeof(*f));
 }
+
+void mp_file_release(mp_file *f, size_t upto)
+{
+  long page = sysconf(_SC_PAGESIZE);
+  size_t n;
+  if (!f->mapped || page <= 0) return;
+  n = upto - upto % (size_t)page;
+  if (n > f->len) n = f->len - f->len % (size_t)page;
+  if (n) madvise((void *)f->data, n, MADV_DONTNEED);
+}

@@ -16,4 +16,9 @@ typedef struct mp_file {
 int mp_file_open(mp_file *f, const char *path);
 void mp_file_close(mp_file *f);
 
+/* Tell the kernel the first upto bytes were read: a mapped file's pages
+** there are dropped from memory (they are read back if touched again), so
+** a long pass over a big file keeps a small resident set. */
+void mp_file_release(mp_file *f, size_t upto);
+
 #endif

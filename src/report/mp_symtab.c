@@ -27,6 +27,8 @@ void mp_symtab_init(mp_symtab *t)
 
 void mp_symtab_free(mp_symtab *t)
 {
+  int k;
+  for (k = 0; k < MP_CRUNS; k++) free(t->crun[k]);
   free(t->sym);
   free(t->key);
   free(t->val);
@@ -55,6 +57,65 @@ static int grow_map(mp_symtab *t)
   return 0;
 }
 
+/* -- C symbols by address ------------------------------------------------ */
+
+/* Order of two C symbols: by address, then by serial (older first). */
+static inline int caddr_less(const mp_caddr *a, const mp_caddr *b)
+{
+  return a->addr < b->addr || (a->addr == b->addr && a->serial < b->serial);
+}
+
+/* Add a C symbol to the runs: like incrementing a binary counter, merge
+** equal-sized runs upwards. Returns 0 or -1 (out of memory). */
+static int cadd(mp_symtab *t, uint64_t addr, uint32_t serial)
+{
+  mp_caddr *carry = malloc(sizeof(*carry));
+  size_t n = 1;
+  int k;
+  if (!carry) return -1;
+  carry->addr = addr;
+  carry->serial = serial;
+  for (k = 0; k < MP_CRUNS; k++) {
+    mp_caddr *run = t->crun[k], *m;
+    size_t i = 0, j = 0, o = 0;
+    if (!run) { t->crun[k] = carry; return 0; }
+    m = malloc(2 * n * sizeof(*m));
+    if (!m) { free(carry); return -1; }
+    while (i < n && j < n)	/* Both have n entries. */
+      m[o++] = caddr_less(&carry[j], &run[i]) ? carry[j++] : run[i++];
+    while (i < n) m[o++] = run[i++];
+    while (j < n) m[o++] = carry[j++];
+    free(run);
+    free(carry);
+    t->crun[k] = NULL;
+    carry = m;
+    n *= 2;
+  }
+  free(carry);	/* 2^32 symbols: cannot happen with 32-bit serials. */
+  return -1;
+}
+
+uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off)
+{
+  const mp_caddr *best = NULL;
+  int k;
+  for (k = 0; k < MP_CRUNS; k++) {
+    const mp_caddr *run = t->crun[k];
+    size_t lo = 0, hi = (size_t)1 << k;	/* First entry > addr in [lo, hi]. */
+    if (!run) continue;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (run[mid].addr <= addr) lo = mid + 1; else hi = mid;
+    }
+    if (lo && (!best || caddr_less(best, &run[lo - 1]))) best = &run[lo - 1];
+  }
+  if (!best) return 0;
+  *off = addr - best->addr;
+  return best->serial;
+}
+
+/* -- Definitions ---------------------------------------------------------- */
+
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
 {
   uint64_t key = key_of(it->kind, it->id);
@@ -80,6 +141,7 @@ uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
 	     mp_symtab_find(t, MP_K_SYM_LFUNC, it->proto) : 0;
   for (j = slot_of(key, t->mask); t->key[j] && t->key[j] != key;
        j = (j + 1) & t->mask) {}
+  if (it->kind == MP_K_SYM_CFUNC && cadd(t, it->id, t->nsym) < 0) return 0;
   if (!t->key[j]) { t->key[j] = key; t->count++; }
   t->val[j] = t->nsym;
   return t->nsym++;

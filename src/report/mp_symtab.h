@@ -26,6 +26,14 @@ typedef struct mp_sym {
   uint32_t start;	/* Trace: serial of its starting prototype, or 0. */
 } mp_sym;
 
+/* A C symbol's address and serial, for lookups by nearest lower address. */
+typedef struct mp_caddr {
+  uint64_t addr;
+  uint32_t serial;
+} mp_caddr;
+
+#define MP_CRUNS	32	/* Run k holds 0 or 2^k symbols. */
+
 /* Open-addressing map from (kind, id) to the serial of its latest sym. */
 typedef struct mp_symtab {
   mp_sym *sym;		/* By serial; sym[0] is unused (0 = unresolved). */
@@ -33,6 +41,10 @@ typedef struct mp_symtab {
   uint64_t *key;	/* id, kind in the top bits; 0 = empty slot. */
   uint32_t *val;
   size_t mask, count;
+  /* C symbols sorted by address in runs of 2^k (a binary counter of sorted
+  ** runs): adding is O(log n) amortised and a floor lookup O(log^2 n),
+  ** however symbols and events interleave. */
+  mp_caddr *crun[MP_CRUNS];
 } mp_symtab;
 
 void mp_symtab_init(mp_symtab *t);
@@ -43,6 +55,10 @@ uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it);
 
 /* Serial of the symbol in force for an event location, 0 if none. */
 uint32_t mp_symtab_find(const mp_symtab *t, mp_kind kind, uint64_t id);
+
+/* Serial of the C symbol at the highest address <= addr (the latest one
+** defined there), 0 if none; *off gets addr minus the symbol's address. */
+uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off);
 
 /* Write a human label for an event location into out (NUL-terminated):
 ** "INTERNAL", "@file.lua:12", "TRACE [3] started at @file.lua:41",

@@ -1,0 +1,131 @@
+/*
+** mp_heap.c: live blocks by address (see mp_heap.h).
+**
+** Measured on binary-trees, the locality-keeping hash (mp_heap_home) beats
+** a multiplicative hash, whose random slots miss the cache on nearly every
+** event once the table outgrows it.
+*/
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/mp_heap.h"
+
+#define home mp_heap_home
+
+void mp_heap_init(mp_heap *h)
+{
+  memset(h, 0, sizeof(*h));
+}
+
+void mp_heap_free(mp_heap *h)
+{
+  if (h->big) { mp_heap_free(h->big); free(h->big); }
+  free(h->slot);
+  memset(h, 0, sizeof(*h));
+}
+
+/* Double the table (or create it); returns 0 or -1. */
+static int grow(mp_heap *h)
+{
+  size_t cap = h->slot ? (h->mask + 1) * 2 : 4096, i;
+  mp_hslot *s = calloc(cap, sizeof(*s));
+  if (!s) return -1;
+  for (i = 0; h->slot && i <= h->mask; i++)
+    if (h->slot[i].addr) {
+      size_t j = home(h->slot[i].addr, cap - 1);
+      while (s[j].addr) j = (j + 1) & (cap - 1);
+      s[j] = h->slot[i];
+    }
+  free(h->slot);
+  h->slot = s;
+  h->mask = cap - 1;
+  return 0;
+}
+
+/* Slot of addr, or the empty slot that ends its probe sequence. */
+static inline size_t probe(const mp_heap *h, uint64_t addr)
+{
+  size_t j = home(addr, h->mask);
+  while (h->slot[j].addr && h->slot[j].addr != addr) j = (j + 1) & h->mask;
+  return j;
+}
+
+/* Empty slot j and shift later entries of its cluster back into place. */
+static void vacate(mp_heap *h, size_t j)
+{
+  size_t i = j, mask = h->mask;
+  for (;;) {
+    size_t k;
+    i = (i + 1) & mask;
+    if (!h->slot[i].addr) break;
+    k = home(h->slot[i].addr, mask);
+    /* Move i to j unless its home k lies cyclically in (j, i]. */
+    if (j <= i ? (j < k && k <= i) : (j < k || k <= i)) continue;
+    h->slot[j] = h->slot[i];
+    j = i;
+  }
+  h->slot[j].addr = 0;
+}
+
+/* Store a raw slot value for addr, replacing any; returns 0 or -1. */
+static int raw_put(mp_heap *h, uint64_t addr, uint32_t site, uint32_t size)
+{
+  size_t j;
+  if ((h->count + 1) * 8 > (h->mask + 1) * 5 || !h->slot)
+    if (grow(h) < 0) return -1;
+  j = probe(h, addr);
+  if (!h->slot[j].addr) h->count++;
+  h->slot[j].addr = addr;
+  h->slot[j].site = site;
+  h->slot[j].size = size;
+  return 0;
+}
+
+/* Remove addr and copy its raw slot to *out; returns 1 if it was there. */
+static int raw_take(mp_heap *h, uint64_t addr, mp_hslot *out)
+{
+  size_t j;
+  if (!h->slot || !addr) return 0;
+  j = probe(h, addr);
+  if (!h->slot[j].addr) return 0;
+  *out = h->slot[j];
+  vacate(h, j);
+  h->count--;
+  return 1;
+}
+
+int mp_heap_put(mp_heap *h, uint64_t addr, uint64_t size, uint32_t site)
+{
+  uint64_t osize;
+  uint32_t osite;
+  mp_heap_take(h, addr, &osize, &osite);	/* A block we missed the free of. */
+  if (size >= MP_HEAP_BIG) {
+    if (!h->big) {
+      if (!(h->big = malloc(sizeof(*h->big)))) return -1;
+      mp_heap_init(h->big);
+    }
+    if (raw_put(h->big, addr, (uint32_t)(size >> 32), (uint32_t)size) < 0)
+      return -1;
+  }
+  if (raw_put(h, addr, site, size >= MP_HEAP_BIG ? MP_HEAP_BIG :
+	      (uint32_t)size) < 0) {
+    mp_hslot tmp;
+    if (h->big) raw_take(h->big, addr, &tmp);
+    return -1;
+  }
+  h->bytes += size;
+  return 0;
+}
+
+int mp_heap_take(mp_heap *h, uint64_t addr, uint64_t *size, uint32_t *site)
+{
+  mp_hslot s, b;
+  if (!raw_take(h, addr, &s)) return 0;
+  *site = s.site;
+  *size = s.size;
+  if (s.size == MP_HEAP_BIG && h->big && raw_take(h->big, addr, &b))
+    *size = ((uint64_t)b.site << 32) | b.size;
+  h->bytes -= *size;
+  return 1;
+}
