@@ -44,10 +44,21 @@ static void at_exit(void)
   pthread_mutex_unlock(&running_lock);
 }
 
+/* In a child after fork(): its streams belong to the parent. */
+static void at_fork_child(void)
+{
+  mp_state *s;
+  pthread_mutex_init(&running_lock, NULL);
+  for (s = running_list; s; s = s->next) mp_sink_forked(s);
+}
+
 static void list_add(mp_state *s)
 {
   pthread_mutex_lock(&running_lock);
-  if (!atexit_done) atexit_done = (atexit(at_exit) == 0);
+  if (!atexit_done) {
+    atexit_done = (atexit(at_exit) == 0);
+    pthread_atfork(NULL, NULL, at_fork_child);
+  }
   s->next = running_list;
   running_list = s;
   pthread_mutex_unlock(&running_lock);
@@ -77,7 +88,7 @@ static void state_free(mp_state *s)
   mp_ptrset_free(&s->protos);
   mp_ptrset_free(&s->cfuncs);
   free(s->traces);
-  free(s->buf);
+  mp_sink_close(s);
   free(s);
 }
 
@@ -118,8 +129,8 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
 {
   mp_state *s;
   size_t size;
-  uint8_t *p;
-  int fd = -1;
+  uint8_t head[2 * MP_PROLOGUE_SIZE + 1], *p;
+  int fd = -1, err;
   if (!L || !opt || (!opt->path == !opt->writer)) return LJMP_EARG;
   if (state_of(L)) return LJMP_ERUNNING;
   if (mp_check_vm(L, NULL)) return LJMP_EVM;
@@ -127,31 +138,29 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
   size = opt->bufsize ? opt->bufsize : MP_BUFSIZE_DEFAULT;
   if (size < MP_BUFSIZE_MIN) return LJMP_EARG;
   s = calloc(1, sizeof(*s));
-  if (!s || !(s->buf = malloc(size))) { free(s); return LJMP_ENOMEM; }
+  if (!s) return LJMP_ENOMEM;
   if (opt->path) {
     fd = open(opt->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) { int e = errno; state_free(s); return -e; }
+    if (fd < 0) { int e = errno; free(s); return -e; }
   }
   s->fd = fd;
   s->writer = opt->writer;
   s->ctx = opt->ctx;
   s->on_stop = opt->on_stop;
-  s->bufsize = size;
-  s->lim = s->buf + size - MP_EVENT_MAX;
   s->g = G(L);
   s->proto_min = sizeof(GCproto);
   s->orig_f = lua_getallocf(L, &s->orig_ud);
-  /* Empty symtab (symbols follow in the stream), then the event prologue.
-  ** Written at once so that an unwritable sink fails here, not later. */
-  p = mp_put_prologue(s->buf, MP_LJS_MAGIC, MP_VERSION_WRITE);
+  /* Empty symtab (symbols follow in the stream), then the event prologue,
+  ** written at once so that an unwritable sink fails here, not later. */
+  p = mp_put_prologue(head, MP_LJS_MAGIC, MP_VERSION_WRITE);
   *p++ = MP_FINAL;
-  s->pos = mp_put_prologue(p, MP_LJM_MAGIC, MP_VERSION_WRITE);
-  mp_sink_flush(s);
-  if (s->err) {
-    int e = s->err;
+  p = mp_put_prologue(p, MP_LJM_MAGIC, MP_VERSION_WRITE);
+  err = mp_sink_open(s, size, head, (size_t)(p - head));
+  if (err) {
     if (fd >= 0) close(fd);
+    s->fd = -1;
     state_free(s);
-    return -e;
+    return err == ENOMEM ? LJMP_ENOMEM : -err;
   }
   s->recording = 1;
   list_add(s);

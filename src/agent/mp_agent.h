@@ -9,6 +9,7 @@
 #ifndef MP_AGENT_H
 #define MP_AGENT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,8 @@ typedef struct mp_tracesym {
   const void *trace, *proto, *pc;	/* GCtrace, its startpt and startpc. */
 } mp_tracesym;
 
+#define MP_NCHUNK	4		/* Buffers in flight (file sinks). */
+
 typedef struct mp_state {
   /* Hot fields first: the hook reads these on every event. */
   uint8_t *pos;			/* Next free byte of the buffer. */
@@ -36,21 +39,35 @@ typedef struct mp_state {
   lua_Alloc orig_f;		/* The allocator we wrap. */
   void *orig_ud;
   const void *last_proto;	/* Last prototype whose symbol is known. */
+  uint64_t enc_id;		/* Address whose ULEB128 is in enc_bytes. */
+  uint64_t enc_bytes;
+  unsigned enc_len;
   size_t proto_min;		/* Frees smaller than this are not protos. */
   mp_ptrset protos;		/* Prototypes written since start. */
   mp_ptrset cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
   size_t ntraces;
-  /* Sink. */
+  /* Sink: the hook fills buf (one of the chunks); full chunks go to the
+  ** writer thread (file sinks) or to the writer callback at once. */
   uint8_t *buf;
   size_t bufsize;
+  uint8_t *chunk[MP_NCHUNK];	/* Ring: [tail, tail+queued) wait to be
+				   written, buf is chunk[tail+queued]. */
+  size_t chunk_len[MP_NCHUNK];
+  unsigned tail, queued;
+  pthread_t thread;
+  int has_thread;
+  int has_sync;			/* mu and the conditions are initialised. */
+  int forked;			/* This is a child: the stream is not ours. */
+  int quit;			/* Writer thread: exit when the queue is empty. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv_ready, cv_free;
   int fd;			/* File sink, or -1. */
   ljmp_writer writer;		/* Callback sink, or NULL. */
   void *ctx;
   ljmp_on_stop on_stop;
   int err;			/* Sticky errno of the sink; 0 if none. */
   int finished;			/* Epilogue written (stop, close or exit). */
-  uint64_t nevents;
   struct mp_state *next;	/* In the list of running profilers. */
 } mp_state;
 
@@ -61,6 +78,10 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 void mp_sentinel_install(lua_State *L);
 
 /* -- mp_sink.c ------------------------------------------------------------ */
+int mp_sink_open(mp_state *s, size_t bufsize, const uint8_t *prologue,
+		 size_t len);
+void mp_sink_close(mp_state *s);
+void mp_sink_forked(mp_state *s);
 void mp_sink_flush(mp_state *s);
 void mp_sink_put(mp_state *s, const void *data, size_t len);
 void mp_sink_finish(mp_state *s);

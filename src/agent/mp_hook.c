@@ -268,13 +268,29 @@ static inline void attribute_free(mp_state *s, loc *l)
 
 /* -- Encoding ------------------------------------------------------------- */
 
-/* Append the header and location of one event. */
-static inline uint8_t *put_loc(uint8_t *p, int ev, const loc *l)
+/* Append the header and location of one event. The encoded address of the
+** last prototype is cached: consecutive events of one function are the
+** common case, and an address is the longest number of an event. */
+static inline uint8_t *put_loc(mp_state *s, uint8_t *p, int ev, const loc *l)
 {
   *p++ = (uint8_t)(ev | l->src);
-  if (l->src != MP_SRC_INTERNAL) {
-    p = mp_put_uleb(p, l->id);
-    if (l->src == MP_SRC_LFUNC) p = mp_put_uleb(p, l->line);
+  if (l->src == MP_SRC_LFUNC) {
+    if (l->id != s->enc_id) {
+      uint8_t tmp[MP_ULEB_MAX + 8];
+      s->enc_len = (unsigned)(mp_put_uleb_fast(tmp, l->id) - tmp);
+      if (s->enc_len <= 8) {
+	memcpy(&s->enc_bytes, tmp, 8);
+	s->enc_id = l->id;
+      }
+      memcpy(p, tmp, s->enc_len);
+      p += s->enc_len;
+    } else {
+      memcpy(p, &s->enc_bytes, 8);
+      p += s->enc_len;
+    }
+    p = mp_put_uleb_fast(p, l->line);
+  } else if (l->src != MP_SRC_INTERNAL) {
+    p = mp_put_uleb_fast(p, l->id);
   }
   return p;
 }
@@ -289,31 +305,31 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   uint8_t *p;
   if (!s->recording) return s->orig_f(s->orig_ud, ptr, osize, nsize);
   l.line = 0;
+  l.id = 0;
   if (nsize == 0) {			/* Free. */
     attribute_free(s, &l);
     res = s->orig_f(s->orig_ud, ptr, osize, nsize);
     if (osize >= s->proto_min && s->protos.count &&
 	mp_ptrset_del(&s->protos, (uintptr_t)ptr) && ptr == s->last_proto)
       s->last_proto = NULL;
-    p = put_loc(s->pos, MP_AEV_FREE, &l);
-    p = mp_put_uleb(p, (uint64_t)(uintptr_t)ptr);
-    p = mp_put_uleb(p, osize);
+    p = put_loc(s, s->pos, MP_AEV_FREE, &l);
+    p = mp_put_uleb_fast(p, (uint64_t)(uintptr_t)ptr);
+    p = mp_put_uleb_fast(p, osize);
   } else {
     attribute(s, &l);
     res = s->orig_f(s->orig_ud, ptr, osize, nsize);
     if (res == NULL) return NULL;	/* Failed: nothing changed. */
     if (ptr == NULL) {
-      p = put_loc(s->pos, MP_AEV_ALLOC, &l);
+      p = put_loc(s, s->pos, MP_AEV_ALLOC, &l);
     } else {
-      p = put_loc(s->pos, MP_AEV_REALLOC, &l);
-      p = mp_put_uleb(p, (uint64_t)(uintptr_t)ptr);
-      p = mp_put_uleb(p, osize);
+      p = put_loc(s, s->pos, MP_AEV_REALLOC, &l);
+      p = mp_put_uleb_fast(p, (uint64_t)(uintptr_t)ptr);
+      p = mp_put_uleb_fast(p, osize);
     }
-    p = mp_put_uleb(p, (uint64_t)(uintptr_t)res);
-    p = mp_put_uleb(p, nsize);
+    p = mp_put_uleb_fast(p, (uint64_t)(uintptr_t)res);
+    p = mp_put_uleb_fast(p, nsize);
   }
   s->pos = p;
-  s->nevents++;
   if (p > s->lim) mp_sink_flush(s);
   return res;
 }

@@ -79,8 +79,9 @@
 #define MP_SYM_TRACE_V3		2
 
 #define MP_ULEB_MAX		10	/* Bytes of the longest 64-bit ULEB128. */
-/* Longest alloc/free/realloc event: header + 5 numbers (+ line). */
-#define MP_EVENT_MAX		(1 + 6 * MP_ULEB_MAX)
+/* Room to keep free for one event: header + at most 6 numbers, plus 8
+** bytes that mp_put_uleb_fast may store past the end of the last one. */
+#define MP_EVENT_MAX		(1 + 6 * MP_ULEB_MAX + 8)
 
 /* -- Encoding (used by the agent and by tests) --------------------------- */
 
@@ -93,6 +94,30 @@ static inline uint8_t *mp_put_uleb(uint8_t *p, uint64_t v)
   }
   *p++ = (uint8_t)v;
   return p;
+}
+
+/* Same bytes as mp_put_uleb, without a loop for values below 2^56 (every
+** user-space address): spread the 7-bit groups over 8 bytes with shifts,
+** set the continuation bits of all but the last byte, store 8 bytes at once
+** and advance by the length. p needs 10 writable bytes. */
+static inline uint8_t *mp_put_uleb_fast(uint8_t *p, uint64_t v)
+{
+  uint64_t x;
+  unsigned n;
+  if (v < 0x80) { *p = (uint8_t)v; return p + 1; }
+  if (v >> 56) return mp_put_uleb(p, v);
+  x = (v & 0x7full) | ((v << 1) & 0x7f00ull) | ((v << 2) & 0x7f0000ull) |
+      ((v << 3) & 0x7f000000ull) | ((v << 4) & 0x7f00000000ull) |
+      ((v << 5) & 0x7f0000000000ull) | ((v << 6) & 0x7f000000000000ull) |
+      ((v << 7) & 0x7f00000000000000ull);
+  n = (unsigned)(63 - __builtin_clzll(v)) / 7 + 1;	/* 2..8 bytes. */
+  x |= 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  __builtin_memcpy(p, &x, 8);
+#else
+  { unsigned i; for (i = 0; i < 8; i++) p[i] = (uint8_t)(x >> (8 * i)); }
+#endif
+  return p + n;
 }
 
 /* Append a prologue (magic "ljs"/"ljm", version, 3 zero bytes). */
