@@ -122,7 +122,7 @@ local function median(t)
 end
 
 -- Run argv with stdout and stderr to files; returns wall seconds, exit
--- status (or 128 + signal), peak RSS in KiB.
+-- status (or 128 + signal), peak RSS in KiB, CPU seconds (user + system).
 local function spawn(argv, out_path, err_path)
   local cargv = ffi.new("char *[?]", #argv + 1)
   local keep = {}
@@ -161,7 +161,9 @@ local function spawn(argv, out_path, err_path)
   local code
   if bit.band(st, 0x7f) == 0 then code = bit.band(bit.rshift(st, 8), 0xff)
   else code = 128 + bit.band(st, 0x7f) end
-  return t1 - t0, code, tonumber(ru.ru_maxrss)
+  local cpu = tonumber(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec)
+    + tonumber(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6
+  return t1 - t0, code, tonumber(ru.ru_maxrss), cpu
 end
 
 -- -- Options ---------------------------------------------------------------
@@ -239,10 +241,11 @@ local function argv_of(w, jit_on, prof)
   return a
 end
 
--- Run once; returns seconds and the checksum line, dies if it failed.
+-- Run once; returns wall seconds, the checksum line and CPU seconds; dies
+-- if the run failed.
 local function run_once(w, jit_on, prof)
   local out, err = OUT .. "/stdout.txt", OUT .. "/stderr.txt"
-  local t, code = spawn(argv_of(w, jit_on, prof), out, err)
+  local t, code, _, cpu = spawn(argv_of(w, jit_on, prof), out, err)
   local text = slurp(out) or ""
   local sum = text:match("\n?(checksum [^\n]*)")
   if code ~= 0 or not sum then
@@ -250,7 +253,7 @@ local function run_once(w, jit_on, prof)
         prof and "profiled" or "plain", jit_on and "on" or "off", code,
         text, slurp(err) or "")
   end
-  return t, sum
+  return t, sum, cpu
 end
 
 -- Number of events in a profile: `info` if it says, else count `events`.
@@ -282,21 +285,22 @@ local function bench(w, jit_on)
   log("%-22s size %-5s warm-up + %d pairs", what, tostring(w.size[opt.size]),
       opt.pairs)
   local _, want = run_once(w, jit_on, nil)
-  local base, with, ratio = {}, {}, {}
+  local base, with, ratio, cratio = {}, {}, {}, {}
   for i = 1, opt.pairs do
-    local tb, tp, sb, sp
+    local tb, tp, sb, sp, cb, cp
     if i % 2 == 1 then
-      tb, sb = run_once(w, jit_on, nil)
-      tp, sp = run_once(w, jit_on, prof)
+      tb, sb, cb = run_once(w, jit_on, nil)
+      tp, sp, cp = run_once(w, jit_on, prof)
     else
-      tp, sp = run_once(w, jit_on, prof)
-      tb, sb = run_once(w, jit_on, nil)
+      tp, sp, cp = run_once(w, jit_on, prof)
+      tb, sb, cb = run_once(w, jit_on, nil)
     end
     if sb ~= want or sp ~= want then
       die("%s: checksum changed: '%s' / '%s' (expected '%s')", what, sb, sp,
           want)
     end
     base[i], with[i], ratio[i] = tb, tp, tp / tb
+    cratio[i] = cb > 0 and cp / cb or 0 / 0
   end
   check_profile(prof, what)
   local size = file_size(prof)
@@ -309,7 +313,8 @@ local function bench(w, jit_on)
   local r = {
     name = w.name, size = w.size[opt.size], jit = mode,
     base = median(base), with = median(with), ratio = median(ratio),
-    rmin = rmin, rmax = rmax, events = events, bytes = size,
+    rmin = rmin, rmax = rmax, cpu = median(cratio),
+    events = events, bytes = size,
   }
   r.ns_ev = events > 0 and (r.with - r.base) / events * 1e9 or 0
   r.b_ev = events > 0 and size / events or 0
@@ -394,13 +399,13 @@ io.write(("ljmemprof bench: size %s, %d pairs, %s, %s, %s cpus, commit %s\n")
   :format(opt.size, opt.pairs, capture(LUAJIT .. " -v", true):match("^%S+ %S+")
     or "luajit", cpu, capture("nproc", true), rev ~= "" and rev or "?"))
 io.write("\n")
-io.write(("%-13s %5s %3s %8s %8s %6s %11s %8s %5s %6s %6s\n"):format(
-  "workload", "size", "jit", "base s", "prof s", "ratio", "min-max",
+io.write(("%-13s %5s %3s %8s %8s %6s %11s %6s %8s %5s %6s %6s\n"):format(
+  "workload", "size", "jit", "base s", "prof s", "ratio", "min-max", "cpu",
   "events", "B/ev", "ns/ev", "MB/s"))
 for _, r in ipairs(results) do
-  io.write(("%-13s %5s %3s %8.3f %8.3f %5.2fx %5.2f-%-5.2f %8s %5.1f %6.1f %6.1f\n")
+  io.write(("%-13s %5s %3s %8.3f %8.3f %5.2fx %5.2f-%-5.2f %5.2fx %8s %5.1f %6.1f %6.1f\n")
     :format(r.name, tostring(r.size), r.jit, r.base, r.with, r.ratio, r.rmin,
-            r.rmax, si(r.events), r.b_ev, r.ns_ev, r.mbs))
+            r.rmax, r.cpu, si(r.events), r.b_ev, r.ns_ev, r.mbs))
 end
 
 if opt.reader then
