@@ -149,6 +149,7 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
   s->on_stop = opt->on_stop;
   s->g = G(L);
   s->proto_min = sizeof(GCproto);
+  s->hi_key = ~(uint64_t)0;
   s->orig_f = lua_getallocf(L, &s->orig_ud);
   /* Empty symtab (symbols follow in the stream), then the event prologue,
   ** written at once so that an unwritable sink fails here, not later. */

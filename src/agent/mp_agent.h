@@ -39,9 +39,9 @@ typedef struct mp_state {
   lua_Alloc orig_f;		/* The allocator we wrap. */
   void *orig_ud;
   const void *last_proto;	/* Last prototype whose symbol is known. */
-  uint64_t enc_id;		/* Address whose ULEB128 is in enc_bytes. */
-  uint64_t enc_bytes;
-  unsigned enc_len;
+  uint64_t hi_key;		/* Address >> 28 whose ULEB128 is in hi_bytes. */
+  uint64_t hi_bytes;
+  unsigned hi_len;
   size_t proto_min;		/* Frees smaller than this are not protos. */
   mp_ptrset protos;		/* Prototypes written since start. */
   mp_ptrset cfuncs;		/* C functions written since start. */

@@ -30,6 +30,10 @@
 #include "mp_agent.h"
 #include "../format/mp_format.h"
 
+#define MP_NOINLINE	__attribute__((noinline))
+#define MP_INLINE	inline __attribute__((always_inline))
+#define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+
 /* Where an event comes from. */
 typedef struct loc {
   uint8_t src;		/* MP_SRC_*. */
@@ -48,7 +52,7 @@ static inline void reserve(mp_state *s, size_t n)
 }
 
 /* Line of bytecode position pos in pt, like the VM's debug info does. */
-static uint64_t proto_line(const GCproto *pt, BCPos pos)
+static inline uint64_t proto_line(const GCproto *pt, BCPos pos)
 {
   const void *li = proto_lineinfo(pt);
   if (!li || pos > pt->sizebc) return (uint64_t)pt->firstline;
@@ -62,14 +66,12 @@ static uint64_t proto_line(const GCproto *pt, BCPos pos)
   return (uint64_t)(pt->firstline + ((const uint32_t *)li)[pos]);
 }
 
-/* Write the symbol of prototype pt unless it is known already. */
-static void want_proto(mp_state *s, const GCproto *pt)
+/* Write the symbol of prototype pt unless it is in the set already. */
+static MP_NOINLINE void new_proto(mp_state *s, const GCproto *pt)
 {
   GCstr *name;
   uint8_t *p;
-  int r;
-  if (pt == s->last_proto) return;
-  r = mp_ptrset_add(&s->protos, (uintptr_t)pt);
+  int r = mp_ptrset_add(&s->protos, (uintptr_t)pt);
   if (r == 0) { s->last_proto = pt; return; }
   if (r < 0) return;	/* Out of memory: the symbol is written again later. */
   s->last_proto = pt;
@@ -83,6 +85,13 @@ static void want_proto(mp_state *s, const GCproto *pt)
   mp_sink_put(s, strdata(name), name->len);
   reserve(s, MP_ULEB_MAX);
   s->pos = mp_put_uleb(s->pos, (uint64_t)pt->firstline);
+}
+
+/* Make sure the symbol of pt is written; the same prototype as last time
+** is the common case and costs one comparison. */
+static inline void want_proto(mp_state *s, const GCproto *pt)
+{
+  if (pt != s->last_proto) new_proto(s, pt);
 }
 
 /* Append hex digits of v to p. */
@@ -124,7 +133,7 @@ static size_t cfunc_name(const void *f, char *out, size_t size)
 }
 
 /* Write the symbol of C function f unless it is known already. */
-static void want_cfunc(mp_state *s, const void *f)
+static MP_NOINLINE void want_cfunc(mp_state *s, const void *f)
 {
   char name[256];
   size_t n;
@@ -141,7 +150,7 @@ static void want_cfunc(mp_state *s, const void *f)
 }
 
 /* Write the symbol of trace number n unless the same trace is known. */
-static void want_trace(mp_state *s, global_State *g, TraceNo n)
+static MP_NOINLINE void want_trace(mp_state *s, global_State *g, TraceNo n)
 {
   jit_State *J = G2J(g);
   GCtrace *T;
@@ -191,7 +200,7 @@ static inline void lua_loc(mp_state *s, loc *l, GCfunc *fn, const BCIns *pc)
 }
 
 /* Location of a builtin at frame f: its nearest caller with a known pc. */
-static void builtin_loc(mp_state *s, loc *l, lua_State *L, TValue *f)
+static MP_NOINLINE void builtin_loc(mp_state *s, loc *l, lua_State *L, TValue *f)
 {
   int depth;
   for (depth = 0; depth < 16; depth++) {
@@ -268,26 +277,38 @@ static inline void attribute_free(mp_state *s, loc *l)
 
 /* -- Encoding ------------------------------------------------------------- */
 
-/* Append the header and location of one event. The encoded address of the
-** last prototype is cached: consecutive events of one function are the
-** common case, and an address is the longest number of an event. */
+/* Append address v as ULEB128. For v >= 2^28 the encoding is the low 28
+** bits as four 7-bit groups (each with its continuation bit), then the
+** ULEB128 of v >> 28. Heap and code addresses of a process share their
+** high bits, so the bytes of v >> 28 are cached: the common case is a few
+** shifts and one 8-byte store. hi_key starts as an impossible value, so
+** small values (NULL) always take the general path. */
+static MP_INLINE uint8_t *put_addr(mp_state *s, uint8_t *p, uint64_t v)
+{
+  uint64_t hi = v >> 28, x;
+  uint32_t lo;
+  if (MP_UNLIKELY(hi != s->hi_key)) {
+    uint8_t *e;
+    if (!hi || (hi >> 28)) return mp_put_uleb_fast(p, v);
+    e = mp_put_uleb_fast(p + 4, hi);	/* Fills the cache. */
+    s->hi_len = (unsigned)(e - (p + 4));
+    s->hi_bytes = 0;
+    memcpy(&s->hi_bytes, p + 4, s->hi_len);
+    s->hi_key = hi;
+  }
+  lo = (uint32_t)v;
+  x = (lo & 0x7fu) | ((lo << 1) & 0x7f00u) | ((lo << 2) & 0x7f0000u) |
+      ((lo << 3) & 0x7f000000u) | 0x80808080u | (s->hi_bytes << 32);
+  memcpy(p, &x, 8);
+  return p + 4 + s->hi_len;
+}
+
+/* Append the header and location of one event. */
 static inline uint8_t *put_loc(mp_state *s, uint8_t *p, int ev, const loc *l)
 {
   *p++ = (uint8_t)(ev | l->src);
   if (l->src == MP_SRC_LFUNC) {
-    if (l->id != s->enc_id) {
-      uint8_t tmp[MP_ULEB_MAX + 8];
-      s->enc_len = (unsigned)(mp_put_uleb_fast(tmp, l->id) - tmp);
-      if (s->enc_len <= 8) {
-	memcpy(&s->enc_bytes, tmp, 8);
-	s->enc_id = l->id;
-      }
-      memcpy(p, tmp, s->enc_len);
-      p += s->enc_len;
-    } else {
-      memcpy(p, &s->enc_bytes, 8);
-      p += s->enc_len;
-    }
+    p = put_addr(s, p, l->id);
     p = mp_put_uleb_fast(p, l->line);
   } else if (l->src != MP_SRC_INTERNAL) {
     p = mp_put_uleb_fast(p, l->id);
@@ -313,7 +334,7 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	mp_ptrset_del(&s->protos, (uintptr_t)ptr) && ptr == s->last_proto)
       s->last_proto = NULL;
     p = put_loc(s, s->pos, MP_AEV_FREE, &l);
-    p = mp_put_uleb_fast(p, (uint64_t)(uintptr_t)ptr);
+    p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
     p = mp_put_uleb_fast(p, osize);
   } else {
     attribute(s, &l);
@@ -323,10 +344,10 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
       p = put_loc(s, s->pos, MP_AEV_ALLOC, &l);
     } else {
       p = put_loc(s, s->pos, MP_AEV_REALLOC, &l);
-      p = mp_put_uleb_fast(p, (uint64_t)(uintptr_t)ptr);
+      p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
       p = mp_put_uleb_fast(p, osize);
     }
-    p = mp_put_uleb_fast(p, (uint64_t)(uintptr_t)res);
+    p = put_addr(s, p, (uint64_t)(uintptr_t)res);
     p = mp_put_uleb_fast(p, nsize);
   }
   s->pos = p;
