@@ -191,7 +191,7 @@ static int next_event(mp_reader *r, mp_item *it)
   }
   ev = h & MP_AEV_MASK;
   src = h & MP_SRC_MASK;
-  if (h & 0x60 || (src == MP_SRC_TRACE && v < 2) ||
+  if (h & 0xe0 || (src == MP_SRC_TRACE && v < 2) ||
       src > MP_SRC_TRACE || (ev == MP_AEV_SYMTAB && v < 2) ||
       (ev != MP_AEV_SYMTAB && src == 0) ||
       (ev == MP_AEV_SYMTAB && (src == MP_SRC_INTERNAL ||
@@ -227,15 +227,91 @@ static int next_event(mp_reader *r, mp_item *it)
   return MP_OK;
 }
 
+/* -- Fast path ------------------------------------------------------------ */
+
+/* Longest allocation event: header and six 10-byte numbers. */
+#define EVENT_LONGEST	(1 + 6 * MP_ULEB_MAX)
+
+/* Read a ULEB128 with no bounds check (the caller made sure of
+** EVENT_LONGEST bytes); 0 if overlong, for the checked path to report. */
+static inline int uleb_fast(const uint8_t **pp, uint64_t *v)
+{
+  const uint8_t *p = *pp;
+  uint64_t x = *p++, b;
+  unsigned shift = 7;
+  if (x >= 0x80) {
+    x &= 0x7f;
+    do {
+      b = *p++;
+      if (shift == 63 && b > 1) return 0;
+      x |= (b & 0x7f) << shift;
+      shift += 7;
+    } while (b >= 0x80);
+  }
+  *v = x;
+  *pp = p;
+  return 1;
+}
+
+/* Decode an allocation event when the longest one fits in what is left:
+** no bounds checks. Returns MP_OK, or 0 to leave anything else (symbols,
+** the epilogue, errors) to next_event(), which reports them. */
+static inline int next_event_fast(mp_reader *r, mp_item *it)
+{
+  const uint8_t *p = r->p;
+  unsigned h = *p++, ev = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
+  if (h >= 0x20 || !ev || !src || (src == MP_SRC_TRACE && r->ljm_version < 2))
+    return 0;
+  it->id = it->line = 0;
+  if (src != MP_SRC_INTERNAL) {
+    if (!uleb_fast(&p, &it->id)) return 0;
+    if (src == MP_SRC_LFUNC && !uleb_fast(&p, &it->line)) return 0;
+  }
+  it->oaddr = it->osize = it->naddr = it->nsize = 0;
+  if ((ev & MP_AEV_FREE) &&
+      (!uleb_fast(&p, &it->oaddr) || !uleb_fast(&p, &it->osize)))
+    return 0;
+  if ((ev & MP_AEV_ALLOC) &&
+      (!uleb_fast(&p, &it->naddr) || !uleb_fast(&p, &it->nsize)))
+    return 0;
+  it->src = (uint8_t)src;
+  it->kind = (mp_kind)ev;	/* MP_K_ALLOC/FREE/REALLOC = MP_AEV_*. */
+  it->offset = (size_t)(r->p - r->base);
+  r->p = p;
+  return MP_OK;
+}
+
 int mp_reader_next(mp_reader *r, mp_item *it)
 {
   for (;;) {
     int rc;
-    if (r->phase == 1) return next_event(r, it);
+    if (r->phase == 1) {
+      if ((size_t)(r->end - r->p) >= EVENT_LONGEST &&
+	  next_event_fast(r, it) == MP_OK)
+	return MP_OK;
+      return next_event(r, it);
+    }
     if (r->phase != 0) return MP_ERR_DATA;
     rc = next_header_sym(r, it);
     if (rc != 0) return rc;
   }
+}
+
+int mp_reader_read(mp_reader *r, mp_item *it, size_t n, size_t *got)
+{
+  size_t i = 0;
+  int rc = MP_OK;
+  while (i < n) {
+    if (r->phase == 1 && (size_t)(r->end - r->p) >= EVENT_LONGEST &&
+	next_event_fast(r, &it[i]) == MP_OK) {
+      i++;
+      continue;
+    }
+    if ((rc = mp_reader_next(r, &it[i])) != MP_OK) break;
+    i++;
+  }
+  *got = i;
+  return rc;
 }
 
 const char *mp_kind_name(mp_kind k)

@@ -174,6 +174,11 @@ int mp_reader_init(mp_reader *r, const void *data, size_t len);
 /* Decode the next item into *it. Returns MP_OK, MP_END or MP_ERR_*. */
 int mp_reader_next(mp_reader *r, mp_item *it);
 
+/* Decode up to n items into it[0..n); *got says how many. Returns MP_OK
+** if all n were decoded, else the code of mp_reader_next() that stopped
+** it (the *got items before are valid). Saves a call per item. */
+int mp_reader_read(mp_reader *r, mp_item *it, size_t n, size_t *got);
+
 /* Name of a symbol type for messages. */
 const char *mp_kind_name(mp_kind k);
 

@@ -95,11 +95,29 @@ static int raw_take(mp_heap *h, uint64_t addr, mp_hslot *out)
   return 1;
 }
 
+/* Size of the block in slot j (looked up in the big table if needed). */
+static uint64_t slot_size(const mp_heap *h, size_t j)
+{
+  const mp_hslot *s = &h->slot[j];
+  if (s->size == MP_HEAP_BIG && h->big && h->big->slot) {
+    size_t k = probe(h->big, s->addr);
+    const mp_hslot *b = &h->big->slot[k];
+    if (b->addr) return ((uint64_t)b->site << 32) | b->size;
+  }
+  return s->size;
+}
+
 int mp_heap_put(mp_heap *h, uint64_t addr, uint64_t size, uint32_t site)
 {
-  uint64_t osize;
-  uint32_t osite;
-  mp_heap_take(h, addr, &osize, &osite);	/* A block we missed the free of. */
+  size_t j;
+  uint64_t old = 0;
+  int found;
+  mp_hslot tmp;
+  if ((h->count + 1) * 8 > (h->mask + 1) * 5 || !h->slot)
+    if (grow(h) < 0) return -1;
+  j = probe(h, addr);	/* One probe: replace or insert. */
+  found = h->slot[j].addr != 0;
+  if (found) old = slot_size(h, j);
   if (size >= MP_HEAP_BIG) {
     if (!h->big) {
       if (!(h->big = malloc(sizeof(*h->big)))) return -1;
@@ -107,14 +125,14 @@ int mp_heap_put(mp_heap *h, uint64_t addr, uint64_t size, uint32_t site)
     }
     if (raw_put(h->big, addr, (uint32_t)(size >> 32), (uint32_t)size) < 0)
       return -1;
+  } else if (found && h->slot[j].size == MP_HEAP_BIG && h->big) {
+    raw_take(h->big, addr, &tmp);
   }
-  if (raw_put(h, addr, site, size >= MP_HEAP_BIG ? MP_HEAP_BIG :
-	      (uint32_t)size) < 0) {
-    mp_hslot tmp;
-    if (h->big) raw_take(h->big, addr, &tmp);
-    return -1;
-  }
-  h->bytes += size;
+  h->slot[j].addr = addr;
+  h->slot[j].site = site;
+  h->slot[j].size = size >= MP_HEAP_BIG ? MP_HEAP_BIG : (uint32_t)size;
+  h->count += !found;
+  h->bytes += size - old;
   return 0;
 }
 

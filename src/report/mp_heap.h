@@ -57,8 +57,8 @@ void mp_heap_init(mp_heap *h);
 void mp_heap_free(mp_heap *h);
 
 /* Record block addr (never 0) of size bytes owned by site, replacing any
-** block at addr. Returns 0, or -1 when out of memory (then no block is
-** left at addr). */
+** block at addr (one whose free was missed). Returns 0, or -1 when out of
+** memory (nothing changed). */
 int mp_heap_put(mp_heap *h, uint64_t addr, uint64_t size, uint32_t site);
 
 /* Remove block addr; if it was there, store its size and owner and return

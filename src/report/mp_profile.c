@@ -15,7 +15,7 @@
 #include "report/mp_profile.h"
 
 #define SITE_MAX	0x7fffffffu	/* Site numbers fit in 31 bits. */
-#define CONSUMED_STEP	((size_t)32 << 20)
+#define CONSUMED_STEP	((size_t)8 << 20)
 
 /* -- Hashing -------------------------------------------------------------- */
 
@@ -177,15 +177,20 @@ static uint32_t site_find(mp_profile *p, uint8_t src, uint32_t sym,
 /* Site of an event's location; SITE_MAX + 1 when out of memory. */
 static inline uint32_t site_of(mp_profile *p, const mp_item *it)
 {
-  /* One multiply: this is on every event's path. */
-  uint64_t h = ((it->id ^ (it->line << 24) ^ it->src) *
-		0x9e3779b97f4a7c15ull) >> 56;
-  mp_lcache *c = &p->lcache[h & (MP_LCACHE - 1)];
+  uint64_t h, off = 0;
+  mp_lcache *c = p->lastloc;
   uint32_t sym = 0, site;
-  uint64_t off = 0;
-  if (c->epoch == p->epoch && c->id == it->id && c->line == it->line &&
-      c->src == it->src)
+  if (c->id == it->id && c->line == it->line && c->src == it->src &&
+      c->epoch == p->epoch)	/* Same place as the last event. */
     return c->site;
+  /* One multiply: this is on most events' path. */
+  h = ((it->id ^ (it->line << 24) ^ it->src) * 0x9e3779b97f4a7c15ull) >> 56;
+  c = &p->lcache[h & (MP_LCACHE - 1)];
+  if (c->epoch == p->epoch && c->id == it->id && c->line == it->line &&
+      c->src == it->src) {
+    p->lastloc = c;
+    return c->site;
+  }
   switch (it->src) {
   case MP_SRC_LFUNC:
     sym = mp_symtab_find(&p->syms, MP_K_SYM_LFUNC, it->id);
@@ -205,6 +210,7 @@ static inline uint32_t site_of(mp_profile *p, const mp_item *it)
     c->src = it->src;
     c->site = site;
     c->epoch = p->epoch;
+    p->lastloc = c;
   }
   return site;
 }
@@ -278,6 +284,7 @@ void mp_profile_init(mp_profile *p)
   mp_symtab_init(&p->syms);
   mp_heap_init(&p->heap);
   p->epoch = 1;
+  p->lastloc = &p->lcache[0];	/* Epoch 0: matches nothing. */
 }
 
 void mp_profile_free(mp_profile *p)
@@ -338,45 +345,58 @@ static int on_item(mp_profile *p, const mp_item *it)
   if (++p->epoch == 0) {	/* Wrapped: forget every cached location. */
     memset(p->lcache, 0, sizeof(p->lcache));
     p->epoch = 1;
+    p->lastloc = &p->lcache[0];
   }
   return MP_OK;
 }
 
-/* Items decoded ahead of the one aggregated; a power of two. Enough to
-** cover a cache miss (~100 ns) at ~10 ns per item. */
-#define AHEAD	16
+/* Items decoded per batch. While one batch is aggregated the next one is
+** already decoded and its heap slots prefetched: 16 to 32 items ahead
+** covers a cache miss (~100 ns) at ~10 ns per item. */
+#define BATCH	16
+
+/* Prefetch the heap slots that n items at it will touch. A macro, for
+** the reason given at mp_heap_prefetch. */
+#define prefetch_batch(p, it, n) \
+  do { \
+    size_t i_; \
+    for (i_ = 0; i_ < (n); i_++) { \
+      mp_kind k_ = (it)[i_].kind; \
+      if (k_ == MP_K_ALLOC || k_ == MP_K_REALLOC) \
+	mp_heap_prefetch(&(p)->heap, (it)[i_].naddr); \
+      if (k_ == MP_K_FREE || k_ == MP_K_REALLOC) \
+	mp_heap_prefetch(&(p)->heap, (it)[i_].oaddr); \
+    } \
+  } while (0)
 
 int mp_profile_read(mp_profile *p, const void *data, size_t len)
 {
-  mp_item ring[AHEAD];
-  size_t mark = CONSUMED_STEP;
-  unsigned head = 0, tail = 0;	/* Decoded: [tail, head). */
-  int rc = mp_reader_init(&p->r, data, len), prc = MP_OK;
+  mp_item buf[2][BATCH];
+  size_t got[2] = { 0, 0 }, mark = CONSUMED_STEP, i;
+  int cur = 0, rc = mp_reader_init(&p->r, data, len), prc = MP_OK;
   p->len = len;
-  /* Decode up to AHEAD items before aggregating them, prefetching the heap
-  ** slots they will touch. Items are aggregated in stream order, so the
-  ** delay changes nothing but the cache misses. */
-  while (rc == MP_OK || tail != head) {
-    if (rc == MP_OK && head - tail < AHEAD) {
-      mp_item *it = &ring[head & (AHEAD - 1)];
-      if ((rc = mp_reader_next(&p->r, it)) == MP_OK) {
-	head++;
-	if (it->kind == MP_K_ALLOC) mp_heap_prefetch(&p->heap, it->naddr);
-	else if (it->kind < MP_K_SYM_LFUNC)
-	  mp_heap_prefetch(&p->heap, it->oaddr);
-	continue;
-      }
-    }
-    if (tail == head) break;
-    {
-      const mp_item *it = &ring[tail++ & (AHEAD - 1)];
-      if ((prc = on_item(p, it)) != MP_OK) break;
-      if (p->consumed && it->offset >= mark) {
-	p->consumed(p->ctx, it->offset);
-	mark = it->offset + CONSUMED_STEP;
-      }
-    }
+  if (rc == MP_OK) {
+    rc = mp_reader_read(&p->r, buf[0], BATCH, &got[0]);
+    prefetch_batch(p, buf[0], got[0]);
   }
+  /* Items are aggregated in stream order; decoding one batch ahead
+  ** changes nothing but the cache misses. */
+  while (got[cur]) {
+    int nxt = cur ^ 1;
+    got[nxt] = 0;
+    if (rc == MP_OK) {
+      rc = mp_reader_read(&p->r, buf[nxt], BATCH, &got[nxt]);
+      prefetch_batch(p, buf[nxt], got[nxt]);
+    }
+    for (i = 0; i < got[cur]; i++)
+      if ((prc = on_item(p, &buf[cur][i])) != MP_OK) goto out;
+    if (p->consumed && buf[cur][i - 1].offset >= mark) {
+      p->consumed(p->ctx, buf[cur][i - 1].offset);
+      mark = buf[cur][i - 1].offset + CONSUMED_STEP;
+    }
+    cur = nxt;
+  }
+out:
   return p->rc = prc != MP_OK ? prc : rc;
 }
 

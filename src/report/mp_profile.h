@@ -90,6 +90,7 @@ typedef struct mp_profile {
   uint32_t *amap;	/* Alias hash: number, 0 = empty. */
   size_t amask;
   mp_lcache lcache[MP_LCACHE];
+  mp_lcache *lastloc;	/* Entry of the last event's location. */
   uint32_t epoch;	/* Bumped by every symbol: flushes lcache. */
   /* Totals. */
   uint64_t nev[MP_EV__N];
