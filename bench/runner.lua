@@ -3,7 +3,10 @@
 -- usage: luajit bench/runner.lua [--quick] [--pairs N] [--size small|default]
 --                                [--only NAME[,NAME]] [--jit on|off|both]
 --                                [--no-reader] [--reader-depth N] [--keep]
+--                                [--agent DIR]
 --
+-- --agent DIR profiles with DIR/ljmemprof.so instead of build/ (e.g. a copy
+-- of an older build, to compare two versions of the agent).
 -- For every workload and JIT mode it runs the workload without and with the
 -- profiler in alternating pairs (the order flips every pair so that drift
 -- and cache warmth hit both sides alike), checks that every run prints the
@@ -180,7 +183,7 @@ local WORKLOADS = {
 }
 
 local opt = { pairs = nil, size = "default", jit = "both", reader = true,
-              reader_depth = nil, keep = false, only = nil }
+              reader_depth = nil, keep = false, only = nil, agent = "build" }
 do
   local i = 1
   local function val(name)
@@ -198,9 +201,10 @@ do
     elseif a == "--no-reader" then opt.reader = false
     elseif a == "--reader-depth" then opt.reader_depth = tonumber(val(a))
     elseif a == "--keep" then opt.keep = true
+    elseif a == "--agent" then opt.agent = val(a):gsub("/$", "")
     elseif a == "-h" or a == "--help" then
-      io.write(slurp("bench/runner.lua"):match("^(.-)\n\n"):gsub("%-%- ?", ""),
-               "\n")
+      local head = slurp("bench/runner.lua"):match("^(.-)\nlocal ")
+      io.write((("\n" .. head):gsub("\n%-%- ?", "\n"):sub(2)), "\n")
       os.exit(0)
     else die("unknown option %s (try --help)", a) end
     i = i + 1
@@ -218,7 +222,10 @@ do
 end
 
 os.execute("mkdir -p " .. OUT)
-C.setenv("LUA_CPATH", "build/?.so;;", 1)
+if not io.open(opt.agent .. "/ljmemprof.so") then
+  die("no %s/ljmemprof.so", opt.agent)
+end
+C.setenv("LUA_CPATH", opt.agent .. "/?.so;;", 1)
 
 -- What the CLI offers today (the report tool is written in parallel).
 local usage = capture(CLI .. " 2>&1")
@@ -395,8 +402,8 @@ local cpu = capture("grep -m1 'model name' /proc/cpuinfo", true)
 local rev = capture("git rev-parse --short HEAD", true)
 if rev ~= "" and capture("git status --porcelain -- src include", true) ~= ""
 then rev = rev .. "+dirty" end
-io.write(("ljmemprof bench: size %s, %d pairs, %s, %s, %s cpus, commit %s\n")
-  :format(opt.size, opt.pairs, capture(LUAJIT .. " -v", true):match("^%S+ %S+")
+io.write(("ljmemprof bench: agent %s/ljmemprof.so, size %s, %d pairs, %s, %s, %s cpus, commit %s\n")
+  :format(opt.agent, opt.size, opt.pairs, capture(LUAJIT .. " -v", true):match("^%S+ %S+")
     or "luajit", cpu, capture("nproc", true), rev ~= "" and rev or "?"))
 io.write("\n")
 io.write(("%-13s %5s %3s %8s %8s %6s %11s %6s %8s %5s %6s %6s\n"):format(
