@@ -24,7 +24,8 @@ LUA_CPATH_DIR := $(PREFIX)/lib/lua/5.1
 DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl
 
 AGENT_SRC := src/agent/mp_hook.c src/agent/mp_sink.c src/agent/mp_symset.c \
-             src/agent/mp_check.c src/agent/ljmp_api.c src/agent/lib_ljmemprof.c
+             src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \
+             src/agent/lib_ljmemprof.c
 AGENT_OBJ := $(patsubst src/agent/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))
 AGENT_HDR := $(wildcard src/agent/*.h) include/ljmemprof.h src/format/mp_format.h
 

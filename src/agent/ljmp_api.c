@@ -88,6 +88,7 @@ static void state_free(mp_state *s)
   mp_ptrset_free(&s->protos);
   mp_ptrset_free(&s->cfuncs);
   free(s->traces);
+  mp_names_free(&s->names);
   mp_sink_close(s);
   free(s);
 }
@@ -151,6 +152,7 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
   s->proto_min = sizeof(GCproto);
   s->hi_key = ~(uint64_t)0;
   s->orig_f = lua_getallocf(L, &s->orig_ud);
+  mp_names_build(&s->names, L);
   /* Empty symtab (symbols follow in the stream), then the event prologue,
   ** written at once so that an unwritable sink fails here, not later. */
   p = mp_put_prologue(head, MP_LJS_MAGIC, MP_VERSION_WRITE);

@@ -23,6 +23,17 @@ typedef struct mp_ptrset {
   size_t count;
 } mp_ptrset;
 
+/* Lua names of C functions, sorted by address (see mp_names.c). */
+typedef struct mp_name {
+  const void *f;
+  char *name;
+} mp_name;
+
+typedef struct mp_names {
+  mp_name *e;
+  size_t n, cap;
+} mp_names;
+
 /* What was last written for a trace number. */
 typedef struct mp_tracesym {
   const void *trace, *proto, *pc;	/* GCtrace, its startpt and startpc. */
@@ -46,6 +57,7 @@ typedef struct mp_state {
   mp_ptrset protos;		/* Prototypes written since start. */
   mp_ptrset cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
+  mp_names names;		/* Lua names of C functions, made at start. */
   size_t ntraces;
   /* Sink: the hook fills buf (one of the chunks); full chunks go to the
   ** writer thread (file sinks) or to the writer callback at once. */
@@ -85,6 +97,11 @@ void mp_sink_forked(mp_state *s);
 void mp_sink_flush(mp_state *s);
 void mp_sink_put(mp_state *s, const void *data, size_t len);
 void mp_sink_finish(mp_state *s);
+
+/* -- mp_names.c ---------------------------------------------------------- */
+void mp_names_build(mp_names *t, lua_State *L);
+const char *mp_names_find(const mp_names *t, const void *f);
+void mp_names_free(mp_names *t);
 
 /* -- mp_symset.c ---------------------------------------------------------- */
 int mp_ptrset_add(mp_ptrset *set, uintptr_t key);	/* 1 new, 0 had, -1 OOM */

@@ -104,13 +104,20 @@ static char *put_hex(char *p, uintptr_t v)
   return p;
 }
 
-/* Name of C function f: its dynamic symbol, else "module+0xoffset". */
-static size_t cfunc_name(const void *f, char *out, size_t size)
+/* Name of C function f: its Lua name in a loaded module, else its dynamic
+** symbol, else "module+0xoffset". */
+static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
 {
   Dl_info info;
-  const char *base;
+  const char *base = mp_names_find(&s->names, f);
   char *p = out;
   size_t n;
+  if (base) {
+    n = strlen(base);
+    if (n >= size) n = size - 1;
+    memcpy(out, base, n);
+    return n;
+  }
   if (dladdr(f, &info) && info.dli_sname && info.dli_saddr == f) {
     n = strlen(info.dli_sname);
     if (n >= size) n = size - 1;
@@ -139,7 +146,7 @@ static MP_NOINLINE void want_cfunc(mp_state *s, const void *f)
   size_t n;
   uint8_t *p;
   if (mp_ptrset_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
-  n = cfunc_name(f, name, sizeof(name));
+  n = cfunc_name(s, f, name, sizeof(name));
   reserve(s, 1 + 2 * MP_ULEB_MAX + sizeof(name));
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
