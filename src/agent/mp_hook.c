@@ -157,7 +157,7 @@ static MP_NOINLINE void want_cfunc(mp_state *s, const void *f)
 }
 
 /* Write the symbol of trace number n unless the same trace is known. */
-static MP_NOINLINE void want_trace(mp_state *s, global_State *g, TraceNo n)
+static MP_NOINLINE void new_trace(mp_state *s, global_State *g, TraceNo n)
 {
   jit_State *J = G2J(g);
   GCtrace *T;
@@ -189,6 +189,21 @@ static MP_NOINLINE void want_trace(mp_state *s, global_State *g, TraceNo n)
   p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
   p = mp_put_uleb(p, proto_line(pt, proto_bcpos(pt, pc)));
   s->pos = p;
+}
+
+/* Make sure trace n's symbol is written; the same trace as when it was
+** last written is the common case: three comparisons. */
+static inline void want_trace(mp_state *s, global_State *g, TraceNo n)
+{
+  jit_State *J = G2J(g);
+  if (n < s->ntraces && n < J->sizetrace) {
+    const GCtrace *T = (const GCtrace *)gcref(J->trace[n]);
+    const mp_tracesym *e = &s->traces[n];
+    if (T && e->trace == T && e->proto == gcref(T->startpt) &&
+	e->pc == mref(T->startpc, const BCIns))
+      return;
+  }
+  new_trace(s, g, n);
 }
 
 /* -- Attribution ---------------------------------------------------------- */
