@@ -192,8 +192,7 @@ static int next_event(mp_reader *r, mp_item *it)
   ev = h & MP_AEV_MASK;
   src = h & MP_SRC_MASK;
   if (h & 0xe0 || (src == MP_SRC_TRACE && v < 2) ||
-      src > MP_SRC_TRACE || (ev == MP_AEV_SYMTAB && v < 2) ||
-      (ev != MP_AEV_SYMTAB && src == 0) ||
+      src > MP_SRC_TRACE || (ev == MP_AEV_SYMTAB && v < 2) || src == 0 ||
       (ev == MP_AEV_SYMTAB && (src == MP_SRC_INTERNAL ||
 			       (src == MP_SRC_CFUNC && v < 3)))) {
     char msg[120];

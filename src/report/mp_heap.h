@@ -31,15 +31,14 @@ typedef struct mp_heap {
   struct mp_heap *big;	/* Sizes >= MP_HEAP_BIG, or NULL. */
 } mp_heap;
 
-/* Home slot of addr. Blocks are at least 8-byte aligned. The hash keeps
-** neighbouring addresses in neighbouring slots (an allocator hands out
-** blocks close together, so probes of consecutive events share cache
-** lines) and folds the high bits in so that equal offsets in different
-** mappings do not pile up in one cluster. */
+/* Home slot of addr: a multiplicative hash, whose high bits depend on all
+** of the address. A hash that kept neighbouring addresses in neighbouring
+** slots was tried for cache locality: dense runs of blocks in different
+** mappings overlapped in the table into clusters thousands of slots long.
+** Random slots miss the cache, which the prefetch below hides. */
 static inline size_t mp_heap_home(uint64_t addr, size_t mask)
 {
-  uint64_t x = addr >> 3;
-  return (size_t)(x ^ (x >> 21) ^ (x >> 42)) & mask;
+  return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 24) & mask;
 }
 
 /* Ask the CPU to fetch the slot of addr: a lookup a few events later then

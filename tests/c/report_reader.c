@@ -1,0 +1,634 @@
+/*
+** report_reader.c: the reader on hand-built streams of memprof versions 1,
+** 2 and 3, byte by byte: what it decodes, every error it must report (with
+** offset and message), truncation at every byte, the batched and the
+** single-item paths agreeing, and the report the profile pass makes of a
+** stream whose numbers are worked out by hand below. Prints TAP.
+*/
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/mp_format.h"
+#include "report/mp_profile.h"
+#include "report/mp_report.h"
+
+/* -- TAP ------------------------------------------------------------------ */
+
+static int n_test, n_fail;
+
+/* Compare two strings; on failure show both as TAP diagnostics. */
+static void is_str(const char *got, const char *want, const char *name)
+{
+  n_test++;
+  if (!strcmp(got, want)) { printf("ok %d - %s\n", n_test, name); return; }
+  n_fail++;
+  printf("not ok %d - %s\n# expected:\n", n_test, name);
+  {
+    const char *p;
+    printf("#   ");
+    for (p = want; *p; p++) printf(*p == '\n' ? "\n#   " : "%c", *p);
+    printf("\n# actual:\n#   ");
+    for (p = got; *p; p++) printf(*p == '\n' ? "\n#   " : "%c", *p);
+    printf("\n");
+  }
+}
+
+static void ok(int cond, const char *name, const char *fmt, ...)
+{
+  va_list ap;
+  n_test++;
+  printf("%s %d - %s\n", cond ? "ok" : "not ok", n_test, name);
+  if (cond) return;
+  n_fail++;
+  printf("# ");
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf("\n");
+}
+
+/* -- Building streams ----------------------------------------------------- */
+
+typedef struct buf {
+  uint8_t b[8192];
+  size_t n;
+} buf;
+
+static void u8(buf *b, unsigned v) { b->b[b->n++] = (uint8_t)v; }
+static void uleb(buf *b, uint64_t v) { b->n = (size_t)(mp_put_uleb(b->b + b->n, v) - b->b); }
+static void str(buf *b, const char *s)
+{
+  size_t n = strlen(s);
+  uleb(b, n);
+  memcpy(b->b + b->n, s, n);
+  b->n += n;
+}
+static void prologue(buf *b, const char *magic, int ver)
+{
+  b->n = (size_t)(mp_put_prologue(b->b + b->n, magic, ver) - b->b);
+}
+
+/* Header symbols. */
+static void hsym_lfunc(buf *b, uint64_t addr, const char *chunk, uint64_t line)
+{
+  u8(b, MP_SYM_LFUNC); uleb(b, addr); str(b, chunk); uleb(b, line);
+}
+static void hsym_cfunc(buf *b, uint64_t addr, const char *name)
+{
+  u8(b, MP_SYM_CFUNC_V3); uleb(b, addr); str(b, name);
+}
+static void hsym_trace(buf *b, int type, uint64_t no, uint64_t proto,
+		       uint64_t line)
+{
+  u8(b, (unsigned)type); uleb(b, no); uleb(b, proto); uleb(b, line);
+}
+
+/* Events: header byte, then numbers. */
+static void ev(buf *b, unsigned hdr, int n, ...)
+{
+  va_list ap;
+  int i;
+  u8(b, hdr);
+  va_start(ap, n);
+  for (i = 0; i < n; i++) uleb(b, va_arg(ap, uint64_t));
+  va_end(ap);
+}
+
+#define ALLOC(src)	(MP_AEV_ALLOC | (src))
+#define FREE(src)	(MP_AEV_FREE | (src))
+#define REALLOC(src)	(MP_AEV_REALLOC | (src))
+#define SYMEV(src)	(MP_AEV_SYMTAB | (src))
+#define U(x)		((uint64_t)(x))
+
+/* -- Decoding to text ----------------------------------------------------- */
+
+/* Append to a growing string. */
+typedef struct text {
+  char *s;
+  size_t n, cap;
+} text;
+
+static void tput(text *t, const char *fmt, ...)
+{
+  va_list ap;
+  int m;
+  for (;;) {
+    size_t room = t->cap - t->n;
+    va_start(ap, fmt);
+    m = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? room : 0, fmt, ap);
+    va_end(ap);
+    if (t->s && (size_t)m < room) { t->n += (size_t)m; return; }
+    t->cap = (t->cap + (size_t)m + 1) * 2;
+    t->s = realloc(t->s, t->cap);
+    if (!t->s) abort();
+    if (t->n == 0) t->s[0] = '\0';
+  }
+}
+
+static const char *src_name(int src)
+{
+  switch (src) {
+  case MP_SRC_INTERNAL: return "int";
+  case MP_SRC_LFUNC: return "lua";
+  case MP_SRC_CFUNC: return "c";
+  case MP_SRC_TRACE: return "trace";
+  }
+  return "?";
+}
+
+/* One line per item, then how the stream ended. batch 0: mp_reader_next;
+** else mp_reader_read with that batch size. */
+static char *dump(const uint8_t *data, size_t len, size_t batch)
+{
+  text t = { NULL, 0, 0 };
+  mp_reader r;
+  mp_item items[64];
+  size_t got = 0, i;
+  int rc = mp_reader_init(&r, data, len);
+  tput(&t, "");
+  while (rc == MP_OK) {
+    if (batch) {
+      rc = mp_reader_read(&r, items, batch, &got);
+    } else {
+      rc = mp_reader_next(&r, &items[0]);
+      got = rc == MP_OK;
+    }
+    for (i = 0; i < got; i++) {
+      const mp_item *it = &items[i];
+      tput(&t, "@%zu %s ", it->offset, mp_kind_name(it->kind));
+      /* Only the fields that the item's kind defines. */
+      if (it->kind == MP_K_SYM_LFUNC)
+	tput(&t, "%s id=%llx line=%llu name='%.*s'\n",
+	     it->in_header ? "hdr" : "stream", (unsigned long long)it->id,
+	     (unsigned long long)it->line, (int)it->name_len, it->name);
+      else if (it->kind == MP_K_SYM_CFUNC)
+	tput(&t, "%s id=%llx name='%.*s'\n", it->in_header ? "hdr" : "stream",
+	     (unsigned long long)it->id, (int)it->name_len, it->name);
+      else if (it->kind == MP_K_SYM_TRACE)
+	tput(&t, "%s id=%llu proto=%llx line=%llu\n",
+	     it->in_header ? "hdr" : "stream", (unsigned long long)it->id,
+	     (unsigned long long)it->proto, (unsigned long long)it->line);
+      else
+	tput(&t, "%s id=%llx line=%llu o=%llx/%llu n=%llx/%llu\n",
+	     src_name(it->src), (unsigned long long)it->id,
+	     (unsigned long long)it->line, (unsigned long long)it->oaddr,
+	     (unsigned long long)it->osize, (unsigned long long)it->naddr,
+	     (unsigned long long)it->nsize);
+    }
+  }
+  tput(&t, "versions %d/%d ", r.ljs_version, r.ljm_version);
+  if (rc == MP_END) tput(&t, "END\n");
+  else tput(&t, "%s at %zu: %s\n", rc == MP_ERR_TRUNC ? "TRUNC" : "DATA",
+	    r.err_offset, r.err);
+  return t.s;
+}
+
+/* Check the decoding of a stream, by both paths and several batch sizes. */
+static void check_dump(const buf *b, const char *want, const char *name)
+{
+  static const size_t batches[] = { 0, 1, 3, 16, 64 };
+  size_t i;
+  char label[200];
+  for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
+    char *got = dump(b->b, b->n, batches[i]);
+    snprintf(label, sizeof(label), "%s (batch %zu)", name, batches[i]);
+    if (i == 0 || strcmp(got, want)) is_str(got, want, label);
+    free(got);
+  }
+}
+
+/* -- Streams of each version ---------------------------------------------- */
+
+static void test_v1(void)
+{
+  buf b = { {0}, 0 };
+  prologue(&b, "ljs", 1);
+  hsym_lfunc(&b, 0x1000, "@a.lua", 7);
+  u8(&b, MP_FINAL);
+  prologue(&b, "ljm", 1);
+  ev(&b, ALLOC(MP_SRC_INTERNAL), 2, U(0x100), U(32));
+  ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000), U(9), U(0x200), U(300));
+  ev(&b, REALLOC(MP_SRC_CFUNC), 5, U(0x5000), U(0x200), U(300), U(0x300),
+     U(600));
+  ev(&b, FREE(MP_SRC_INTERNAL), 2, U(0x100), U(32));
+  u8(&b, MP_FINAL);
+  check_dump(&b,
+    "@7 sym-lfunc hdr id=1000 line=7 name='@a.lua'\n"
+    "@26 alloc int id=0 line=0 o=0/0 n=100/32\n"
+    "@30 alloc lua id=1000 line=9 o=0/0 n=200/300\n"
+    "@38 realloc c id=5000 line=0 o=200/300 n=300/600\n"
+    "@50 free int id=0 line=0 o=100/32 n=0/0\n"
+    "versions 1/1 END\n", "v1: Lua symbol, alloc/realloc/free from each "
+    "source but traces");
+}
+
+static void test_v2(void)
+{
+  buf b = { {0}, 0 };
+  prologue(&b, "ljs", 2);
+  hsym_lfunc(&b, 0x1000, "@a.lua", 7);
+  hsym_trace(&b, MP_SYM_TRACE_V2, 3, 0x1000, 8);
+  u8(&b, MP_FINAL);
+  prologue(&b, "ljm", 2);
+  ev(&b, ALLOC(MP_SRC_TRACE), 3, U(3), U(0x100), U(16));
+  ev(&b, SYMEV(MP_SRC_LFUNC), 0);
+  uleb(&b, 0x2000); str(&b, "@b.lua"); uleb(&b, 1);
+  ev(&b, SYMEV(MP_SRC_TRACE), 3, U(4), U(0x2000), U(2));
+  ev(&b, FREE(MP_SRC_TRACE), 3, U(4), U(0x100), U(16));
+  u8(&b, MP_FINAL);
+  check_dump(&b,
+    "@7 sym-lfunc hdr id=1000 line=7 name='@a.lua'\n"
+    "@18 sym-trace hdr id=3 proto=1000 line=8\n"
+    "@31 alloc trace id=3 line=0 o=0/0 n=100/16\n"
+    "@36 sym-lfunc stream id=2000 line=1 name='@b.lua'\n"
+    "@47 sym-trace stream id=4 proto=2000 line=2\n"
+    "@52 free trace id=4 line=0 o=100/16 n=0/0\n"
+    "versions 2/2 END\n", "v2: trace symbol type 1, trace locations, "
+    "symbols inside the event stream");
+}
+
+/* A v3 stream with every kind of item; also the base of the truncation
+** test. */
+static void build_v3(buf *b)
+{
+  b->n = 0;
+  prologue(b, "ljs", 3);
+  hsym_lfunc(b, 0x1000, "@a.lua", 1);
+  hsym_cfunc(b, 0x5000, "cf");
+  hsym_trace(b, MP_SYM_TRACE_V3, 2, 0x1000, 3);
+  u8(b, MP_FINAL);
+  prologue(b, "ljm", 3);
+  ev(b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000), U(3), U(0x7f00000100), U(32));
+  ev(b, SYMEV(MP_SRC_CFUNC), 0);
+  uleb(b, 0x6000); str(b, "cg");
+  ev(b, REALLOC(MP_SRC_CFUNC), 5, U(0x6000), U(0x7f00000100), U(32),
+     U(0x7f00000200), U(64));
+  ev(b, SYMEV(MP_SRC_TRACE), 3, U(2), U(0x1000), U(4));
+  ev(b, FREE(MP_SRC_TRACE), 3, U(2), U(0x7f00000200), U(64));
+  ev(b, ALLOC(MP_SRC_INTERNAL), 2, UINT64_MAX, UINT64_MAX);
+  u8(b, MP_FINAL);
+}
+
+static const char v3_dump[] =
+  "@7 sym-lfunc hdr id=1000 line=1 name='@a.lua'\n"
+  "@18 sym-cfunc hdr id=5000 name='cf'\n"
+  "@25 sym-trace hdr id=2 proto=1000 line=3\n"
+  "@38 alloc lua id=1000 line=3 o=0/0 n=7f00000100/32\n"
+  "@49 sym-cfunc stream id=6000 name='cg'\n"
+  "@56 realloc c id=6000 line=0 o=7f00000100/32 n=7f00000200/64\n"
+  "@74 sym-trace stream id=2 proto=1000 line=4\n"
+  "@79 free trace id=2 line=0 o=7f00000200/64 n=0/0\n"
+  "@88 alloc int id=0 line=0 o=0/0 n=ffffffffffffffff/18446744073709551615\n"
+  "versions 3/3 END\n";
+
+static void test_v3(void)
+{
+  buf b;
+  build_v3(&b);
+  check_dump(&b, v3_dump, "v3: C symbols in the header and the stream, "
+	     "trace type 2, 10-byte numbers");
+}
+
+/* -- Errors --------------------------------------------------------------- */
+
+/* Symtab and event prologues of version ver, nothing in the symtab. */
+static void empty_head(buf *b, int ver)
+{
+  b->n = 0;
+  prologue(b, "ljs", ver);
+  u8(b, MP_FINAL);
+  prologue(b, "ljm", ver);
+}
+
+/* Decode b and check only the last line (how it ended). */
+static void check_end(const buf *b, const char *want, const char *name)
+{
+  char *got = dump(b->b, b->n, 0), *last;
+  size_t n = strlen(got);
+  got[n - 1] = '\0';
+  last = strrchr(got, '\n');
+  last = last ? last + 1 : got;
+  n = strlen(last);
+  last[n] = '\n';
+  last[n + 1] = '\0';
+  is_str(last, want, name);
+  free(got);
+}
+
+static void test_errors(void)
+{
+  buf b;
+  int v;
+  b.n = 0; prologue(&b, "ljx", 3);
+  check_end(&b, "versions 0/0 DATA at 0: magic \"ljs\" of a memprof symtab\n",
+	    "wrong symtab magic");
+  b.n = 0; prologue(&b, "ljs", 3); u8(&b, MP_FINAL); prologue(&b, "LJM", 3);
+  check_end(&b, "versions 3/0 DATA at 8: magic \"ljm\" of a memprof event "
+	    "stream\n", "wrong event stream magic");
+  b.n = 0; prologue(&b, "ljs", 4);
+  check_end(&b, "versions 4/0 DATA at 3: ljs version 1 to 3, found version "
+	    "4\n", "unsupported symtab version 4");
+  b.n = 0; prologue(&b, "ljs", 0);
+  check_end(&b, "versions 0/0 DATA at 3: ljs version 1 to 3, found version "
+	    "0\n", "unsupported symtab version 0");
+  b.n = 0; prologue(&b, "ljs", 3); u8(&b, MP_FINAL); prologue(&b, "ljm", 9);
+  check_end(&b, "versions 3/9 DATA at 11: ljm version 1 to 3, found version "
+	    "9\n", "unsupported event stream version");
+
+  /* Symbol headers: type 1 is unknown in v1, type 3 in every version. */
+  b.n = 0; prologue(&b, "ljs", 1); hsym_cfunc(&b, 0x10, "f");
+  check_end(&b, "versions 1/0 DATA at 7: symtab entry header valid in version "
+	    "1, found 0x01\n", "symbol type 1 in a v1 symtab");
+  b.n = 0; prologue(&b, "ljs", 2); hsym_trace(&b, 2, 1, 2, 3);
+  check_end(&b, "versions 2/0 DATA at 7: symtab entry header valid in version "
+	    "2, found 0x02\n", "symbol type 2 in a v2 symtab");
+  b.n = 0; prologue(&b, "ljs", 3); hsym_trace(&b, 3, 1, 2, 3);
+  check_end(&b, "versions 3/0 DATA at 7: symtab entry header valid in version "
+	    "3, found 0x03\n", "symbol type 3 in a v3 symtab");
+
+  /* Event headers that no version, or not this one, has. */
+  {
+    static const struct { int ver; unsigned h; } bad[] = {
+      { 1, ALLOC(MP_SRC_TRACE) }, { 1, SYMEV(MP_SRC_LFUNC) },
+      { 2, SYMEV(MP_SRC_CFUNC) }, { 3, SYMEV(MP_SRC_INTERNAL) },
+      { 3, 0x00 }, { 3, ALLOC(0) }, { 3, ALLOC(5 << 2) },
+      { 3, ALLOC(7 << 2) }, { 3, 0x20 | ALLOC(MP_SRC_LFUNC) },
+      { 3, 0x40 | FREE(MP_SRC_INTERNAL) }, { 3, 0x81 }, { 3, 0x85 },
+      { 3, 0xff },
+    };
+    size_t i;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+      char want[160], name[80];
+      empty_head(&b, bad[i].ver);
+      u8(&b, bad[i].h);
+      uleb(&b, 1); uleb(&b, 2); uleb(&b, 3); uleb(&b, 4); uleb(&b, 5);
+      snprintf(want, sizeof(want), "versions %d/%d DATA at 15: event header "
+	       "valid in version %d, found 0x%02x\n", bad[i].ver, bad[i].ver,
+	       bad[i].ver, bad[i].h);
+      snprintf(name, sizeof(name), "event header 0x%02x rejected in v%d",
+	       bad[i].h, bad[i].ver);
+      check_end(&b, want, name);
+    }
+  }
+
+  /* Overlong numbers: 11 bytes, or a 10th byte above 1. The same error
+  ** whether the fast path (60+ bytes left) or the checked one sees it. */
+  for (v = 0; v < 2; v++) {
+    size_t i;
+    char name[80];
+    empty_head(&b, 3);
+    u8(&b, ALLOC(MP_SRC_INTERNAL));
+    for (i = 0; i < 10; i++) u8(&b, 0x80);
+    u8(&b, 0x00);
+    if (v) for (i = 0; i < 80; i++) u8(&b, 0);
+    snprintf(name, sizeof(name), "11-byte ULEB128 (%s path)",
+	     v ? "fast" : "checked");
+    check_end(&b, "versions 3/3 DATA at 16: ULEB128 new address, found an "
+	      "overlong number\n", name);
+    empty_head(&b, 3);
+    u8(&b, FREE(MP_SRC_LFUNC));
+    uleb(&b, 0x1000);
+    uleb(&b, 5);
+    uleb(&b, 7);
+    for (i = 0; i < 9; i++) u8(&b, 0xff);
+    u8(&b, 0x02);
+    if (v) for (i = 0; i < 80; i++) u8(&b, 0);
+    snprintf(name, sizeof(name), "10-byte ULEB128 above 2^64 (%s path)",
+	     v ? "fast" : "checked");
+    check_end(&b, "versions 3/3 DATA at 20: ULEB128 old size, found an "
+	      "overlong number\n", name);
+  }
+  /* The largest 64-bit number is fine. */
+  empty_head(&b, 3);
+  ev(&b, ALLOC(MP_SRC_INTERNAL), 2, UINT64_MAX, U(1));
+  u8(&b, MP_FINAL);
+  check_end(&b, "versions 3/3 END\n", "2^64-1 in 10 bytes is accepted");
+
+  /* Strings longer than 2^28 bytes are not names. */
+  b.n = 0; prologue(&b, "ljs", 3);
+  u8(&b, MP_SYM_CFUNC_V3); uleb(&b, 0x10); uleb(&b, (U(1) << 28) + 1);
+  check_end(&b, "versions 3/0 DATA at 9: C function name length, found "
+	    "268435457 bytes (absurd)\n", "absurd string length");
+  b.n = 0; prologue(&b, "ljs", 3);
+  u8(&b, MP_SYM_LFUNC); uleb(&b, 0x10); uleb(&b, 100); u8(&b, 'x');
+  check_end(&b, "versions 3/0 TRUNC at 10: chunk name of 100 bytes, found end "
+	    "of data\n", "string running past the end is truncation");
+
+  /* Data after the epilogue is not read. */
+  empty_head(&b, 3);
+  u8(&b, MP_FINAL);
+  u8(&b, 0xff);
+  check_end(&b, "versions 3/3 END\n", "bytes after the epilogue are ignored");
+}
+
+/* Every proper prefix of a valid stream is truncation (never bad data),
+** decodes a prefix of the items, and says where it ends. */
+static void test_truncation(void)
+{
+  buf b;
+  size_t len, bad = 0, first_bad = 0;
+  char *full, *why = NULL;
+  build_v3(&b);
+  full = dump(b.b, b.n, 0);
+  *strstr(full, "versions ") = '\0';	/* Items only. */
+  for (len = 0; len < b.n; len++) {
+    uint8_t *copy = malloc(len ? len : 1);	/* Exact size, for ASan. */
+    char *got, *end;
+    memcpy(copy, b.b, len);
+    got = dump(copy, len, len % 2 ? 16 : 0);
+    end = strstr(got, "versions ");
+    if (strncmp(got, full, (size_t)(end - got)) || !strstr(end, "TRUNC at ")) {
+      if (!bad++) { first_bad = len; why = strdup(got); }
+    } else {
+      size_t at = strtoul(strstr(end, "TRUNC at ") + 9, NULL, 10);
+      if (at > len && !bad++) { first_bad = len; why = strdup(got); }
+    }
+    free(got);
+    free(copy);
+  }
+  ok(bad == 0, "each of the stream's proper prefixes is truncated, with "
+     "the items before the cut", "%zu bad prefixes, first of %zu bytes:\n%s",
+     bad, first_bad, why ? why : "");
+  free(why);
+  free(full);
+}
+
+/* -- The profile pass and the report -------------------------------------- */
+
+/* Render the report of a stream as text into a string. */
+static char *report(const buf *b, const mp_report_opts *o, int *rc)
+{
+  mp_profile p;
+  mp_report rep;
+  char *s = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&s, &n);
+  mp_profile_init(&p);
+  *rc = mp_profile_read(&p, b->b, b->n);
+  if (mp_report_build(&rep, &p, o) == 0) {
+    mp_render_text(f, &rep, o);
+    mp_report_free(&rep);
+  }
+  fclose(f);
+  mp_profile_free(&p);
+  return s;
+}
+
+static void test_report(void)
+{
+  buf b = { {0}, 0 };
+  mp_report_opts o;
+  char *got;
+  int rc;
+  prologue(&b, "ljs", 3);
+  hsym_lfunc(&b, 0x1000, "@a.lua", 1);
+  hsym_cfunc(&b, 0x5000, "cf");
+  hsym_cfunc(&b, 0x6000, "cg");
+  u8(&b, MP_FINAL);
+  prologue(&b, "ljm", 3);
+  ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000), U(3), U(0x100), U(32));
+  ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000), U(3), U(0x200), U(64));
+  ev(&b, REALLOC(MP_SRC_LFUNC), 6, U(0x1000), U(4), U(0x200), U(64),
+     U(0x300), U(128));
+  ev(&b, FREE(MP_SRC_INTERNAL), 2, U(0x100), U(32));
+  ev(&b, ALLOC(MP_SRC_CFUNC), 3, U(0x5000), U(0x400), U(10));	/* cf */
+  ev(&b, ALLOC(MP_SRC_CFUNC), 3, U(0x5010), U(0x500), U(20));	/* cf+0x10 */
+  ev(&b, ALLOC(MP_SRC_CFUNC), 3, U(0x4000), U(0x600), U(5));	/* below */
+  /* The prototype at 0x1000 dies; new code loaded from a string. */
+  ev(&b, SYMEV(MP_SRC_LFUNC), 0);
+  uleb(&b, 0x1000); str(&b, "return 1\n"); uleb(&b, 1);
+  ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000), U(1), U(0x700), U(16));
+  ev(&b, SYMEV(MP_SRC_TRACE), 3, U(7), U(0x1000), U(1));
+  ev(&b, ALLOC(MP_SRC_TRACE), 3, U(7), U(0x800), U(8));
+  ev(&b, FREE(MP_SRC_TRACE), 3, U(7), U(0x300), U(128));
+  ev(&b, FREE(MP_SRC_INTERNAL), 2, U(0x999), U(7));	/* Never seen. */
+  u8(&b, MP_FINAL);
+
+  memset(&o, 0, sizeof(o));
+  got = report(&b, &o, &rc);
+  ok(rc == MP_END, "hand-built stream is read to its end", "rc %d", rc);
+  /* Heap summary of @a.lua:3 (Tarantool's accounting): allocs 32 + 64;
+  ** its 64-byte block reallocated to 128 at line 4: +128 -64; its 32-byte
+  ** block freed: -32. 128 bytes, 3 allocs, 2 frees. @a.lua:4 ends at -128
+  ** (its block was freed by the trace) and is not listed. */
+  is_str(got,
+    "ALLOCATIONS\n"
+    "@a.lua:3: 2 events\t+96B\t-0B\n"
+    "cf+0x10: 1 events\t+20B\t-0B\n"
+    "function_alias_1:1: 1 events\t+16B\t-0B\n"
+    "cf: 1 events\t+10B\t-0B\n"
+    "TRACE [7] started at function_alias_1:1: 1 events\t+8B\t-0B\n"
+    "CFUNC 0x4000: 1 events\t+5B\t-0B\n"
+    "\n"
+    "REALLOCATIONS\n"
+    "@a.lua:4: 1 events\t+128B\t-64B\n"
+    "\tOverrides:\n"
+    "\t\t@a.lua:3\n"
+    "\n"
+    "\n"
+    "DEALLOCATIONS\n"
+    "TRACE [7] started at function_alias_1:1: 1 events\t+0B\t-128B\n"
+    "\tOverrides:\n"
+    "\t\t@a.lua:4\n"
+    "\n"
+    "INTERNAL: 2 events\t+0B\t-39B\n"
+    "\tOverrides:\n"
+    "\t\t@a.lua:3\n"
+    "\n"
+    "\n"
+    "HEAP SUMMARY:\n"
+    "@a.lua:3 holds 128B: 3 allocs, 2 frees\n"
+    "cf+0x10 holds 20B: 1 allocs, 0 frees\n"
+    "function_alias_1:1 holds 16B: 1 allocs, 0 frees\n"
+    "cf holds 10B: 1 allocs, 0 frees\n"
+    "TRACE [7] started at function_alias_1:1 holds 8B: 1 allocs, 0 frees\n"
+    "CFUNC 0x4000 holds 5B: 1 allocs, 0 frees\n"
+    "\n"
+    "ALIASES:\n"
+    "function_alias_1:\n"
+    "1\t| return 1\n"
+    "\n", "report: sections, overrides, heap summary, aliases, C symbols");
+  free(got);
+
+  o.sort = MP_SORT_COUNT;
+  o.top = 2;
+  o.leak_only = 1;
+  got = report(&b, &o, &rc);
+  is_str(got,
+    "HEAP SUMMARY:\n"
+    "@a.lua:3 holds 128B: 3 allocs, 2 frees\n"
+    "cf+0x10 holds 20B: 1 allocs, 0 frees\n"
+    "\n", "--leak-only --sort count --top 2 (ties by bytes)");
+  free(got);
+
+  /* Cut just before the trace's free. The 128-byte block is live, and
+  ** the accounting charges it to @a.lua:3, whose block it grew from;
+  ** @a.lua:4, which reallocated it, holds nothing. */
+  {
+    buf c = b;
+    mp_report_opts l;
+    memset(&l, 0, sizeof(l));
+    l.leak_only = 1;
+    c.n -= 1 + 4 + 6;	/* Epilogue, the last free, the trace's free. */
+    got = report(&c, &l, &rc);
+    ok(rc == MP_ERR_TRUNC, "cut stream reads as truncated", "rc %d", rc);
+    is_str(got,
+      "HEAP SUMMARY:\n"
+      "@a.lua:3 holds 128B: 3 allocs, 2 frees\n"
+      "cf+0x10 holds 20B: 1 allocs, 0 frees\n"
+      "function_alias_1:1 holds 16B: 1 allocs, 0 frees\n"
+      "cf holds 10B: 1 allocs, 0 frees\n"
+      "TRACE [7] started at function_alias_1:1 holds 8B: 1 allocs, 0 frees\n"
+      "CFUNC 0x4000 holds 5B: 1 allocs, 0 frees\n"
+      "\n"
+      "ALIASES:\n"
+      "function_alias_1:\n"
+      "1\t| return 1\n"
+      "\n", "report of a cut stream: everything before the cut");
+    free(got);
+  }
+}
+
+/* A v2 trace and a v1 stream through the report: labels per version. */
+static void test_report_versions(void)
+{
+  buf b = { {0}, 0 };
+  mp_report_opts o;
+  char *got;
+  int rc;
+  memset(&o, 0, sizeof(o));
+  o.leak_only = 1;
+  prologue(&b, "ljs", 2);
+  hsym_lfunc(&b, 0x1000, "=stdin", 1);
+  hsym_trace(&b, MP_SYM_TRACE_V2, 1, 0x1000, 2);
+  u8(&b, MP_FINAL);
+  prologue(&b, "ljm", 2);
+  ev(&b, ALLOC(MP_SRC_TRACE), 3, U(1), U(0x100), U(24));
+  ev(&b, ALLOC(MP_SRC_TRACE), 3, U(9), U(0x200), U(8));	/* No symbol. */
+  ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x3000), U(5), U(0x300), U(4));
+  u8(&b, MP_FINAL);
+  got = report(&b, &o, &rc);
+  is_str(got,
+    "HEAP SUMMARY:\n"
+    "TRACE [1] started at =stdin:2 holds 24B: 1 allocs, 0 frees\n"
+    "TRACE [9] holds 8B: 1 allocs, 0 frees\n"
+    "LFUNC 0x3000:5 holds 4B: 1 allocs, 0 frees\n"
+    "\n", "v2: traces with and without symbols, unknown prototype");
+  free(got);
+}
+
+int main(void)
+{
+  test_v1();
+  test_v2();
+  test_v3();
+  test_errors();
+  test_truncation();
+  test_report();
+  test_report_versions();
+  printf("1..%d\n", n_test);
+  return n_fail != 0;
+}
