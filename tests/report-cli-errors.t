@@ -1,0 +1,132 @@
+#!/bin/sh
+# The command line on bad input: every error is one line on stderr naming
+# the file, the byte offset and what was expected, with nothing on stdout
+# and exit status 2; a cut stream is reported with a warning and status 3;
+# usage errors say what is wrong and exit 2; --help exits 0.
+. tests/lib/tap.sh
+MP=build/ljmemprof
+
+# run CMD...: sets $out, $err, $rc.
+run() {
+  "$@" >"$TMPD/out" 2>"$TMPD/err"
+  rc=$?
+  out=$(cat "$TMPD/out")
+  err=$(cat "$TMPD/err")
+}
+
+# A complete v3 stream without symbols: one alloc, one free, the epilogue.
+good="$TMPD/good.ljm"
+printf 'ljs\003\000\000\000\200ljm\003\000\000\000\005\200\002\040\006\200\002\040\200' >"$good"
+
+run $MP report "$TMPD/missing.ljm"
+is "$rc:$out" "2:" "missing file: status 2, no output"
+is "$err" "ljmemprof: $TMPD/missing.ljm: No such file or directory" \
+  "missing file: one error line"
+
+mkdir "$TMPD/dir.ljm"
+run $MP report "$TMPD/dir.ljm"
+is "$rc:$err" "2:ljmemprof: $TMPD/dir.ljm: Is a directory" \
+  "a directory (unreadable as a profile, even for root)"
+
+run $MP info "$good/x"
+is "$rc:$err" "2:ljmemprof: $good/x: Not a directory" "path through a file"
+
+printf 'hello, world\n' >"$TMPD/text.ljm"
+run $MP report "$TMPD/text.ljm"
+is "$rc:$out" "2:" "not a profile: status 2, no output"
+is "$err" "ljmemprof: $TMPD/text.ljm: bad data at byte 0: expected magic \"ljs\" of a memprof symtab" \
+  "not a profile: file, offset, what was expected"
+
+printf 'ljs\005\000\000\000\200' >"$TMPD/v5.ljm"
+run $MP report "$TMPD/v5.ljm"
+is "$rc:$err" "2:ljmemprof: $TMPD/v5.ljm: bad data at byte 3: expected ljs version 1 to 3, found version 5" \
+  "unsupported version"
+
+# The alloc event's header (offset 15) replaced by one with source 7.
+printf 'ljs\003\000\000\000\200ljm\003\000\000\000\037\200\002\040\200' >"$TMPD/badev.ljm"
+run $MP report "$TMPD/badev.ljm"
+is "$rc:$out" "2:" "bad event: status 2, no output"
+is "$err" "ljmemprof: $TMPD/badev.ljm: bad data at byte 15: expected event header valid in version 3, found 0x1f" \
+  "bad event header: offset and expectation"
+run $MP info "$TMPD/badev.ljm"
+is "$rc:$out" "2:" "info on bad data: status 2, no output"
+run $MP report --format json "$TMPD/badev.ljm"
+is "$rc:$out" "2:" "json on bad data: status 2, no output"
+
+# Overlong number in the free event.
+printf 'ljs\003\000\000\000\200ljm\003\000\000\000\006\200\200\200\200\200\200\200\200\200\200\001\200' >"$TMPD/long.ljm"
+run $MP report "$TMPD/long.ljm"
+is "$rc:$err" "2:ljmemprof: $TMPD/long.ljm: bad data at byte 16: expected ULEB128 old address, found an overlong number" \
+  "overlong ULEB128"
+
+# Cut inside the free event: reported, warned, status 3.
+head -c 20 "$good" >"$TMPD/cut.ljm"
+run $MP report --leak-only "$TMPD/cut.ljm"
+is "$rc" 3 "cut stream: status 3"
+is "$out" "HEAP SUMMARY:
+INTERNAL holds 32B: 1 allocs, 0 frees" "cut stream: the alloc before the cut is reported"
+is "$err" "ljmemprof: $TMPD/cut.ljm: warning: data ends at byte 20 before the end of the profile (expected ULEB128 old address, found end of data); reporting what came before" \
+  "cut stream: one warning line with the offset"
+: >"$TMPD/empty.ljm"
+run $MP report --leak-only "$TMPD/empty.ljm"
+is "$rc:$out" "3:HEAP SUMMARY:" "empty file: an empty report, status 3"
+run $MP info "$TMPD/cut.ljm"
+is "$rc" 3 "info on a cut stream: status 3"
+
+run $MP report --leak-only "$good"
+is "$rc:$out:$err" "0:HEAP SUMMARY::" "complete stream: status 0, nothing held"
+run $MP report --leak-only - <"$TMPD/cut.ljm"
+is "$rc:$out" "3:HEAP SUMMARY:
+INTERNAL holds 32B: 1 allocs, 0 frees" "'-' reads standard input"
+
+# Usage errors.
+run $MP report --bogus "$good"
+is "$rc:$out:$err" "2::ljmemprof report: unknown option '--bogus' (see 'ljmemprof report --help')" \
+  "unknown option"
+run $MP report "$good" --top
+is "$rc:$err" "2:ljmemprof report: option '--top' needs an argument (see 'ljmemprof report --help')" \
+  "missing option argument"
+run $MP report --sort size "$good"
+is "$rc:$err" "2:ljmemprof report: bad value 'size' for option '--sort' (see 'ljmemprof report --help')" \
+  "bad option value"
+run $MP report --top=-1 "$good"
+is "$rc:$err" "2:ljmemprof report: bad value '-1' for option '--top' (see 'ljmemprof report --help')" \
+  "negative --top"
+run $MP report --format=xml "$good"
+is "$rc" 2 "unknown --format"
+run $MP report
+is "$rc:$err" "2:ljmemprof report: missing FILE (see 'ljmemprof report --help')" "missing FILE"
+run $MP report "$good" "$good"
+is "$rc" 2 "two files"
+run $MP info --leak-only "$good"
+is "$rc:$err" "2:ljmemprof info: unknown option '--leak-only' (see 'ljmemprof info --help')" \
+  "report options are not info's"
+run $MP
+is "$rc" 2 "no command"
+run $MP frobnicate
+is "$rc:$err" "2:ljmemprof: unknown command 'frobnicate' (see 'ljmemprof --help')" "unknown command"
+run $MP run
+is "$rc:$err" "2:ljmemprof run: missing SCRIPT (see 'ljmemprof run --help')" "run without a script"
+run $MP run -o
+is "$rc:$err" "2:ljmemprof run: option '-o' needs an argument (see 'ljmemprof run --help')" "run -o without a file"
+run $MP run --luajit "$TMPD/no-luajit" "$TMPD/x.lua"
+is "$rc" 127 "run: luajit that cannot be executed: status 127"
+is "$(echo "$err" | head -n 1)" "ljmemprof run: cannot run $TMPD/no-luajit: No such file or directory" \
+  "run: says why"
+
+# Manuals.
+for c in "" report info run events; do
+  if [ -n "$c" ]; then run $MP $c --help; else run $MP --help; fi
+  case "$out" in *SYNOPSIS*"EXIT STATUS"*) s=0 ;; *) s=1 ;; esac
+  ok $(( s + rc )) "ljmemprof $c --help: a manual with synopsis and exit status"
+done
+run $MP help report
+is "$rc:$(echo "$out" | head -n 2 | tail -n 1)" "0:    ljmemprof report - print where a LuaJIT program allocated memory" \
+  "ljmemprof help report"
+
+# Writing the report fails: an error, not silence.
+if [ -w /dev/full ]; then
+  run sh -c "$MP report '$good' >/dev/full"
+  is "$rc:$err" "2:ljmemprof: standard output: No space left on device" "stdout write error"
+fi
+done_testing
