@@ -191,7 +191,10 @@ static void jsource(FILE *out, const mp_report *rep, uint32_t i)
   case MP_SRC_LFUNC:
     fprintf(out, ",\"address\":%llu,\"line\":%llu",
 	    (unsigned long long)s->id, (unsigned long long)s->line);
-    if (sym) jchunk(out, "chunk", sym, s->alias);
+    if (sym) {
+      jchunk(out, "chunk", sym, s->alias);
+      fprintf(out, ",\"function_line\":%llu", (unsigned long long)sym->line);
+    }
     break;
   case MP_SRC_CFUNC:
     fprintf(out, ",\"address\":%llu", (unsigned long long)s->id);

@@ -1,0 +1,225 @@
+#!/usr/bin/env luajit
+-- `ljmemprof report --format json` against its schema (docs/report.schema.json)
+-- for profiles of every kind of source, and against the text report of the
+-- same profile: the same sections, rows, labels, counts and bytes.
+package.path = "tests/lib/?.lua;" .. package.path
+local t = require("tap")
+local cjson = require("cjson")
+
+local TMP = assert(io.popen("mktemp -d \"${TMPDIR:-/tmp}/ljmp-json.XXXXXX\""))
+  :read("*l")
+
+local function slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function run(cmd)
+  local f = assert(io.popen(cmd .. "; echo \"rc=$?\""))
+  local out = f:read("*a")
+  f:close()
+  return (out:gsub("rc=%d+\n$", "")), tonumber(out:match("rc=(%d+)\n$"))
+end
+
+-- -- A validator for the subset of JSON Schema the schema uses ----------------
+
+local schema = cjson.decode(slurp("docs/report.schema.json"))
+
+local function typeof(v)
+  local ty = type(v)
+  if ty == "table" then
+    if next(v) == nil then return "empty" end
+    return rawget(v, 1) ~= nil and "array" or "object"
+  end
+  if ty == "number" then return v == math.floor(v) and "integer" or "number" end
+  return ty
+end
+
+-- Errors of value v against schema node s, appended to errs with a path.
+local function check(v, s, path, errs)
+  if s["$ref"] then
+    s = schema["$defs"][s["$ref"]:match("^#/%$defs/(.+)$")]
+  end
+  local ty = typeof(v)
+  local function err(msg) errs[#errs + 1] = path .. ": " .. msg end
+  if s.const ~= nil and v ~= s.const then err("not " .. tostring(s.const)) end
+  if s.enum then
+    local found = false
+    for _, e in ipairs(s.enum) do found = found or e == v end
+    if not found then err("not one of the enum: " .. tostring(v)) end
+  end
+  if s.type then
+    local want = s.type
+    local okt = ty == want or (ty == "empty" and (want == "array" or
+                                                  want == "object"))
+      or (want == "number" and ty == "integer")
+    if not okt then err("type " .. ty .. ", want " .. want) return end
+  end
+  if s.minimum and type(v) == "number" and v < s.minimum then
+    err(v .. " below " .. s.minimum)
+  end
+  if s.pattern and type(v) == "string" then
+    local lp = s.pattern:gsub("%[0%-9%]", "%%d")
+    if not v:match(lp) then err("'" .. v .. "' does not match " .. s.pattern) end
+  end
+  if ty == "object" or (ty == "empty" and s.type == "object") then
+    for _, k in ipairs(s.required or {}) do
+      if v[k] == nil then err("missing " .. k) end
+    end
+    for k, x in pairs(v) do
+      local ps = s.properties and s.properties[k]
+      if ps then check(x, ps, path .. "." .. k, errs)
+      elseif s.additionalProperties == false then err("unexpected " .. k) end
+    end
+  end
+  if (ty == "array" or ty == "empty") and s.items then
+    for i, x in ipairs(v) do check(x, s.items, path .. "[" .. i .. "]", errs) end
+  end
+end
+
+local function validate(doc)
+  local errs = {}
+  check(doc, schema, "$", errs)
+  return errs
+end
+
+-- -- Profiles ---------------------------------------------------------------
+
+write(TMP .. "/kinds.lua", [[
+jit.opt.start("hotloop=2")
+local mp = require("ljmemprof")
+local cjson = require("cjson")
+local f = loadstring("return {}\n")
+collectgarbage(); collectgarbage("stop")
+assert(mp.start(arg[1]))
+local keep = {}
+for i = 1, 50 do keep[i] = { i } end
+keep.s = cjson.encode({ a = string.rep("x", 100) })
+keep.f = f()
+keep = nil
+collectgarbage()
+assert(mp.stop())
+]])
+local kinds = TMP .. "/kinds.ljm"
+assert(os.execute("cd '" .. TMP .. "' && LUA_CPATH='" ..
+                  assert(io.popen("pwd")):read("*l") ..
+                  "/build/?.so;;' luajit kinds.lua kinds.ljm") == 0)
+
+local profiles = { kinds }
+local fixture = "../shared/fixtures/tarantool-v3-tiny.ljm"
+local fx = io.open(fixture, "rb")
+if fx then fx:close(); profiles[#profiles + 1] = fixture end
+
+-- Parse the text report into comparable lines.
+local function text_rows(text)
+  local rows, section = {}, nil
+  for line in text:gmatch("([^\n]*)\n") do
+    if line:match("^[A-Z][A-Z ]+:?$") then section = line
+    elseif line:match("^\t\t") then
+      rows[#rows + 1] = section .. " over " .. line:sub(3)
+    elseif line ~= "" and not line:match("^\t") and
+           section ~= "ALIASES:" then
+      rows[#rows + 1] = section .. " " .. line
+    end
+  end
+  return table.concat(rows, "\n")
+end
+
+-- The same lines from the JSON document.
+local SECTIONS = { { "allocations", "ALLOCATIONS" },
+                   { "reallocations", "REALLOCATIONS" },
+                   { "deallocations", "DEALLOCATIONS" } }
+local function json_rows(doc)
+  local rows = {}
+  for _, s in ipairs(SECTIONS) do
+    for _, r in ipairs(doc[s[1]] or {}) do
+      rows[#rows + 1] = string.format("%s %s: %d events\t+%dB\t-%dB", s[2],
+        r.source.label, r.events, r.alloc_bytes, r.free_bytes)
+      for _, o in ipairs(r.overrides or {}) do
+        rows[#rows + 1] = s[2] .. " over " .. o.source.label
+      end
+    end
+  end
+  for _, h in ipairs(doc.heap_summary) do
+    rows[#rows + 1] = string.format("HEAP SUMMARY: %s holds %dB: %d allocs, %d frees",
+      h.source.label, h.bytes, h.allocs, h.frees)
+  end
+  return table.concat(rows, "\n")
+end
+
+local seen_kinds = {}
+for _, p in ipairs(profiles) do
+  local name = p:match("[^/]*$")
+  for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2" }) do
+    local js, rc = run("build/ljmemprof report --format json " .. opts ..
+                       " '" .. p .. "'")
+    local okj, doc = pcall(cjson.decode, js)
+    t.ok(rc == 0 and okj, name .. " " .. opts .. ": valid JSON, status 0",
+         tostring(doc))
+    if okj then
+      local errs = validate(doc)
+      t.ok(#errs == 0, name .. " " .. opts .. ": matches the schema",
+           table.concat(errs, "\n"))
+      local text = run("build/ljmemprof report " .. opts .. " '" .. p .. "'")
+      t.is(json_rows(doc), text_rows(text),
+           name .. " " .. opts .. ": same rows as the text report")
+      for _, s in ipairs(SECTIONS) do
+        for _, r in ipairs(doc[s[1]] or {}) do seen_kinds[r.source.kind] = true end
+      end
+      if opts == "--leak-only" then
+        t.ok(doc.allocations == nil and doc.deallocations == nil,
+             name .. " --leak-only: no event sections")
+      end
+    end
+  end
+end
+t.ok(seen_kinds.lua and seen_kinds.cfunc and seen_kinds.trace and
+     seen_kinds.internal, "the profiles cover every kind of source")
+
+-- Details a program needs, from the recorded profile.
+local doc = cjson.decode((run("build/ljmemprof report --format json '" ..
+                              kinds .. "'")))
+local by = {}
+for _, r in ipairs(doc.allocations) do by[r.source.label] = r.source end
+local c = by["cjson.encode"]
+t.ok(c and c.kind == "cfunc" and c.name == "cjson.encode" and c.offset == 0
+     and c.address > 0, "C function source: name, address, offset",
+     cjson.encode(c or {}))
+local a = by["function_alias_1:1"]
+t.ok(a and a.chunk == "return {}\n" and a.alias == "function_alias_1" and
+     a.line == 1 and a.function_line == 0,
+     "aliased source: chunk text, alias, line", cjson.encode(a or {}))
+t.is(doc.aliases[1] and doc.aliases[1].text, "return {}\n",
+     "aliases list the text")
+local tr
+for _, r in ipairs(doc.allocations) do
+  if r.source.kind == "trace" then tr = r.source end
+end
+t.ok(tr and tr.trace >= 1 and tr.start_chunk == "@kinds.lua" and
+     tr.start_line == 8 and tr.label == "TRACE [" .. tr.trace ..
+     "] started at @kinds.lua:8", "trace source: number and start",
+     cjson.encode(tr or {}))
+t.is(doc.totals.alloc_events + doc.totals.realloc_events +
+     doc.totals.free_events,
+     tonumber((run("build/ljmemprof events '" .. kinds ..
+                   "' | grep -c '\"event\"'"))),
+     "totals count every event")
+
+-- The validator is not a rubber stamp.
+local bad = cjson.decode((run("build/ljmemprof report --format json '" ..
+                              kinds .. "'")))
+bad.heap_summary[1].bytes = nil
+bad.allocations[1].source.kind = "python"
+bad.extra = 1
+t.is(#validate(bad), 3, "a broken document fails the schema three times")
+
+os.execute("rm -rf '" .. TMP .. "'")
+t.done()
