@@ -239,8 +239,9 @@ int mp_cli_run(int argc, char **argv)
     return MP_EXIT_ERROR;
   }
   status = run_child(luajit, out ? out : tmp, argc - i, argv + i);
-  if (stat(out ? out : tmp, &st) < 0 || (!out && st.st_size == 0)) {
-    /* Nothing recorded: the agent did not start (its error is above). */
+  if (stat(out ? out : tmp, &st) < 0 || st.st_size == 0) {
+    /* The agent did not start (its error is above), or the script was
+    ** killed before the agent wrote its first buffer. */
     fprintf(stderr, "ljmemprof run: no profile was recorded\n");
     rstatus = MP_EXIT_ERROR;
   } else {
