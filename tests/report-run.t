@@ -84,8 +84,12 @@ cp "$(dirname "$MP")/ljmemprof.so" inst/lib/lua/5.1/
 out=$(echo | inst/bin/ljmemprof run --leak-only args.lua 2>&1)
 is "$?:$(echo "$out" | sed -n 3p)" "0:HEAP SUMMARY:" "module found in ../lib/lua/5.1 (installed layout)"
 cp "$MP" bare/ljmemprof
-out=$(echo | bare/ljmemprof run --leak-only args.lua 2>&1)
-ok $(( $? == 0 ? 1 : 0 )) "without a module nearby or in LUA_CPATH, run fails"
+if luajit -e 'require("ljmemprof")' 2>/dev/null; then
+  ok 0 "# SKIP an installed ljmemprof.so is on luajit's default path"
+else
+  out=$(echo | bare/ljmemprof run --leak-only args.lua 2>&1)
+  ok $(( $? == 0 ? 1 : 0 )) "without a module nearby or in LUA_CPATH, run fails"
+fi
 out=$(echo | LUA_CPATH="$(dirname "$MP")/?.so;;" bare/ljmemprof run --leak-only args.lua 2>&1)
 is "$?:$(echo "$out" | sed -n 3p)" "0:HEAP SUMMARY:" "module found through LUA_CPATH"
 out=$(echo | "$MP" run --luajit "$(command -v luajit)" --leak-only args.lua 2>&1)
