@@ -112,6 +112,20 @@ uninstall:
 bench: all
 	bench/run
 
+# libFuzzer over the reader, the profile pass and the renderers (clang and
+# Debian's libclang-rt-14-dev). Runs FUZZ_SECONDS and fails on any finding.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+.PHONY: fuzz
+fuzz: $(BUILD)/fuzz/report_fuzz
+	scripts/fuzz-report.sh $(BUILD)/fuzz/report_fuzz $(FUZZ_SECONDS)
+
+$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(FORMAT_SRC) $(REPORT_SRC) $(READER_HDR)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
+	  $(FORMAT_SRC) $(REPORT_SRC)
+
 clean:
 	rm -rf $(BUILD)/agent $(BUILD)/format $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
 	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a
