@@ -266,8 +266,8 @@ end
 -- Number of events in a profile: `info` if it says, else count `events`.
 local function count_events(path)
   if has.info then
-    local s = capture(CLI .. " info " .. shq(path))
-    local n = s:match("(%d+)%s+events") or s:match("[Ee]vents[^%d\n]*(%d+)")
+    local s = "\n" .. capture(CLI .. " info " .. shq(path))
+    local n = s:match("\nevents:%s*(%d+)")
     if n then return tonumber(n) end
   end
   local s = capture(CLI .. " events " .. shq(path) .. " | wc -l", true)
