@@ -232,21 +232,43 @@ static int next_event(mp_reader *r, mp_item *it)
 #define EVENT_LONGEST	(1 + 6 * MP_ULEB_MAX)
 
 /* Read a ULEB128 with no bounds check (the caller made sure of
-** EVENT_LONGEST bytes); 0 if overlong, for the checked path to report. */
+** EVENT_LONGEST bytes, so 8 bytes can be loaded at any number of an event);
+** 0 if overlong, for the checked path to report. Numbers of 2 to 8 bytes
+** (addresses are 6) are decoded from one 64-bit load without a loop: find
+** the first byte below 0x80, drop the bytes after it and the continuation
+** bits, and close the 1-bit gaps between the 7-bit groups in three steps. */
 static inline int uleb_fast(const uint8_t **pp, uint64_t *v)
 {
   const uint8_t *p = *pp;
-  uint64_t x = *p++, b;
-  unsigned shift = 7;
-  if (x >= 0x80) {
-    x &= 0x7f;
-    do {
-      b = *p++;
-      if (shift == 63 && b > 1) return 0;
-      x |= (b & 0x7f) << shift;
-      shift += 7;
-    } while (b >= 0x80);
+  uint64_t x = *p, w, stop, b;
+  unsigned shift = 7, n;
+  if (x < 0x80) {
+    *v = x;
+    *pp = p + 1;
+    return 1;
   }
+  memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  stop = ~w & 0x8080808080808080ull;	/* High bit clear: last byte. */
+  if (stop) {
+    n = (unsigned)__builtin_ctzll(stop) + 1;	/* 8 * bytes in the number. */
+    x = w & (n == 64 ? ~0ull : (1ull << n) - 1) & 0x7f7f7f7f7f7f7f7full;
+    x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+    x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+    x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+    *v = x;
+    *pp = p + n / 8;
+    return 1;
+  }
+#endif
+  x &= 0x7f;	/* 9 or 10 bytes (or a big-endian host): one at a time. */
+  p++;
+  do {
+    b = *p++;
+    if (shift == 63 && b > 1) return 0;
+    x |= (b & 0x7f) << shift;
+    shift += 7;
+  } while (b >= 0x80);
   *v = x;
   *pp = p;
   return 1;

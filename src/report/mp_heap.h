@@ -43,13 +43,14 @@ static inline size_t mp_heap_home(uint64_t addr, size_t mask)
 
 /* Ask the CPU to fetch the slot of addr: a lookup a few events later then
 ** finds it in cache. Frees arrive in the garbage collector's order, so
-** without this nearly every free waits for a cache miss. A macro: GCC 12
+** without this nearly every free waits for a cache miss. For writing: the
+** slot is about to change. A macro: GCC 12
 ** deems a function around __builtin_prefetch free of effects and deletes
 ** its calls. */
 #define mp_heap_prefetch(h, addr) \
   do { \
     if ((h)->slot) \
-      __builtin_prefetch(&(h)->slot[mp_heap_home((addr), (h)->mask)]); \
+      __builtin_prefetch(&(h)->slot[mp_heap_home((addr), (h)->mask)], 1); \
   } while (0)
 
 void mp_heap_init(mp_heap *h);

@@ -322,9 +322,6 @@ static inline int on_event(mp_profile *p, const mp_item *it)
   s->n[k]++;
   s->plus[k] += it->nsize;
   s->minus[k] += it->osize;
-  p->nev[k]++;
-  p->alloc_bytes += it->nsize;
-  p->free_bytes += it->osize;
   p->net += it->nsize - it->osize;	/* Modulo 2^64: bad data must not trap. */
   if ((int64_t)p->net > p->peak) p->peak = (int64_t)p->net;
   if (k != MP_EV_ALLOC && mp_heap_take(&p->heap, it->oaddr, &size, &owner) &&
@@ -397,6 +394,18 @@ int mp_profile_read(mp_profile *p, const void *data, size_t len)
     cur = nxt;
   }
 out:
+  /* Totals from the sites: cheaper than counting them per event. */
+  memset(p->nev, 0, sizeof(p->nev));
+  p->alloc_bytes = p->free_bytes = 0;
+  for (i = 0; i < p->nsite; i++) {
+    const mp_site *s = &p->site[i];
+    int k;
+    for (k = 0; k < MP_EV__N; k++) {
+      p->nev[k] += s->n[k];
+      p->alloc_bytes += s->plus[k];
+      p->free_bytes += s->minus[k];
+    }
+  }
   return p->rc = prc != MP_OK ? prc : rc;
 }
 
