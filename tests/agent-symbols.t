@@ -35,4 +35,27 @@ end
 t.is(k, N, "one table per loaded chunk")
 t.is(#wrong, 0, "each resolves to its own chunk", table.concat(wrong, " "))
 t.ok(reused > N, "addresses were reused meanwhile", reused)
+
+-- A chunk name longer than the buffer (code loaded from a string is named
+-- by its text) is written across several flushes and read back whole.
+local body = { "local t = {}" }
+for i = 1, 6000 do body[#body + 1] = "-- padding line " .. i end
+body[#body + 1] = "return t"
+local text = table.concat(body, "\n")
+local f = assert(loadstring(text))
+local path = T.tmpname("longname")
+collectgarbage("stop")
+assert(T.mp.start({ path = path, bufsize = 4096 }))
+f()
+assert(T.mp.stop())
+collectgarbage("restart")
+local evs2, complete2 = T.events(path)
+os.remove(path)
+local got
+for _, e in ipairs(evs2) do
+  if e.source == "lua" and e.line == 1 then got = e.chunk end
+end
+t.ok(complete2, "complete with a 4 KiB buffer and a long chunk name")
+t.is(got and #got, #text, "the chunk name is the whole text (" .. #text .. " bytes)")
+t.ok(got == text, "byte for byte")
 t.done()
