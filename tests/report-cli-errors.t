@@ -79,6 +79,13 @@ run $MP report --leak-only - <"$TMPD/cut.ljm"
 is "$rc:$out" "3:HEAP SUMMARY:
 INTERNAL holds 32B: 1 allocs, 0 frees" "'-' reads standard input"
 
+out=$(cat "$TMPD/cut.ljm" | $MP report --leak-only - 2>/dev/null)
+is "$?:$out" "3:HEAP SUMMARY:
+INTERNAL holds 32B: 1 allocs, 0 frees" "'-' reads a pipe"
+out=$(cat "$TMPD/cut.ljm" | TMPDIR="$TMPD/none" $MP report --leak-only - 2>/dev/null)
+is "$?:$out" "3:HEAP SUMMARY:
+INTERNAL holds 32B: 1 allocs, 0 frees" "a pipe without a usable TMPDIR is read into memory"
+
 # Usage errors.
 run $MP report --bogus "$good"
 is "$rc:$out:$err" "2::ljmemprof report: unknown option '--bogus' (see 'ljmemprof report --help')" \
