@@ -213,6 +213,22 @@ t.is(doc.totals.alloc_events + doc.totals.realloc_events +
                    "' | grep -c '\"event\"'"))),
      "totals count every event")
 
+-- info --format json: the same counts.
+local info = cjson.decode((run("build/ljmemprof info --format json '" ..
+                               kinds .. "'")))
+t.ok(info.complete == true and info.versions.events == 3 and
+     info.events.alloc == doc.totals.alloc_events and
+     info.events.realloc == doc.totals.realloc_events and
+     info.events.free == doc.totals.free_events and
+     info.alloc_bytes == doc.totals.alloc_bytes and
+     info.free_bytes == doc.totals.free_bytes and
+     info.net_bytes == info.alloc_bytes - info.free_bytes and
+     info.peak_net_bytes >= info.net_bytes and
+     info.symbols.lua + info.symbols.cfunc + info.symbols.trace ==
+       info.symbols.in_header + info.symbols.in_stream and
+     info.symbols.cfunc >= 1 and info.symbols.trace >= 1,
+     "info --format json agrees with the report", cjson.encode(info))
+
 -- The validator is not a rubber stamp.
 local bad = cjson.decode((run("build/ljmemprof report --format json '" ..
                               kinds .. "'")))
