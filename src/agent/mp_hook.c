@@ -10,7 +10,7 @@
 **
 ** Attribution (see DESIGN.md for the LuaJIT facts behind it):
 **   vmstate >= 0          -> the JIT trace with that number
-**   INTERP or C           -> the frame on top of g->cur_L:
+**   INTERP, C or RECORD   -> the frame on top of g->cur_L:
 **       Lua function      -> its prototype and the line of the saved pc
 **       builtin (ffid>1)  -> the Lua line (or C function) that called it
 **       C function        -> its address
@@ -261,7 +261,12 @@ static inline void attribute(mp_state *s, loc *l)
     return;
   }
   l->src = MP_SRC_INTERNAL;
-  if (st != ~LJ_VMST_INTERP && st != ~LJ_VMST_C) return;
+  /* While a trace is recorded, the interpreter runs each instruction with
+  ** the recorder's RECORD state still set: the frame tells the program's
+  ** allocations from the recorder's own, which run in a C frame whose
+  ** saved pc is the no-pc marker. */
+  if (st != ~LJ_VMST_INTERP && st != ~LJ_VMST_C && st != ~LJ_VMST_RECORD)
+    return;
   L = (lua_State *)gcref(g->cur_L);
   if (!L) return;			/* The state is closing. */
   f = L->base - 1;
