@@ -40,11 +40,15 @@ typedef struct mp_tracesym {
 } mp_tracesym;
 
 #define MP_NCHUNK	4		/* Buffers in flight (file sinks). */
+#define MP_PAGE		4096		/* Chunk sizes and alignment. */
+#define MP_SLACK	512		/* Spare bytes after a chunk: the most
+					   one write puts past its end. */
 
 typedef struct mp_state {
   /* Hot fields first: the hook reads these on every event. */
   uint8_t *pos;			/* Next free byte of the buffer. */
-  uint8_t *lim;			/* Flush when pos passes this. */
+  uint8_t *lim;			/* End of the chunk: flush when pos reaches
+				   it (MP_SLACK spare bytes follow). */
   int recording;		/* 1 while events are recorded. */
   void *g;			/* The VM's global_State. */
   lua_Alloc orig_f;		/* The allocator we wrap. */
@@ -75,6 +79,7 @@ typedef struct mp_state {
   pthread_mutex_t mu;
   pthread_cond_t cv_ready, cv_free;
   int fd;			/* File sink, or -1. */
+  int direct;			/* Writing the file with O_DIRECT. */
   ljmp_writer writer;		/* Callback sink, or NULL. */
   void *ctx;
   ljmp_on_stop on_stop;

@@ -43,14 +43,12 @@ typedef struct loc {
 
 /* -- Symbols -------------------------------------------------------------- */
 
-/* Make room for n more bytes below lim, flushing if needed. Keeping pos at
-** or below lim outside the hook's own event write leaves MP_EVENT_MAX bytes
-** for the event that follows any symbols. */
-static inline void reserve(mp_state *s, size_t n)
+/* After a write of at most MP_SLACK bytes (pos was below lim before it):
+** hand the chunk over once it is full. */
+static inline void settle(mp_state *s)
 {
-  if ((size_t)(s->lim - s->pos) < n) mp_sink_flush(s);
+  if (s->pos >= s->lim) mp_sink_flush(s);
 }
-
 /* Line of bytecode position pos in pt, like the VM's debug info does. */
 static inline uint64_t proto_line(const GCproto *pt, BCPos pos)
 {
@@ -76,15 +74,15 @@ static MP_NOINLINE void new_proto(mp_state *s, const GCproto *pt)
   if (r < 0) return;	/* Out of memory: the symbol is written again later. */
   s->last_proto = pt;
   name = proto_chunkname(pt);
-  reserve(s, 1 + 2 * MP_ULEB_MAX);
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_LFUNC;
   p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
   p = mp_put_uleb(p, name->len);
   s->pos = p;
+  settle(s);
   mp_sink_put(s, strdata(name), name->len);
-  reserve(s, MP_ULEB_MAX);
   s->pos = mp_put_uleb(s->pos, (uint64_t)pt->firstline);
+  settle(s);
 }
 
 /* Make sure the symbol of pt is written; the same prototype as last time
@@ -147,13 +145,13 @@ static MP_NOINLINE void want_cfunc(mp_state *s, const void *f)
   uint8_t *p;
   if (mp_ptrset_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
   n = cfunc_name(s, f, name, sizeof(name));
-  reserve(s, 1 + 2 * MP_ULEB_MAX + sizeof(name));
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
   p = mp_put_uleb(p, (uint64_t)(uintptr_t)f);
   p = mp_put_uleb(p, n);
   memcpy(p, name, n);
   s->pos = p + n;
+  settle(s);
 }
 
 /* Write the symbol of trace number n unless the same trace is known. */
@@ -182,13 +180,13 @@ static MP_NOINLINE void new_trace(mp_state *s, global_State *g, TraceNo n)
   if (e->trace == T && e->proto == pt && e->pc == pc) return;
   e->trace = T; e->proto = pt; e->pc = pc;
   want_proto(s, pt);
-  reserve(s, 1 + 3 * MP_ULEB_MAX);
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_TRACE;
   p = mp_put_uleb(p, n);
   p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
   p = mp_put_uleb(p, proto_line(pt, proto_bcpos(pt, pc)));
   s->pos = p;
+  settle(s);
 }
 
 /* Make sure trace n's symbol is written; the same trace as when it was
@@ -378,6 +376,6 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     p = mp_put_uleb_fast(p, nsize);
   }
   s->pos = p;
-  if (p > s->lim) mp_sink_flush(s);
+  if (p >= s->lim) mp_sink_flush(s);
   return res;
 }
