@@ -5,14 +5,15 @@
 --                                [--no-reader] [--reader-depth N] [--keep]
 --                                [--agent DIR]
 --
--- --agent DIR profiles with DIR/ljmemprof.so instead of build/ (e.g. a copy
--- of an older build, to compare two versions of the agent).
 -- For every workload and JIT mode it runs the workload without and with the
 -- profiler in alternating pairs (the order flips every pair so that drift
 -- and cache warmth hit both sides alike), checks that every run prints the
 -- same checksum, and prints medians, the median of the per-pair ratios, the
 -- events recorded and what the profile costs per event and per byte. Then it
 -- records one big binary-trees profile and times the reader commands on it.
+--
+-- --agent DIR profiles with DIR/ljmemprof.so instead of build/ (e.g. a copy
+-- of an older build, to compare two versions of the agent).
 --
 -- Children are started with fork/execvp and reaped with wait4 through the
 -- FFI, which gives exact wall times (no shell in between) and the peak RSS
