@@ -87,6 +87,7 @@ static void state_free(mp_state *s)
 {
   mp_ptrset_free(&s->protos);
   mp_ptrset_free(&s->cfuncs);
+  mp_ptrset_free(&s->tracesyms);
   free(s->traces);
   mp_names_free(&s->names);
   mp_sink_close(s);
@@ -149,7 +150,8 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
   s->ctx = opt->ctx;
   s->on_stop = opt->on_stop;
   s->g = G(L);
-  s->proto_min = sizeof(GCproto);
+  s->sym_min = sizeof(GCproto) < sizeof(GCtrace) ? sizeof(GCproto)
+						 : sizeof(GCtrace);
   s->hi_key = ~(uint64_t)0;
   s->orig_f = lua_getallocf(L, &s->orig_ud);
   mp_names_build(&s->names, L);

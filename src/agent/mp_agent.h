@@ -57,8 +57,9 @@ typedef struct mp_state {
   uint64_t hi_key;		/* Address >> 28 whose ULEB128 is in hi_bytes. */
   uint64_t hi_bytes;
   unsigned hi_len;
-  size_t proto_min;		/* Frees smaller than this are not protos. */
+  size_t sym_min;		/* Smaller frees are no proto or trace. */
   mp_ptrset protos;		/* Prototypes written since start. */
+  mp_ptrset tracesyms;		/* Trace objects written since start. */
   mp_ptrset cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
   mp_names names;		/* Lua names of C functions, made at start. */

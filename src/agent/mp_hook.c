@@ -178,6 +178,7 @@ static MP_NOINLINE void new_trace(mp_state *s, global_State *g, TraceNo n)
   }
   e = &s->traces[n];
   if (e->trace == T && e->proto == pt && e->pc == pc) return;
+  if (mp_ptrset_add(&s->tracesyms, (uintptr_t)T) < 0) return;
   e->trace = T; e->proto = pt; e->pc = pc;
   want_proto(s, pt);
   p = s->pos;
@@ -189,19 +190,30 @@ static MP_NOINLINE void new_trace(mp_state *s, global_State *g, TraceNo n)
   settle(s);
 }
 
-/* Make sure trace n's symbol is written; the same trace as when it was
-** last written is the common case: three comparisons. */
+/* Make sure trace n's symbol is written. The trace object we wrote it for
+** is forgotten when it is freed (see forget_symbol), so one comparison with
+** the VM's trace array tells whether the symbol in force is still right. */
 static inline void want_trace(mp_state *s, global_State *g, TraceNo n)
 {
-  jit_State *J = G2J(g);
-  if (n < s->ntraces && n < J->sizetrace) {
-    const GCtrace *T = (const GCtrace *)gcref(J->trace[n]);
-    const mp_tracesym *e = &s->traces[n];
-    if (T && e->trace == T && e->proto == gcref(T->startpt) &&
-	e->pc == mref(T->startpc, const BCIns))
-      return;
+  if (n < s->ntraces) {
+    const void *T = s->traces[n].trace;
+    if (T && T == (const void *)gcref(G2J(g)->trace[n])) return;
   }
   new_trace(s, g, n);
+}
+
+/* A block of at least sym_min bytes is about to be freed: if it is a
+** prototype or a trace we wrote a symbol for, forget it, so that an object
+** reusing its address or number gets a fresh symbol. */
+static MP_NOINLINE void forget_symbol(mp_state *s, void *ptr)
+{
+  if (s->protos.count && mp_ptrset_del(&s->protos, (uintptr_t)ptr)) {
+    if (ptr == s->last_proto) s->last_proto = NULL;
+  } else if (s->tracesyms.count &&
+	     mp_ptrset_del(&s->tracesyms, (uintptr_t)ptr)) {
+    TraceNo n = ((GCtrace *)ptr)->traceno;	/* Not freed yet. */
+    if (n < s->ntraces && s->traces[n].trace == ptr) s->traces[n].trace = NULL;
+  }
 }
 
 /* -- Attribution ---------------------------------------------------------- */
@@ -259,6 +271,7 @@ static inline void attribute(mp_state *s, loc *l)
     return;
   }
   l->src = MP_SRC_INTERNAL;
+  l->id = l->line = 0;
   /* While a trace is recorded, the interpreter runs each instruction with
   ** the recorder's RECORD state still set: the frame tells the program's
   ** allocations from the recorder's own, which run in a C frame whose
@@ -343,39 +356,44 @@ static inline uint8_t *put_loc(mp_state *s, uint8_t *p, int ev, const loc *l)
 
 /* -- The hook ------------------------------------------------------------- */
 
+/* A free: attributed and encoded first, then forwarded as a tail call (a
+** free cannot fail), so half of all events save no registers around it. */
+static MP_INLINE void *hook_free(mp_state *s, void *ptr, size_t osize)
+{
+  loc l;
+  uint8_t *p;
+  attribute_free(s, &l);
+  if (osize >= s->sym_min) forget_symbol(s, ptr);
+  p = put_loc(s, s->pos, MP_AEV_FREE, &l);
+  p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
+  s->pos = mp_put_uleb_fast(p, osize);
+  settle(s);
+  return s->orig_f(s->orig_ud, ptr, osize, 0);
+}
+
 void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
   mp_state *s = (mp_state *)ud;
   void *res;
   loc l;
   uint8_t *p;
-  if (!s->recording) return s->orig_f(s->orig_ud, ptr, osize, nsize);
-  l.line = 0;
-  l.id = 0;
-  if (nsize == 0) {			/* Free. */
-    attribute_free(s, &l);
-    res = s->orig_f(s->orig_ud, ptr, osize, nsize);
-    if (osize >= s->proto_min && s->protos.count &&
-	mp_ptrset_del(&s->protos, (uintptr_t)ptr) && ptr == s->last_proto)
-      s->last_proto = NULL;
-    p = put_loc(s, s->pos, MP_AEV_FREE, &l);
+  if (MP_UNLIKELY(!s->recording))
+    return s->orig_f(s->orig_ud, ptr, osize, nsize);
+  if (nsize == 0) return hook_free(s, ptr, osize);
+  /* Attribute and encode all but the new address before forwarding; the
+  ** event only counts (pos moves) if the allocation succeeded. */
+  attribute(s, &l);
+  if (ptr == NULL) {
+    p = put_loc(s, s->pos, MP_AEV_ALLOC, &l);
+  } else {
+    p = put_loc(s, s->pos, MP_AEV_REALLOC, &l);
     p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
     p = mp_put_uleb_fast(p, osize);
-  } else {
-    attribute(s, &l);
-    res = s->orig_f(s->orig_ud, ptr, osize, nsize);
-    if (res == NULL) return NULL;	/* Failed: nothing changed. */
-    if (ptr == NULL) {
-      p = put_loc(s, s->pos, MP_AEV_ALLOC, &l);
-    } else {
-      p = put_loc(s, s->pos, MP_AEV_REALLOC, &l);
-      p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
-      p = mp_put_uleb_fast(p, osize);
-    }
-    p = put_addr(s, p, (uint64_t)(uintptr_t)res);
-    p = mp_put_uleb_fast(p, nsize);
   }
-  s->pos = p;
-  if (p >= s->lim) mp_sink_flush(s);
+  res = s->orig_f(s->orig_ud, ptr, osize, nsize);
+  if (MP_UNLIKELY(res == NULL)) return NULL;	/* Failed: nothing changed. */
+  p = put_addr(s, p, (uint64_t)(uintptr_t)res);
+  s->pos = mp_put_uleb_fast(p, nsize);
+  settle(s);
   return res;
 }
