@@ -33,7 +33,7 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
 done
 
 abs_aptdir=$(cd "$aptdir" && pwd)
-opts="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$abs_aptdir/sources.list.d -o Dir::State::Lists=$abs_aptdir/lists -o Dir::Cache::Archives=$abs_aptdir/archives -o Debug::NoLocking=1"
+opts="-o APT::Sandbox::User=root -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$abs_aptdir/sources.list.d -o Dir::State::Lists=$abs_aptdir/lists -o Dir::Cache::Archives=$abs_aptdir/archives -o Debug::NoLocking=1"
 # shellcheck disable=SC2086
 apt-get $opts -qq update >&2
 (cd "$build/src-dl" && apt-get $opts -qq source --download-only "luajit=$ver" >&2)
