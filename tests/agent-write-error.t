@@ -3,11 +3,11 @@
 # reports it with errno, and what was written is a readable prefix.
 . tests/lib/tap.sh
 
-churn='local t = {} for i = 1, 400000 do t[i % 1000 + 1] = { i } end'
+churn='local t = {} for i = 1, 1500000 do t[i % 1000 + 1] = { i } end'
 
-# A pipe whose reader goes away after 1 MiB (SIGPIPE must not kill us).
+# A pipe whose reader goes away after 6 MiB (SIGPIPE must not kill us).
 mkfifo "$TMPD/fifo"
-head -c 1048576 "$TMPD/fifo" > "$TMPD/head.bin" &
+head -c 6291456 "$TMPD/fifo" > "$TMPD/head.bin" &
 out=$(P="$TMPD/fifo" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
   local mp = require("ljmemprof")
   assert(mp.start(os.getenv("P")))
@@ -19,14 +19,14 @@ wait
 is "$st" 0 "program exits normally after EPIPE"
 is "$out" "$(printf 'nil\t%s: Broken pipe\t32\nalive' "$TMPD/fifo")" \
   "stop() returns the EPIPE error with path and errno"
-is "$(complete "$TMPD/head.bin")" false "the 1 MiB received is a readable prefix"
+is "$(complete "$TMPD/head.bin")" false "the 6 MiB received are a readable prefix"
 build/ljmemprof events "$TMPD/head.bin" > "$TMPD/ev.json" 2>/dev/null
 n=$(grep -c '"event"' "$TMPD/ev.json")
-ok $([ "$n" -gt 50000 ] && echo 0 || echo 1) "prefix decodes to many events ($n)"
+ok $([ "$n" -gt 400000 ] && echo 0 || echo 1) "prefix decodes to many events ($n)"
 
-# A file size limit hit after 1 MiB (dash counts ulimit -f in 512-byte
+# A file size limit hit after 4 MiB (dash counts ulimit -f in 512-byte
 # blocks; SIGXFSZ must not kill us).
-out=$( (ulimit -f 2048; P="$TMPD/big.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
+out=$( (ulimit -f 8192; P="$TMPD/big.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
   local mp = require("ljmemprof")
   assert(mp.start(os.getenv("P")))
   '"$churn"'
@@ -36,8 +36,27 @@ is "$?" 0 "program exits normally after EFBIG"
 is "$out" "$(printf 'nil\t%s: File too large\t27\nfalse' "$TMPD/big.bin")" \
   "stop() returns the EFBIG error with path and errno"
 sz=$(stat -c %s "$TMPD/big.bin")
-ok $([ "$sz" -ge 1048576 ] && echo 0 || echo 1) "written up to the limit ($sz bytes)"
+ok $([ "$sz" -ge 4194304 ] && echo 0 || echo 1) "written up to the limit ($sz bytes)"
 is "$(complete "$TMPD/big.bin")" false "the file is a readable prefix"
+
+# A disk that fills up after 4 MiB: a small tmpfs (needs root and mount;
+# skipped where not allowed).
+mkdir "$TMPD/small"
+if mount -t tmpfs -o size=4m tmpfs "$TMPD/small" 2>/dev/null; then
+  out=$(P="$TMPD/small/p.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
+    local mp = require("ljmemprof")
+    assert(mp.start(os.getenv("P")))
+    '"$churn"'
+    print(mp.stop())
+    print("alive")' 2>&1)
+  is "$?" 0 "program exits normally when the disk is full"
+  is "$out" "$(printf 'nil\t%s: No space left on device\t28\nalive' "$TMPD/small/p.bin")" \
+    "stop() returns ENOSPC with path and errno"
+  is "$(complete "$TMPD/small/p.bin")" false "the full disk holds a readable prefix"
+  umount "$TMPD/small"
+else
+  for i in 1 2 3; do ok 0 "# SKIP cannot mount a tmpfs here"; done
+fi
 
 # The descriptor closed behind the profiler's back (EBADF).
 out=$(P="$TMPD/c.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e '
