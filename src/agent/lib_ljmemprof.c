@@ -139,6 +139,7 @@ static const luaL_Reg mp_funcs[] = {
   {NULL, NULL}
 };
 
+/* require("ljmemprof"): check the VM, pin the module, return the API. */
 int luaopen_ljmemprof(lua_State *L)
 {
   const char *why = mp_check_vm(L, luaopen_ljmemprof);

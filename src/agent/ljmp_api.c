@@ -52,6 +52,7 @@ static void at_fork_child(void)
   for (s = running_list; s; s = s->next) mp_sink_forked(s);
 }
 
+/* Remember a running profiler for process exit (and arm atexit once). */
 static void list_add(mp_state *s)
 {
   pthread_mutex_lock(&running_lock);
@@ -64,6 +65,7 @@ static void list_add(mp_state *s)
   pthread_mutex_unlock(&running_lock);
 }
 
+/* Forget a profiler that has stopped. */
 static void list_del(mp_state *s)
 {
   mp_state **pp;
@@ -83,6 +85,7 @@ static mp_state *state_of(lua_State *L)
   return f == mp_hook_alloc ? (mp_state *)ud : NULL;
 }
 
+/* Free a profiler state whose stream is finished (or never started). */
 static void state_free(mp_state *s)
 {
   mp_ptrset_free(&s->protos);
@@ -121,12 +124,14 @@ void mp_sentinel_install(lua_State *L)
   lua_pop(L, 1);
 }
 
+/* See ljmemprof.h. */
 int ljmp_running(lua_State *L)
 {
   mp_state *s = state_of(L);
   return s && !s->finished;
 }
 
+/* See ljmemprof.h: open the sink, write the prologues, install the hook. */
 int ljmp_start(lua_State *L, const ljmp_options *opt)
 {
   mp_state *s;
@@ -173,6 +178,7 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
   return 0;
 }
 
+/* See ljmemprof.h: restore the allocator, finish the stream, free. */
 int ljmp_stop(lua_State *L)
 {
   mp_state *s = state_of(L);
@@ -188,6 +194,7 @@ int ljmp_stop(lua_State *L)
   return err;
 }
 
+/* See ljmemprof.h. */
 const char *ljmp_strerror(int code)
 {
   switch (code) {

@@ -98,6 +98,7 @@ done:
   return why;
 }
 
+/* See mp_check.h. Each pointer is checked before it is followed. */
 const char *mp_check_vm(lua_State *L, lua_CFunction from_call)
 {
   global_State *g;

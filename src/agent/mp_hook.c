@@ -371,6 +371,7 @@ static MP_INLINE void *hook_free(mp_state *s, void *ptr, size_t osize)
   return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
 
+/* The lua_Alloc installed while profiling; ud is the mp_state. */
 void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
   mp_state *s = (mp_state *)ud;

@@ -124,6 +124,7 @@ const char *mp_names_find(const mp_names *t, const void *f)
   return lo < t->n && t->e[lo].f == f ? t->e[lo].name : NULL;
 }
 
+/* Free the names table. */
 void mp_names_free(mp_names *t)
 {
   size_t i;

@@ -153,6 +153,9 @@ static void handoff(mp_state *s)
 
 /* -- Sink ----------------------------------------------------------------- */
 
+/* Allocate the chunks, write the prologue at once (an unwritable sink
+** fails here), and start the writer thread for a file. Returns 0 or an
+** errno; the caller frees what was allocated. */
 int mp_sink_open(mp_state *s, size_t bufsize, const uint8_t *prologue,
 		 size_t len)
 {

@@ -40,6 +40,7 @@ static int grow(mp_ptrset *set)
   return 0;
 }
 
+/* Add key: 1 if new, 0 if present, -1 when out of memory. */
 int mp_ptrset_add(mp_ptrset *set, uintptr_t key)
 {
   size_t j;
@@ -52,6 +53,7 @@ int mp_ptrset_add(mp_ptrset *set, uintptr_t key)
   return 1;
 }
 
+/* Remove key: 1 if it was there, else 0. */
 int mp_ptrset_del(mp_ptrset *set, uintptr_t key)
 {
   size_t j, k;
@@ -71,6 +73,7 @@ int mp_ptrset_del(mp_ptrset *set, uintptr_t key)
   return 1;
 }
 
+/* Free the table; the set is empty and usable again. */
 void mp_ptrset_free(mp_ptrset *set)
 {
   free(set->slot);
