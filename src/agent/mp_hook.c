@@ -3,9 +3,9 @@
 **
 ** Every allocation, reallocation and free of the VM passes through
 ** mp_hook_alloc(). It reads the VM state *before* forwarding (a stack
-** reallocation frees the stack that L->base points into), forwards to the
-** original allocator, and only if that succeeded appends one event to the
-** buffer. It never calls the Lua API or stdio, and its work is bounded: a
+** reallocation frees the stack that L->base points into) and encodes the
+** event around the call to the original allocator: a free is recorded and
+** then forwarded, an allocation counts only if the allocator succeeded. It never calls the Lua API or stdio, and its work is bounded: a
 ** symbol is written the first time an event refers to it.
 **
 ** Attribution (see DESIGN.md for the LuaJIT facts behind it):
@@ -49,6 +49,7 @@ static inline void settle(mp_state *s)
 {
   if (s->pos >= s->lim) mp_sink_flush(s);
 }
+
 /* Line of bytecode position pos in pt, like the VM's debug info does. */
 static inline uint64_t proto_line(const GCproto *pt, BCPos pos)
 {
@@ -102,39 +103,34 @@ static char *put_hex(char *p, uintptr_t v)
   return p;
 }
 
+/* Copy NUL-terminated src into out (size bytes), truncating; its length. */
+static size_t copy_name(char *out, size_t size, const char *src)
+{
+  size_t n = strlen(src);
+  if (n > size) n = size;
+  memcpy(out, src, n);
+  return n;
+}
+
 /* Name of C function f: its Lua name in a loaded module, else its dynamic
-** symbol, else "module+0xoffset". */
+** symbol, else "module+0xoffset" (out has at least 64 bytes). */
 static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
 {
   Dl_info info;
-  const char *base = mp_names_find(&s->names, f);
-  char *p = out;
+  const char *name = mp_names_find(&s->names, f);
   size_t n;
-  if (base) {
-    n = strlen(base);
-    if (n >= size) n = size - 1;
-    memcpy(out, base, n);
-    return n;
-  }
-  if (dladdr(f, &info) && info.dli_sname && info.dli_saddr == f) {
-    n = strlen(info.dli_sname);
-    if (n >= size) n = size - 1;
-    memcpy(out, info.dli_sname, n);
-    return n;
-  }
+  if (name) return copy_name(out, size, name);
   if (!dladdr(f, &info) || !info.dli_fname) {	/* Unknown module. */
-    memcpy(p, "?+0x", 4);
-    return (size_t)(put_hex(p + 4, (uintptr_t)f) - out);
+    memcpy(out, "?+0x", 4);
+    return (size_t)(put_hex(out + 4, (uintptr_t)f) - out);
   }
-  base = strrchr(info.dli_fname, '/');
-  base = base ? base + 1 : info.dli_fname;
-  n = strlen(base);
-  if (n > size - 24) n = size - 24;
-  memcpy(p, base, n);
-  p += n;
-  memcpy(p, "+0x", 3);
-  p = put_hex(p + 3, (uintptr_t)f - (uintptr_t)info.dli_fbase);
-  return (size_t)(p - out);
+  if (info.dli_sname && info.dli_saddr == f)
+    return copy_name(out, size, info.dli_sname);
+  name = strrchr(info.dli_fname, '/');
+  n = copy_name(out, size - 24, name ? name + 1 : info.dli_fname);
+  memcpy(out + n, "+0x", 3);
+  return (size_t)(put_hex(out + n + 3,
+			  (uintptr_t)f - (uintptr_t)info.dli_fbase) - out);
 }
 
 /* Write the symbol of C function f unless it is known already. */
