@@ -175,6 +175,39 @@ int main(void)
   is_int(t.complete, 1, "stream complete after lua_close");
   is_int(t.line_allocs, 102, "events of the last run are in it");
   free(s.data);
+
+  /* Two VMs profiled at the same time, each into its own sink. */
+  {
+    lua_State *A = luaL_newstate(), *B = luaL_newstate();
+    sink sa, sb;
+    totals ta, tb;
+    luaL_openlibs(A);
+    luaL_openlibs(B);
+    luaJIT_setmode(A, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    luaJIT_setmode(B, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    memset(&sa, 0, sizeof(sa));
+    memset(&sb, 0, sizeof(sb));
+    memset(&opt, 0, sizeof(opt));
+    opt.writer = sink_write;
+    opt.ctx = &sa;
+    is_int(ljmp_start(A, &opt), 0, "start on VM A");
+    opt.ctx = &sb;
+    is_int(ljmp_start(B, &opt), 0, "start on VM B while A runs");
+    run(A, "local t = {} for i = 1, 10 do t[i] = { i } end");
+    run(B, "local t = {} for i = 1, 30 do t[i] = { i } end");
+    is_int(ljmp_stop(A), 0, "stop A");
+    is_int(ljmp_running(B), 1, "B still running");
+    is_int(ljmp_stop(B), 0, "stop B");
+    ta = decode(&sa, 1);
+    tb = decode(&sb, 1);
+    is_int(ta.complete && tb.complete, 1, "both streams complete");
+    is_int(ta.line_allocs, 12, "A: its own 10 tables, t and t's array");
+    is_int(tb.line_allocs, 32, "B: its own 30 tables, t and t's array");
+    lua_close(A);
+    lua_close(B);
+    free(sa.data);
+    free(sb.data);
+  }
   printf("1..%d\n", n_test);
   return n_failed ? 1 : 0;
 }
