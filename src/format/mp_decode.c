@@ -274,6 +274,15 @@ static inline int uleb_fast(const uint8_t **pp, uint64_t *v)
   return 1;
 }
 
+/* Headers of the allocation events of version v, as a set of bits over
+** 0..31: kinds 1 to 3 (bits 0-1) from sources 1 to 3, and 4 (traces) from
+** version 2 on. Source numbers 5 to 7 are not in the set: next_event()
+** reports them. */
+static inline uint32_t event_headers(int v)
+{
+  return 0xeee0u | (v >= 2 ? 0xe0000u : 0);
+}
+
 /* Decode an allocation event when the longest one fits in what is left:
 ** no bounds checks. Returns MP_OK, or 0 to leave anything else (symbols,
 ** the epilogue, errors) to next_event(), which reports them. */
@@ -281,7 +290,7 @@ static inline int next_event_fast(mp_reader *r, mp_item *it)
 {
   const uint8_t *p = r->p;
   unsigned h = *p++, ev = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
-  if (h >= 0x20 || !ev || !src || (src == MP_SRC_TRACE && r->ljm_version < 2))
+  if (h >= 0x20 || !(event_headers(r->ljm_version) >> h & 1))
     return 0;
   it->id = it->line = 0;
   if (src != MP_SRC_INTERNAL) {

@@ -303,19 +303,26 @@ static void empty_head(buf *b, int ver)
   prologue(b, "ljm", ver);
 }
 
-/* Decode b and check only the last line (how it ended). */
+/* Decode b and check only the last line (how it ended), the same by
+** mp_reader_next() and mp_reader_read(). */
 static void check_end(const buf *b, const char *want, const char *name)
 {
-  char *got = dump(b->b, b->n, 0), *last;
-  size_t n = strlen(got);
-  got[n - 1] = '\0';
-  last = strrchr(got, '\n');
-  last = last ? last + 1 : got;
-  n = strlen(last);
-  last[n] = '\n';
-  last[n + 1] = '\0';
-  is_str(last, want, name);
-  free(got);
+  static const size_t batches[] = { 0, 16 };
+  size_t i;
+  char label[200];
+  for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
+    char *got = dump(b->b, b->n, batches[i]), *last;
+    size_t n = strlen(got);
+    got[n - 1] = '\0';
+    last = strrchr(got, '\n');
+    last = last ? last + 1 : got;
+    n = strlen(last);
+    last[n] = '\n';
+    last[n + 1] = '\0';
+    snprintf(label, sizeof(label), "%s (batch %zu)", name, batches[i]);
+    if (i == 0 || strcmp(last, want)) is_str(last, want, i ? label : name);
+    free(got);
+  }
 }
 
 static void test_errors(void)
@@ -359,19 +366,21 @@ static void test_errors(void)
       { 3, 0x40 | FREE(MP_SRC_INTERNAL) }, { 3, 0x81 }, { 3, 0x85 },
       { 3, 0xff },
     };
-    size_t i;
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-      char want[160], name[80];
-      empty_head(&b, bad[i].ver);
-      u8(&b, bad[i].h);
-      uleb(&b, 1); uleb(&b, 2); uleb(&b, 3); uleb(&b, 4); uleb(&b, 5);
-      snprintf(want, sizeof(want), "versions %d/%d DATA at 15: event header "
-	       "valid in version %d, found 0x%02x\n", bad[i].ver, bad[i].ver,
-	       bad[i].ver, bad[i].h);
-      snprintf(name, sizeof(name), "event header 0x%02x rejected in v%d",
-	       bad[i].h, bad[i].ver);
-      check_end(&b, want, name);
-    }
+    size_t i, k;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+      for (v = 0; v < 2; v++) {	/* Checked path, then unchecked ones. */
+	char want[160], name[80];
+	empty_head(&b, bad[i].ver);
+	u8(&b, bad[i].h);
+	uleb(&b, 1); uleb(&b, 2); uleb(&b, 3); uleb(&b, 4); uleb(&b, 5);
+	if (v) for (k = 0; k < 80; k++) u8(&b, 1);
+	snprintf(want, sizeof(want), "versions %d/%d DATA at 15: event header "
+		 "valid in version %d, found 0x%02x\n", bad[i].ver,
+		 bad[i].ver, bad[i].ver, bad[i].h);
+	snprintf(name, sizeof(name), "event header 0x%02x rejected in v%d "
+		 "(%s path)", bad[i].h, bad[i].ver, v ? "fast" : "checked");
+	check_end(&b, want, name);
+      }
   }
 
   /* Overlong numbers: 11 bytes, or a 10th byte above 1. The same error
