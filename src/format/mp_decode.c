@@ -311,6 +311,40 @@ static inline int next_event_fast(mp_reader *r, mp_item *it)
   return MP_OK;
 }
 
+size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n)
+{
+  const uint8_t *p = r->p, *lim;
+  uint32_t valid;
+  size_t i;
+  if (r->phase != 1 || (size_t)(r->end - p) < EVENT_LONGEST) return 0;
+  lim = r->end - EVENT_LONGEST;
+  valid = event_headers(r->ljm_version);
+  for (i = 0; i < n && p <= lim; i++) {
+    const uint8_t *q = p;
+    mp_event *e = &ev[i];
+    unsigned h = *q++, k = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
+    if (h >= 0x20 || !(valid >> h & 1)) break;
+    e->id = e->line = 0;
+    if (src != MP_SRC_INTERNAL) {
+      if (!uleb_fast(&q, &e->id)) break;
+      if (src == MP_SRC_LFUNC && !uleb_fast(&q, &e->line)) break;
+    }
+    e->oaddr = e->osize = e->naddr = e->nsize = 0;
+    if ((k & MP_AEV_FREE) &&
+	(!uleb_fast(&q, &e->oaddr) || !uleb_fast(&q, &e->osize)))
+      break;
+    if ((k & MP_AEV_ALLOC) &&
+	(!uleb_fast(&q, &e->naddr) || !uleb_fast(&q, &e->nsize)))
+      break;
+    e->len = (uint32_t)(q - p);
+    e->kind = (uint8_t)k;	/* MP_K_ALLOC/FREE/REALLOC = MP_AEV_*. */
+    e->src = (uint8_t)src;
+    p = q;
+  }
+  r->p = p;
+  return i;
+}
+
 int mp_reader_next(mp_reader *r, mp_item *it)
 {
   for (;;) {

@@ -179,6 +179,24 @@ int mp_reader_next(mp_reader *r, mp_item *it);
 ** it (the *got items before are valid). Saves a call per item. */
 int mp_reader_read(mp_reader *r, mp_item *it, size_t n, size_t *got);
 
+/* An allocation event as mp_reader_events() decodes it: the fields of
+** mp_item that events have, in a record half its size. */
+typedef struct mp_event {
+  uint64_t id, line;	/* Location, as in mp_item. */
+  uint64_t oaddr, osize, naddr, nsize;	/* 0 where the kind has none. */
+  uint32_t len;		/* Bytes of the event in the stream. */
+  uint8_t kind;		/* MP_K_ALLOC, MP_K_FREE or MP_K_REALLOC. */
+  uint8_t src;		/* MP_SRC_*. */
+} mp_event;
+
+/* Decode up to n allocation events into ev[0..n) and return how many; the
+** first is at r->p before the call. Stops early, without an error, at
+** anything else: a symbol, the epilogue, bytes that are not an event, or
+** fewer bytes left than the longest event has. A return of 0 means: read
+** the next item with mp_reader_next(), which decodes or reports it. This
+** is the path for the bulk of a stream: no bounds checks and no mp_item. */
+size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n);
+
 /* Name of a symbol type for messages. */
 const char *mp_kind_name(mp_kind k);
 

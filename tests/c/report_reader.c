@@ -139,8 +139,31 @@ static const char *src_name(int src)
   return "?";
 }
 
+/* Events from mp_reader_events() as items (the fields events have). */
+static size_t read_events(mp_reader *r, mp_item *items, size_t n)
+{
+  mp_event ev[64];
+  size_t off = (size_t)(r->p - r->base), got = mp_reader_events(r, ev, n), i;
+  for (i = 0; i < got; i++) {
+    memset(&items[i], 0, sizeof(items[i]));
+    items[i].kind = (mp_kind)ev[i].kind;
+    items[i].src = ev[i].src;
+    items[i].id = ev[i].id;
+    items[i].line = ev[i].line;
+    items[i].oaddr = ev[i].oaddr;
+    items[i].osize = ev[i].osize;
+    items[i].naddr = ev[i].naddr;
+    items[i].nsize = ev[i].nsize;
+    items[i].offset = off;
+    off += ev[i].len;
+  }
+  return got;
+}
+
 /* One line per item, then how the stream ended. batch 0: mp_reader_next;
-** else mp_reader_read with that batch size. */
+** below 100: mp_reader_read with that batch size; 100 + n: batches of n
+** from mp_reader_events(), and mp_reader_next() whenever it has none (as
+** the profile pass reads). */
 static char *dump(const uint8_t *data, size_t len, size_t batch)
 {
   text t = { NULL, 0, 0 };
@@ -150,7 +173,13 @@ static char *dump(const uint8_t *data, size_t len, size_t batch)
   int rc = mp_reader_init(&r, data, len);
   tput(&t, "");
   while (rc == MP_OK) {
-    if (batch) {
+    if (batch >= 100) {
+      got = read_events(&r, items, batch - 100);
+      if (!got) {
+	rc = mp_reader_next(&r, &items[0]);
+	got = rc == MP_OK;
+      }
+    } else if (batch) {
       rc = mp_reader_read(&r, items, batch, &got);
     } else {
       rc = mp_reader_next(&r, &items[0]);
@@ -186,18 +215,24 @@ static char *dump(const uint8_t *data, size_t len, size_t batch)
   return t.s;
 }
 
-/* Check the decoding of a stream, by both paths and several batch sizes. */
+/* Check the decoding of a complete stream by every path and several batch
+** sizes, as it is and followed by 64 bytes that are not read (then the
+** unchecked paths decode every event, as in the middle of a long file). */
 static void check_dump(const buf *b, const char *want, const char *name)
 {
-  static const size_t batches[] = { 0, 1, 3, 16, 64 };
-  size_t i;
+  static const size_t batches[] = { 0, 1, 3, 16, 64, 101, 103, 116, 164 };
+  size_t i, pad;
   char label[200];
-  for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
-    char *got = dump(b->b, b->n, batches[i]);
-    snprintf(label, sizeof(label), "%s (batch %zu)", name, batches[i]);
-    if (i == 0 || strcmp(got, want)) is_str(got, want, label);
-    free(got);
-  }
+  buf c = *b;
+  memset(c.b + c.n, 0xff, 64);
+  for (pad = 0; pad <= 64; pad += 64)
+    for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
+      char *got = dump(c.b, c.n + pad, batches[i]);
+      snprintf(label, sizeof(label), "%s (batch %zu%s)", name, batches[i],
+	       pad ? ", bytes after the end" : "");
+      if ((i == 0 && !pad) || strcmp(got, want)) is_str(got, want, label);
+      free(got);
+    }
 }
 
 /* -- Streams of each version ---------------------------------------------- */
@@ -304,10 +339,10 @@ static void empty_head(buf *b, int ver)
 }
 
 /* Decode b and check only the last line (how it ended), the same by
-** mp_reader_next() and mp_reader_read(). */
+** mp_reader_next(), mp_reader_read() and mp_reader_events(). */
 static void check_end(const buf *b, const char *want, const char *name)
 {
-  static const size_t batches[] = { 0, 16 };
+  static const size_t batches[] = { 0, 16, 116 };
   size_t i;
   char label[200];
   for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
@@ -447,7 +482,7 @@ static void test_truncation(void)
     uint8_t *copy = malloc(len ? len : 1);	/* Exact size, for ASan. */
     char *got, *end;
     memcpy(copy, b.b, len);
-    got = dump(copy, len, len % 2 ? 16 : 0);
+    got = dump(copy, len, len % 3 == 2 ? 116 : len % 3 ? 16 : 0);
     end = strstr(got, "versions ");
     if (strncmp(got, full, (size_t)(end - got)) || !strstr(end, "TRUNC at ")) {
       if (!bad++) { first_bad = len; why = strdup(got); }
