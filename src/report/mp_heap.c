@@ -1,9 +1,12 @@
 /*
-** mp_heap.c: live blocks by address (see mp_heap.h).
+** mp_heap.c: live blocks by address (see mp_heap.h for the layout).
 **
-** The table soon outgrows the caches, so nearly every lookup would be a
-** cache miss; mp_profile_read() prefetches slots a batch of events ahead
-** (mp_heap_prefetch), which makes up for it (measured on binary-trees).
+** The header holds the common cases inline (a free or an allocation in
+** the page of the previous operation); this file holds the rest: the
+** directory, page tables that appear, grow and go, replacements and sizes
+** of 4 GiB or more. The big heap stores raw values (the two halves of the
+** size), so it goes through the raw_* functions, which never look at what
+** a value means.
 */
 
 #include <stdlib.h>
@@ -11,7 +14,10 @@
 
 #include "report/mp_heap.h"
 
-#define home mp_heap_home
+#define PAGE_MASK	((1u << MP_HPAGE_BITS) - 1)
+#define LG_MIN		4
+#define LG_MAX		(MP_HPAGE_BITS + 1)	/* Every offset has a slot. */
+#define DIR_MIN		256
 
 void mp_heap_init(mp_heap *h)
 {
@@ -20,130 +26,268 @@ void mp_heap_init(mp_heap *h)
 
 void mp_heap_free(mp_heap *h)
 {
+  size_t i;
   if (h->big) { mp_heap_free(h->big); free(h->big); }
-  free(h->slot);
+  for (i = 0; h->dir && i <= h->dmask; i++)
+    if (h->dir[i].key) free(h->dir[i].pg);
+  free(h->dir);
   memset(h, 0, sizeof(*h));
 }
 
-/* Double the table (or create it); returns 0 or -1. */
-static int grow(mp_heap *h)
-{
-  size_t cap = h->slot ? (h->mask + 1) * 2 : 4096, i;
-  mp_hslot *s = calloc(cap, sizeof(*s));
-  if (!s) return -1;
-  for (i = 0; h->slot && i <= h->mask; i++)
-    if (h->slot[i].addr) {
-      size_t j = home(h->slot[i].addr, cap - 1);
-      while (s[j].addr) j = (j + 1) & (cap - 1);
-      s[j] = h->slot[i];
-    }
-  free(h->slot);
-  h->slot = s;
-  h->mask = cap - 1;
-  return 0;
-}
+/* -- Directory ------------------------------------------------------------ */
 
-/* Slot of addr, or the empty slot that ends its probe sequence. */
-static inline size_t probe(const mp_heap *h, uint64_t addr)
+/* Slot of page key k, or the empty slot that ends its probe sequence. */
+static size_t dir_probe(const mp_heap *h, uint64_t k)
 {
-  size_t j = home(addr, h->mask);
-  while (h->slot[j].addr && h->slot[j].addr != addr) j = (j + 1) & h->mask;
+  size_t j = mp_hdir_home(h, k);
+  while (h->dir[j].key && h->dir[j].key != k) j = (j + 1) & h->dmask;
   return j;
 }
 
-/* Empty slot j and shift later entries of its cluster back into place. */
-static void vacate(mp_heap *h, size_t j)
+/* Double the directory (or create it); 0 or -1. */
+static int dir_grow(mp_heap *h)
 {
-  size_t i = j, mask = h->mask;
-  for (;;) {
-    size_t k;
-    i = (i + 1) & mask;
-    if (!h->slot[i].addr) break;
-    k = home(h->slot[i].addr, mask);
-    /* Move i to j unless its home k lies cyclically in (j, i]. */
-    if (j <= i ? (j < k && k <= i) : (j < k || k <= i)) continue;
-    h->slot[j] = h->slot[i];
-    j = i;
-  }
-  h->slot[j].addr = 0;
-}
-
-/* Store a raw slot value for addr, replacing any; returns 0 or -1. */
-static int raw_put(mp_heap *h, uint64_t addr, uint32_t site, uint32_t size)
-{
-  size_t j;
-  if ((h->count + 1) * 8 > (h->mask + 1) * 5 || !h->slot)
-    if (grow(h) < 0) return -1;
-  j = probe(h, addr);
-  if (!h->slot[j].addr) h->count++;
-  h->slot[j].addr = addr;
-  h->slot[j].site = site;
-  h->slot[j].size = size;
+  size_t cap = h->dir ? (h->dmask + 1) * 2 : DIR_MIN, i;
+  mp_hdir *d = calloc(cap, sizeof(*d)), *old = h->dir;
+  size_t omask = h->dmask;
+  if (!d) return -1;
+  h->dir = d;
+  h->dmask = cap - 1;
+  h->dshift = 64 - (unsigned)__builtin_ctzll(cap);
+  for (i = 0; old && i <= omask; i++)
+    if (old[i].key) d[dir_probe(h, old[i].key)] = old[i];
+  free(old);
   return 0;
 }
 
-/* Remove addr and copy its raw slot to *out; returns 1 if it was there. */
-static int raw_take(mp_heap *h, uint64_t addr, mp_hslot *out)
+/* Empty directory slot j and shift later entries of its cluster back. */
+static void dir_vacate(mp_heap *h, size_t j)
+{
+  size_t i = j, mask = h->dmask;
+  for (;;) {
+    size_t k;
+    i = (i + 1) & mask;
+    if (!h->dir[i].key) break;
+    k = mp_hdir_home(h, h->dir[i].key);
+    /* Leave i where it is if its home k lies cyclically in (j, i]. */
+    if (j <= i ? (j < k && k <= i) : (j < k || k <= i)) continue;
+    h->dir[j] = h->dir[i];
+    j = i;
+  }
+  h->dir[j].key = 0;
+  h->dir[j].pg = NULL;
+}
+
+mp_hpage *mp_heap_page(mp_heap *h, uint64_t k)
 {
   size_t j;
-  if (!h->slot || !addr) return 0;
-  j = probe(h, addr);
-  if (!h->slot[j].addr) return 0;
-  *out = h->slot[j];
-  vacate(h, j);
+  h->lookups++;
+  if (!h->dir) return NULL;
+  j = dir_probe(h, k);
+  if (!h->dir[j].key) return NULL;
+  h->lastkey = k;
+  return h->last = h->dir[j].pg;
+}
+
+/* -- Page tables ---------------------------------------------------------- */
+
+/* A page table of 2^lg empty slots, or NULL. */
+static mp_hpage *page_new(unsigned lg)
+{
+  size_t n = (size_t)1 << lg;
+  mp_hpage *g = malloc(sizeof(*g) + n * (sizeof(uint16_t) + sizeof(mp_hval)));
+  if (!g) return NULL;
+  g->lg = (uint16_t)lg;
+  g->count = 0;
+  g->unused = 0;
+  memset(mp_hpage_key(g), 0, n * sizeof(uint16_t));
+  return g;
+}
+
+/* Size of the first table of page key k: large enough for as many blocks
+** as its neighbours hold. An allocator fills a fresh region page after
+** page, so a new page is about to hold what the one before it holds;
+** starting at the smallest size and doubling would move each block two or
+** three times (a quarter of the heap's time on a binary-trees profile).
+** A sparse page next to a dense one takes at most the memory of the
+** dense one, and only until it is emptied. */
+static unsigned first_lg(mp_heap *h, uint64_t k)
+{
+  unsigned lg = LG_MIN, n = 0;
+  size_t j;
+  for (j = mp_hdir_home(h, k - 1); h->dir[j].key; j = (j + 1) & h->dmask)
+    if (h->dir[j].key == k - 1) { n = h->dir[j].pg->count; break; }
+  for (j = mp_hdir_home(h, k + 1); h->dir[j].key; j = (j + 1) & h->dmask)
+    if (h->dir[j].key == k + 1) {
+      if (h->dir[j].pg->count > n) n = h->dir[j].pg->count;
+      break;
+    }
+  while (lg < LG_MAX && (n + 1) * 2 > 1u << lg) lg++;
+  return lg;
+}
+
+/* Slot of offset off in g, or the empty slot where it would go; *dist gets
+** how far that is from its home. */
+static uint32_t page_probe(mp_hpage *g, uint32_t off, uint32_t *dist)
+{
+  uint16_t *key = mp_hpage_key(g);
+  uint32_t m = (1u << g->lg) - 1, j = mp_hpage_home(off, g->lg), n = 0;
+  while (key[j] && key[j] != off + 1) { j = (j + 1) & m; n++; }
+  *dist = n;
+  return j;
+}
+
+/* Replace g (the table of page key k) by one of 2^lg slots; NULL when out
+** of memory (g unchanged). */
+static mp_hpage *page_resize(mp_heap *h, mp_hpage *g, uint64_t k,
+			     unsigned lg)
+{
+  mp_hpage *n = page_new(lg);
+  uint16_t *okey = mp_hpage_key(g), *nkey;
+  mp_hval *oval = mp_hpage_val(g), *nval;
+  uint32_t i, j, d;
+  if (!n) return NULL;
+  nkey = mp_hpage_key(n);
+  nval = mp_hpage_val(n);
+  for (i = 0; i < (1u << g->lg); i++)
+    if (okey[i]) {
+      j = page_probe(n, okey[i] - 1u, &d);
+      nkey[j] = okey[i];
+      nval[j] = oval[i];
+    }
+  n->count = g->count;
+  h->dir[dir_probe(h, k)].pg = n;
+  if (h->lastkey == k) h->last = n;
+  free(g);
+  return n;
+}
+
+void mp_heap_vacate(mp_heap *h, mp_hpage *g, uint64_t k, uint32_t j)
+{
+  uint16_t *key = mp_hpage_key(g);
+  mp_hval *val = mp_hpage_val(g);
+  uint32_t i = j, m = (1u << g->lg) - 1;
+  if (--g->count == 0) {	/* The page's last block: drop its table. */
+    dir_vacate(h, dir_probe(h, k));
+    h->npage--;
+    if (h->lastkey == k) { h->lastkey = 0; h->last = NULL; }
+    free(g);
+    return;
+  }
+  for (;;) {
+    uint32_t home;
+    i = (i + 1) & m;
+    if (!key[i]) break;
+    home = mp_hpage_home(key[i] - 1u, g->lg);
+    if (j <= i ? (j < home && home <= i) : (j < home || home <= i)) continue;
+    key[j] = key[i];
+    val[j] = val[i];
+    j = i;
+  }
+  key[j] = 0;
+}
+
+/* -- Raw operations (values not interpreted) ------------------------------ */
+
+/* Store v for addr, replacing any value (then copied to *old, and *found
+** set). Returns 0, or -1 when out of memory (nothing changed). */
+static int raw_put(mp_heap *h, uint64_t addr, mp_hval v, int *found,
+		   mp_hval *old)
+{
+  uint64_t k = (addr >> MP_HPAGE_BITS) + 1;
+  uint32_t off = (uint32_t)addr & PAGE_MASK, j, d;
+  mp_hpage *g = k == h->lastkey ? h->last : mp_heap_page(h, k);
+  *found = 0;
+  if (!g) {	/* A page without blocks so far. */
+    size_t s;
+    if ((!h->dir || (h->npage + 1) * 2 > h->dmask + 1) && dir_grow(h) < 0)
+      return -1;
+    if (!(g = page_new(first_lg(h, k)))) return -1;
+    s = dir_probe(h, k);
+    h->dir[s].key = k;
+    h->dir[s].pg = g;
+    h->npage++;
+    h->lastkey = k;
+    h->last = g;
+  }
+  j = page_probe(g, off, &d);
+  if (mp_hpage_key(g)[j]) {
+    *found = 1;
+    *old = mp_hpage_val(g)[j];
+    mp_hpage_val(g)[j] = v;
+    return 0;
+  }
+  /* Keep the table at most half full and its probes short (a new table,
+  ** being empty, never grows here). */
+  while (g->lg < LG_MAX && (((uint32_t)g->count + 1) * 2 > (1u << g->lg) ||
+			    d > MP_HPAGE_PROBE)) {
+    if (!(g = page_resize(h, g, k, g->lg + 1u))) return -1;
+    j = page_probe(g, off, &d);
+  }
+  mp_hpage_key(g)[j] = (uint16_t)(off + 1);
+  mp_hpage_val(g)[j] = v;
+  g->count++;
+  h->count++;
+  return 0;
+}
+
+/* Remove addr and copy its value to *out; returns 1 if it was there. */
+static int raw_take(mp_heap *h, uint64_t addr, mp_hval *out)
+{
+  uint64_t k = (addr >> MP_HPAGE_BITS) + 1;
+  uint32_t off = (uint32_t)addr & PAGE_MASK, j, d;
+  mp_hpage *g = k == h->lastkey ? h->last : mp_heap_page(h, k);
+  if (!g) return 0;
+  j = page_probe(g, off, &d);
+  if (!mp_hpage_key(g)[j]) return 0;
+  *out = mp_hpage_val(g)[j];
   h->count--;
+  mp_heap_vacate(h, g, k, j);
   return 1;
 }
 
-/* Size of the block in slot j (looked up in the big table if needed). */
-static uint64_t slot_size(const mp_heap *h, size_t j)
+/* -- Sizes and the big heap ----------------------------------------------- */
+
+uint64_t mp_heap_take_big(mp_heap *h, uint64_t addr)
 {
-  const mp_hslot *s = &h->slot[j];
-  if (s->size == MP_HEAP_BIG && h->big && h->big->slot) {
-    size_t k = probe(h->big, s->addr);
-    const mp_hslot *b = &h->big->slot[k];
-    if (b->addr) return ((uint64_t)b->site << 32) | b->size;
-  }
-  return s->size;
+  mp_hval b;
+  if (h->big && raw_take(h->big, addr, &b))
+    return ((uint64_t)b.site << 32) | b.size;
+  return MP_HEAP_BIG;
 }
 
-int mp_heap_put(mp_heap *h, uint64_t addr, uint64_t size, uint32_t site)
+int mp_heap_put_slow(mp_heap *h, uint64_t addr, uint64_t size,
+		     uint32_t site)
 {
-  size_t j;
-  uint64_t old = 0;
-  int found;
-  mp_hslot tmp;
-  if ((h->count + 1) * 8 > (h->mask + 1) * 5 || !h->slot)
-    if (grow(h) < 0) return -1;
-  j = probe(h, addr);	/* One probe: replace or insert. */
-  found = h->slot[j].addr != 0;
-  if (found) old = slot_size(h, j);
-  if (size >= MP_HEAP_BIG) {
+  mp_hval v, old, b, tmp;
+  int found, bfound = 0;
+  uint64_t oldsize = 0;
+  v.size = size >= MP_HEAP_BIG ? MP_HEAP_BIG : (uint32_t)size;
+  v.site = site;
+  if (size >= MP_HEAP_BIG) {	/* First the part that may fail alone. */
     if (!h->big) {
       if (!(h->big = malloc(sizeof(*h->big)))) return -1;
       mp_heap_init(h->big);
     }
-    if (raw_put(h->big, addr, (uint32_t)(size >> 32), (uint32_t)size) < 0)
-      return -1;
-  } else if (found && h->slot[j].size == MP_HEAP_BIG && h->big) {
-    raw_take(h->big, addr, &tmp);
+    b.size = (uint32_t)size;
+    b.site = (uint32_t)(size >> 32);
+    if (raw_put(h->big, addr, b, &bfound, &tmp) < 0) return -1;
   }
-  h->slot[j].addr = addr;
-  h->slot[j].site = site;
-  h->slot[j].size = size >= MP_HEAP_BIG ? MP_HEAP_BIG : (uint32_t)size;
-  h->count += !found;
-  h->bytes += size - old;
+  if (raw_put(h, addr, v, &found, &old) < 0) {
+    if (size >= MP_HEAP_BIG) {	/* Undo the big part. */
+      if (bfound) raw_put(h->big, addr, tmp, &bfound, &b);
+      else raw_take(h->big, addr, &b);
+    }
+    return -1;
+  }
+  if (found) {	/* Replaced a block whose free was missed. */
+    if (old.size != MP_HEAP_BIG)
+      oldsize = old.size;
+    else if (size >= MP_HEAP_BIG)	/* Its size was overwritten above. */
+      oldsize = bfound ? ((uint64_t)tmp.site << 32) | tmp.size : MP_HEAP_BIG;
+    else
+      oldsize = mp_heap_take_big(h, addr);
+  }
+  h->bytes += size - oldsize;
   return 0;
-}
-
-int mp_heap_take(mp_heap *h, uint64_t addr, uint64_t *size, uint32_t *site)
-{
-  mp_hslot s, b;
-  if (!raw_take(h, addr, &s)) return 0;
-  *site = s.site;
-  *size = s.size;
-  if (s.size == MP_HEAP_BIG && h->big && raw_take(h->big, addr, &b))
-    *size = ((uint64_t)b.site << 32) | b.size;
-  h->bytes -= *size;
-  return 1;
 }

@@ -4,7 +4,9 @@
 ** Per event the work is: decode, find the site (a 256-entry cache in front
 ** of the symbol and site tables; most events repeat a recent location),
 ** update its counters, and update the heap table. The heap table is the
-** only structure touched at random, so it decides the speed.
+** only structure as large as the profiled heap; it follows the locality of
+** the addresses (mp_heap.h), and is prefetched a batch of events ahead
+** when they have none.
 */
 
 #include <stdarg.h>
@@ -174,43 +176,37 @@ static uint32_t site_find(mp_profile *p, uint8_t src, uint32_t sym,
   return i;
 }
 
-/* Site of an event's location; SITE_MAX + 1 when out of memory. */
-static inline uint32_t site_of(mp_profile *p, const mp_item *it)
+/* Site of an event's location (src, id, line); SITE_MAX + 1 when out of
+** memory. Most events repeat one of a few recent locations, so a small
+** direct-mapped cache answers them with one multiply and three compares;
+** the symbol and site tables see only its misses. */
+static inline uint32_t site_of(mp_profile *p, uint8_t src, uint64_t id,
+			       uint64_t line)
 {
-  uint64_t h, off = 0;
-  mp_lcache *c = p->lastloc;
+  uint64_t h, off = 0, tag = ((uint64_t)p->epoch << 8) | src;
+  mp_lcache *c;
   uint32_t sym = 0, site;
-  if (c->id == it->id && c->line == it->line && c->src == it->src &&
-      c->epoch == p->epoch)	/* Same place as the last event. */
-    return c->site;
-  /* One multiply: this is on most events' path. */
-  h = ((it->id ^ (it->line << 24) ^ it->src) * 0x9e3779b97f4a7c15ull) >> 56;
+  h = ((id ^ (line << 24) ^ src) * 0x9e3779b97f4a7c15ull) >> 56;
   c = &p->lcache[h & (MP_LCACHE - 1)];
-  if (c->epoch == p->epoch && c->id == it->id && c->line == it->line &&
-      c->src == it->src) {
-    p->lastloc = c;
-    return c->site;
-  }
-  switch (it->src) {
+  if (c->id == id && c->line == line && c->tag == tag) return c->site;
+  switch (src) {
   case MP_SRC_LFUNC:
-    sym = mp_symtab_find(&p->syms, MP_K_SYM_LFUNC, it->id);
+    sym = mp_symtab_find(&p->syms, MP_K_SYM_LFUNC, id);
     break;
   case MP_SRC_CFUNC:
-    sym = mp_symtab_find(&p->syms, MP_K_SYM_CFUNC, it->id);
-    if (!sym) sym = mp_symtab_cfloor(&p->syms, it->id, &off);
+    sym = mp_symtab_find(&p->syms, MP_K_SYM_CFUNC, id);
+    if (!sym) sym = mp_symtab_cfloor(&p->syms, id, &off);
     break;
   case MP_SRC_TRACE:
-    sym = mp_symtab_find(&p->syms, MP_K_SYM_TRACE, it->id);
+    sym = mp_symtab_find(&p->syms, MP_K_SYM_TRACE, id);
     break;
   }
-  site = site_find(p, it->src, sym, it->id, it->line, off);
+  site = site_find(p, src, sym, id, line, off);
   if (site <= SITE_MAX) {
-    c->id = it->id;
-    c->line = it->line;
-    c->src = it->src;
+    c->id = id;
+    c->line = line;
+    c->tag = tag;
     c->site = site;
-    c->epoch = p->epoch;
-    p->lastloc = c;
   }
   return site;
 }
@@ -283,8 +279,7 @@ void mp_profile_init(mp_profile *p)
   memset(p, 0, sizeof(*p));
   mp_symtab_init(&p->syms);
   mp_heap_init(&p->heap);
-  p->epoch = 1;
-  p->lastloc = &p->lcache[0];	/* Epoch 0: matches nothing. */
+  p->epoch = 1;	/* Tag 0 (epoch 0) marks an empty cache entry. */
 }
 
 void mp_profile_free(mp_profile *p)
@@ -301,95 +296,142 @@ void mp_profile_free(mp_profile *p)
   memset(p, 0, sizeof(*p));
 }
 
-/* Stop the pass for lack of memory at item it. */
-static int nomem(mp_profile *p, const mp_item *it)
+/* Stop the pass for lack of memory at byte offset off. */
+static int nomem(mp_profile *p, size_t off)
 {
-  p->r.err_offset = it->offset;
+  p->r.err_offset = off;
   snprintf(p->r.err, sizeof(p->r.err), "memory for the report's tables");
   return MP_ERR_NOMEM;
 }
 
-/* Aggregate one allocation event; MP_OK or MP_ERR_NOMEM. */
-static inline int on_event(mp_profile *p, const mp_item *it)
+/* Index (MP_EV_*) of an event kind (MP_K_ALLOC, _FREE, _REALLOC). */
+static const uint8_t kind_index[4] = { 0, MP_EV_ALLOC, MP_EV_FREE,
+				       MP_EV_REALLOC };
+
+/* Aggregate one allocation event; MP_OK or MP_ERR_NOMEM. Inlined by force
+** into the loop over a batch, where GCC would otherwise call it and save
+** and restore six registers for every event. */
+static inline __attribute__((always_inline))
+int on_event(mp_profile *p, const mp_event *e)
 {
-  int k = it->kind == MP_K_ALLOC ? MP_EV_ALLOC :
-	  it->kind == MP_K_REALLOC ? MP_EV_REALLOC : MP_EV_FREE;
-  uint32_t si = site_of(p, it), owner;
+  int k = kind_index[e->kind & 3];
+  uint32_t si = site_of(p, e->src, e->id, e->line), owner;
   uint64_t size;
   mp_site *s;
-  if (si > SITE_MAX) return nomem(p, it);
+  if (si > SITE_MAX) return MP_ERR_NOMEM;
   s = &p->site[si];
   s->n[k]++;
-  s->plus[k] += it->nsize;
-  s->minus[k] += it->osize;
-  p->net += it->nsize - it->osize;	/* Modulo 2^64: bad data must not trap. */
+  s->plus[k] += e->nsize;
+  s->minus[k] += e->osize;
+  p->net += e->nsize - e->osize;	/* Modulo 2^64: bad data must not trap. */
   if ((int64_t)p->net > p->peak) p->peak = (int64_t)p->net;
-  if (k != MP_EV_ALLOC && mp_heap_take(&p->heap, it->oaddr, &size, &owner) &&
-      link_add(p, k, si, owner, it->nsize, size) < 0)
-    return nomem(p, it);
-  if (k != MP_EV_FREE && it->naddr &&
-      mp_heap_put(&p->heap, it->naddr, it->nsize, si) < 0)
-    return nomem(p, it);
+  if ((e->kind & MP_AEV_FREE) &&
+      mp_heap_take(&p->heap, e->oaddr, &size, &owner) &&
+      link_add(p, k, si, owner, e->nsize, size) < 0)
+    return MP_ERR_NOMEM;
+  if ((e->kind & MP_AEV_ALLOC) && e->naddr &&
+      mp_heap_put(&p->heap, e->naddr, e->nsize, si) < 0)
+    return MP_ERR_NOMEM;
   return MP_OK;
 }
 
-/* Aggregate one decoded item; MP_OK or MP_ERR_NOMEM. */
+/* Aggregate one item from mp_reader_next(); MP_OK or MP_ERR_NOMEM. */
 static int on_item(mp_profile *p, const mp_item *it)
 {
-  if (it->kind < MP_K_SYM_LFUNC) return on_event(p, it);
-  if (!mp_symtab_add(&p->syms, it)) return nomem(p, it);
+  if (it->kind < MP_K_SYM_LFUNC) {
+    mp_event e;
+    e.id = it->id;
+    e.line = it->line;
+    e.oaddr = it->oaddr;
+    e.osize = it->osize;
+    e.naddr = it->naddr;
+    e.nsize = it->nsize;
+    e.kind = (uint8_t)it->kind;
+    e.src = it->src;
+    return on_event(p, &e) == MP_OK ? MP_OK : nomem(p, it->offset);
+  }
+  if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->kind - MP_K_SYM_LFUNC]++;
   if (++p->epoch == 0) {	/* Wrapped: forget every cached location. */
     memset(p->lcache, 0, sizeof(p->lcache));
     p->epoch = 1;
-    p->lastloc = &p->lcache[0];
   }
   return MP_OK;
 }
 
-/* Items decoded per batch. While one batch is aggregated the next one is
-** already decoded and its heap slots prefetched: 16 to 32 items ahead
-** covers a cache miss (~100 ns) at ~10 ns per item. */
-#define BATCH	16
+/* Aggregate n events that start at byte offset off; MP_OK or
+** MP_ERR_NOMEM (with the offset of the event that failed). */
+static int on_events(mp_profile *p, const mp_event *ev, size_t n, size_t off)
+{
+  size_t i;
+  for (i = 0; i < n; i++) {
+    if (on_event(p, &ev[i]) != MP_OK) return nomem(p, off);
+    off += ev[i].len;
+  }
+  return MP_OK;
+}
 
-/* Prefetch the heap slots that n items at it will touch. A macro, for
-** the reason given at mp_heap_prefetch. */
-#define prefetch_batch(p, it, n) \
+/* Events decoded per batch. While one batch is aggregated the next one is
+** already decoded and what its heap operations will read is prefetched:
+** 16 to 32 events ahead covers a cache miss (~100 ns) at a few ns per
+** event when addresses are random. When they follow each other (the usual
+** case) the page is mostly the last one and the hardware prefetcher
+** follows the runs: prefetching, which would add a quarter to the heap's
+** time on a binary-trees profile, is then skipped, as long as a batch
+** changes pages at most BATCH / 8 times. */
+#define BATCH	32
+
+/* Prefetch what the heap operations of n events will read (see
+** mp_heap.h). A macro, for the reason given there. */
+#define prefetch_batch(p, ev, n) \
   do { \
-    size_t i_; \
-    for (i_ = 0; i_ < (n); i_++) { \
-      mp_kind k_ = (it)[i_].kind; \
-      if (k_ == MP_K_ALLOC || k_ == MP_K_REALLOC) \
-	mp_heap_prefetch(&(p)->heap, (it)[i_].naddr); \
-      if (k_ == MP_K_FREE || k_ == MP_K_REALLOC) \
-	mp_heap_prefetch(&(p)->heap, (it)[i_].oaddr); \
+    size_t pi_; \
+    uint64_t pk_ = 0; \
+    mp_hpage *pg_ = NULL; \
+    for (pi_ = 0; pi_ < (n); pi_++) { \
+      if ((ev)[pi_].kind & MP_AEV_FREE) \
+	mp_heap_prefetch_dir(&(p)->heap, (ev)[pi_].oaddr, pk_); \
+      if ((ev)[pi_].kind & MP_AEV_ALLOC) \
+	mp_heap_prefetch_dir(&(p)->heap, (ev)[pi_].naddr, pk_); \
+    } \
+    pk_ = 0; \
+    for (pi_ = 0; pi_ < (n); pi_++) { \
+      if ((ev)[pi_].kind & MP_AEV_FREE) \
+	mp_heap_prefetch_slot(&(p)->heap, (ev)[pi_].oaddr, pk_, pg_); \
+      if ((ev)[pi_].kind & MP_AEV_ALLOC) \
+	mp_heap_prefetch_slot(&(p)->heap, (ev)[pi_].naddr, pk_, pg_); \
     } \
   } while (0)
 
 int mp_profile_read(mp_profile *p, const void *data, size_t len)
 {
-  mp_item buf[2][BATCH];
-  size_t got[2] = { 0, 0 }, mark = CONSUMED_STEP, i;
+  mp_event buf[2][BATCH];
+  size_t got[2] = { 0, 0 }, at[2] = { 0, 0 }, mark = CONSUMED_STEP, i;
+  size_t lookups;
   int cur = 0, rc = mp_reader_init(&p->r, data, len), prc = MP_OK;
+  int prefetch = 1;
   p->len = len;
-  if (rc == MP_OK) {
-    rc = mp_reader_read(&p->r, buf[0], BATCH, &got[0]);
-    prefetch_batch(p, buf[0], got[0]);
-  }
-  /* Items are aggregated in stream order; decoding one batch ahead
-  ** changes nothing but the cache misses. */
-  while (got[cur]) {
+  /* Events are aggregated in stream order; decoding one batch ahead
+  ** changes nothing but the cache misses. When no event can be decoded in
+  ** bulk (a symbol, the end, an error, the last bytes), the batch before
+  ** is aggregated and then one item read with mp_reader_next(). */
+  while (rc == MP_OK) {
     int nxt = cur ^ 1;
-    got[nxt] = 0;
-    if (rc == MP_OK) {
-      rc = mp_reader_read(&p->r, buf[nxt], BATCH, &got[nxt]);
-      prefetch_batch(p, buf[nxt], got[nxt]);
+    size_t pos = (size_t)(p->r.p - p->r.base);
+    at[nxt] = pos;
+    got[nxt] = mp_reader_events(&p->r, buf[nxt], BATCH);
+    if (prefetch) prefetch_batch(p, buf[nxt], got[nxt]);
+    lookups = p->heap.lookups;
+    if ((prc = on_events(p, buf[cur], got[cur], at[cur])) != MP_OK) goto out;
+    prefetch = p->heap.lookups - lookups > BATCH / 8;
+    if (!got[nxt]) {
+      mp_item it;
+      rc = mp_reader_next(&p->r, &it);
+      if (rc == MP_OK && (prc = on_item(p, &it)) != MP_OK) goto out;
     }
-    for (i = 0; i < got[cur]; i++)
-      if ((prc = on_item(p, &buf[cur][i])) != MP_OK) goto out;
-    if (p->consumed && buf[cur][i - 1].offset >= mark) {
-      p->consumed(p->ctx, buf[cur][i - 1].offset);
-      mark = buf[cur][i - 1].offset + CONSUMED_STEP;
+    if (p->consumed && pos >= mark) {
+      p->consumed(p->ctx, pos);
+      mark = pos + CONSUMED_STEP;
     }
     cur = nxt;
   }

@@ -61,11 +61,11 @@ typedef struct mp_alias {
   uint32_t hash;
 } mp_alias;
 
-/* Location -> site cache entry; valid while epoch matches. */
+/* Location -> site cache entry. */
 typedef struct mp_lcache {
   uint64_t id, line;
-  uint32_t site, epoch;
-  uint8_t src;
+  uint64_t tag;		/* epoch << 8 | src; 0 = empty (epochs start at 1). */
+  uint32_t site;
 } mp_lcache;
 
 #define MP_LCACHE	256
@@ -90,7 +90,6 @@ typedef struct mp_profile {
   uint32_t *amap;	/* Alias hash: number, 0 = empty. */
   size_t amask;
   mp_lcache lcache[MP_LCACHE];
-  mp_lcache *lastloc;	/* Entry of the last event's location. */
   uint32_t epoch;	/* Bumped by every symbol: flushes lcache. */
   /* Totals. */
   uint64_t nev[MP_EV__N];

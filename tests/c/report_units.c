@@ -120,6 +120,45 @@ static void test_heap(void)
   mp_heap_free(&h);
 }
 
+/* Blocks at every byte of one page (the most a page table can hold, at
+** its largest size), put and taken in scattered orders; then addresses at
+** the ends of the address space. */
+static void test_heap_pages(void)
+{
+  mp_heap h;
+  uint64_t base = 0x7f0000001000ull, size;
+  static const uint64_t edge[] = { 1, 4095, 4096, 0xfffffffffffff000ull,
+				   UINT64_MAX - 7, UINT64_MAX };
+  uint32_t i, site;
+  size_t bad = 0;
+  mp_heap_init(&h);
+  for (i = 0; i < 4096; i++) {
+    uint32_t o = (i * 2654435761u) & 4095;	/* A permutation of 0..4095. */
+    if (mp_heap_put(&h, base + o, o + 1, o) < 0) abort();
+  }
+  OK(h.count == 4096 && h.npage == 1 && h.bytes == 4096ull * 4097 / 2,
+     "heap: 4096 blocks at every byte of one page", "count %zu, pages %zu, "
+     "bytes %llu", h.count, h.npage, (unsigned long long)h.bytes);
+  for (i = 0; i < 4096; i++) {
+    uint32_t o = (i * 40503u + 7) & 4095;
+    if (!mp_heap_take(&h, base + o, &size, &site) || size != o + 1 ||
+	site != o)
+      bad++;
+  }
+  OK(bad == 0 && h.count == 0 && h.npage == 0 && h.bytes == 0,
+     "heap: ...taken back in another order, the page's table goes",
+     "%zu wrong, count %zu, pages %zu", bad, h.count, h.npage);
+  for (i = 0, bad = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
+    if (mp_heap_put(&h, edge[i], i + 1, i) < 0) abort();
+  for (i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
+    if (!mp_heap_take(&h, edge[i], &size, &site) || size != i + 1 ||
+	site != i || mp_heap_take(&h, edge[i], &size, &site))
+      bad++;
+  OK(bad == 0 && h.count == 0, "heap: addresses at the ends of the address "
+     "space", "%zu wrong, count %zu", bad, h.count);
+  mp_heap_free(&h);
+}
+
 /* -- C symbols ------------------------------------------------------------ */
 
 /* Add a C symbol; returns its serial. */
@@ -235,6 +274,7 @@ static void test_bytes(void)
 int main(void)
 {
   test_heap();
+  test_heap_pages();
   test_cfloor();
   test_bytes();
   printf("1..%d\n", n_test);
