@@ -228,61 +228,6 @@ static int next_event(mp_reader *r, mp_item *it)
 
 /* -- Fast path ------------------------------------------------------------ */
 
-/* Longest allocation event: header and six 10-byte numbers. */
-#define EVENT_LONGEST	(1 + 6 * MP_ULEB_MAX)
-
-/* Read a ULEB128 with no bounds check (the caller made sure of
-** EVENT_LONGEST bytes, so 8 bytes can be loaded at any number of an event);
-** 0 if overlong, for the checked path to report. Numbers of 2 to 8 bytes
-** (addresses are 6) are decoded from one 64-bit load without a loop: find
-** the first byte below 0x80, drop the bytes after it and the continuation
-** bits, and close the 1-bit gaps between the 7-bit groups in three steps. */
-static inline int uleb_fast(const uint8_t **pp, uint64_t *v)
-{
-  const uint8_t *p = *pp;
-  uint64_t x = *p, w, stop, b;
-  unsigned shift = 7, n;
-  if (x < 0x80) {
-    *v = x;
-    *pp = p + 1;
-    return 1;
-  }
-  memcpy(&w, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  stop = ~w & 0x8080808080808080ull;	/* High bit clear: last byte. */
-  if (stop) {
-    n = (unsigned)__builtin_ctzll(stop) + 1;	/* 8 * bytes in the number. */
-    x = w & (n == 64 ? ~0ull : (1ull << n) - 1) & 0x7f7f7f7f7f7f7f7full;
-    x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
-    x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
-    x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
-    *v = x;
-    *pp = p + n / 8;
-    return 1;
-  }
-#endif
-  x &= 0x7f;	/* 9 or 10 bytes (or a big-endian host): one at a time. */
-  p++;
-  do {
-    b = *p++;
-    if (shift == 63 && b > 1) return 0;
-    x |= (b & 0x7f) << shift;
-    shift += 7;
-  } while (b >= 0x80);
-  *v = x;
-  *pp = p;
-  return 1;
-}
-
-/* Headers of the allocation events of version v, as a set of bits over
-** 0..31: kinds 1 to 3 (bits 0-1) from sources 1 to 3, and 4 (traces) from
-** version 2 on. Source numbers 5 to 7 are not in the set: next_event()
-** reports them. */
-static inline uint32_t event_headers(int v)
-{
-  return 0xeee0u | (v >= 2 ? 0xe0000u : 0);
-}
-
 /* Decode an allocation event when the longest one fits in what is left:
 ** no bounds checks. Returns MP_OK, or 0 to leave anything else (symbols,
 ** the epilogue, errors) to next_event(), which reports them. */
@@ -290,19 +235,19 @@ static inline int next_event_fast(mp_reader *r, mp_item *it)
 {
   const uint8_t *p = r->p;
   unsigned h = *p++, ev = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
-  if (h >= 0x20 || !(event_headers(r->ljm_version) >> h & 1))
+  if (h >= 0x20 || !(mp_event_headers(r->ljm_version) >> h & 1))
     return 0;
   it->id = it->line = 0;
   if (src != MP_SRC_INTERNAL) {
-    if (!uleb_fast(&p, &it->id)) return 0;
-    if (src == MP_SRC_LFUNC && !uleb_fast(&p, &it->line)) return 0;
+    if (!mp_uleb_fast(&p, &it->id)) return 0;
+    if (src == MP_SRC_LFUNC && !mp_uleb_fast(&p, &it->line)) return 0;
   }
   it->oaddr = it->osize = it->naddr = it->nsize = 0;
   if ((ev & MP_AEV_FREE) &&
-      (!uleb_fast(&p, &it->oaddr) || !uleb_fast(&p, &it->osize)))
+      (!mp_uleb_fast(&p, &it->oaddr) || !mp_uleb_fast(&p, &it->osize)))
     return 0;
   if ((ev & MP_AEV_ALLOC) &&
-      (!uleb_fast(&p, &it->naddr) || !uleb_fast(&p, &it->nsize)))
+      (!mp_uleb_fast(&p, &it->naddr) || !mp_uleb_fast(&p, &it->nsize)))
     return 0;
   it->src = (uint8_t)src;
   it->kind = (mp_kind)ev;	/* MP_K_ALLOC/FREE/REALLOC = MP_AEV_*. */
@@ -313,34 +258,15 @@ static inline int next_event_fast(mp_reader *r, mp_item *it)
 
 size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n)
 {
-  const uint8_t *p = r->p, *lim;
+  const uint8_t *p = r->p, *lim, *q;
   uint32_t valid;
   size_t i;
-  if (r->phase != 1 || (size_t)(r->end - p) < EVENT_LONGEST) return 0;
-  lim = r->end - EVENT_LONGEST;
-  valid = event_headers(r->ljm_version);
-  for (i = 0; i < n && p <= lim; i++) {
-    const uint8_t *q = p;
-    mp_event *e = &ev[i];
-    unsigned h = *q++, k = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
-    if (h >= 0x20 || !(valid >> h & 1)) break;
-    e->id = e->line = 0;
-    if (src != MP_SRC_INTERNAL) {
-      if (!uleb_fast(&q, &e->id)) break;
-      if (src == MP_SRC_LFUNC && !uleb_fast(&q, &e->line)) break;
-    }
-    e->oaddr = e->osize = e->naddr = e->nsize = 0;
-    if ((k & MP_AEV_FREE) &&
-	(!uleb_fast(&q, &e->oaddr) || !uleb_fast(&q, &e->osize)))
-      break;
-    if ((k & MP_AEV_ALLOC) &&
-	(!uleb_fast(&q, &e->naddr) || !uleb_fast(&q, &e->nsize)))
-      break;
-    e->len = (uint32_t)(q - p);
-    e->kind = (uint8_t)k;	/* MP_K_ALLOC/FREE/REALLOC = MP_AEV_*. */
-    e->src = (uint8_t)src;
+  if (r->phase != 1 || (size_t)(r->end - p) < MP_EVENT_LONGEST) return 0;
+  lim = r->end - MP_EVENT_LONGEST;
+  valid = mp_event_headers(r->ljm_version);
+  for (i = 0; i < n && p <= lim && (q = mp_event_decode(p, &ev[i], valid));
+       i++)
     p = q;
-  }
   r->p = p;
   return i;
 }
@@ -350,7 +276,7 @@ int mp_reader_next(mp_reader *r, mp_item *it)
   for (;;) {
     int rc;
     if (r->phase == 1) {
-      if ((size_t)(r->end - r->p) >= EVENT_LONGEST &&
+      if ((size_t)(r->end - r->p) >= MP_EVENT_LONGEST &&
 	  next_event_fast(r, it) == MP_OK)
 	return MP_OK;
       return next_event(r, it);
@@ -366,7 +292,7 @@ int mp_reader_read(mp_reader *r, mp_item *it, size_t n, size_t *got)
   size_t i = 0;
   int rc = MP_OK;
   while (i < n) {
-    if (r->phase == 1 && (size_t)(r->end - r->p) >= EVENT_LONGEST &&
+    if (r->phase == 1 && (size_t)(r->end - r->p) >= MP_EVENT_LONGEST &&
 	next_event_fast(r, &it[i]) == MP_OK) {
       i++;
       continue;

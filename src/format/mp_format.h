@@ -189,6 +189,99 @@ typedef struct mp_event {
   uint8_t src;		/* MP_SRC_*. */
 } mp_event;
 
+/* -- Decoding without bounds checks -------------------------------------- */
+
+/* The unchecked decoding of allocation events, for the bulk of a stream:
+** mp_reader_events() uses it, and so can a loop that aggregates events as
+** it decodes them. The caller makes sure of MP_EVENT_LONGEST bytes from
+** the start of an event; whatever these functions refuse (anything but an
+** allocation event, an overlong number) is left for mp_reader_next() to
+** decode or report. */
+
+/* Longest allocation event: header and six 10-byte numbers. */
+#define MP_EVENT_LONGEST	(1 + 6 * MP_ULEB_MAX)
+
+/* Read a ULEB128 at *pp without a bounds check (8 bytes can be loaded at
+** any number of an event) and advance *pp; 0 if overlong. Numbers of 2 to
+** 8 bytes (addresses are 6 or 7) are decoded from one 64-bit load without
+** a loop: find the first byte below 0x80, drop the bytes after it and the
+** continuation bits, and close the 1-bit gaps between the 7-bit groups in
+** three steps (the first as a subtraction: b1 * 256 + b0 - b1 * 128). */
+static inline int mp_uleb_fast(const uint8_t **pp, uint64_t *v)
+{
+  const uint8_t *p = *pp;
+  uint64_t x = *p, b;
+  unsigned shift = 7;
+  if (x < 0x80) {
+    *v = x;
+    *pp = p + 1;
+    return 1;
+  }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  {
+    uint64_t w, stop;
+    __builtin_memcpy(&w, p, 8);
+    stop = ~w & 0x8080808080808080ull;	/* High bit clear: last byte. */
+    if (stop) {
+      /* stop ^ (stop - 1): the bits up to the first stop bit. */
+      x = w & (stop ^ (stop - 1)) & 0x7f7f7f7f7f7f7f7full;
+      x -= (x >> 1) & 0x3f803f803f803f80ull;
+      x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+      x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+      *v = x;
+      *pp = p + (__builtin_ctzll(stop) >> 3) + 1;
+      return 1;
+    }
+  }
+#endif
+  x &= 0x7f;	/* 9 or 10 bytes (or a big-endian host): one at a time. */
+  p++;
+  do {
+    b = *p++;
+    if (shift == 63 && b > 1) return 0;
+    x |= (b & 0x7f) << shift;
+    shift += 7;
+  } while (b >= 0x80);
+  *v = x;
+  *pp = p;
+  return 1;
+}
+
+/* Headers of the allocation events of version v, as a set of bits over
+** 0..31: kinds 1 to 3 (bits 0-1) from sources 1 to 3, and 4 (traces) from
+** version 2 on. Source numbers 5 to 7 are in no version. */
+static inline uint32_t mp_event_headers(int v)
+{
+  return 0xeee0u | (v >= 2 ? 0xe0000u : 0);
+}
+
+/* Decode the allocation event at p into *e if its header is in the set
+** valid (mp_event_headers()); the byte after it, or NULL (not an
+** allocation event of this version, or an overlong number). */
+static inline const uint8_t *mp_event_decode(const uint8_t *p, mp_event *e,
+					     uint32_t valid)
+{
+  const uint8_t *q = p + 1;
+  unsigned h = *p, k = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
+  if (h >= 0x20 || !(valid >> h & 1)) return NULL;
+  e->id = e->line = 0;
+  if (src != MP_SRC_INTERNAL) {
+    if (!mp_uleb_fast(&q, &e->id)) return NULL;
+    if (src == MP_SRC_LFUNC && !mp_uleb_fast(&q, &e->line)) return NULL;
+  }
+  e->oaddr = e->osize = e->naddr = e->nsize = 0;
+  if ((k & MP_AEV_FREE) &&
+      (!mp_uleb_fast(&q, &e->oaddr) || !mp_uleb_fast(&q, &e->osize)))
+    return NULL;
+  if ((k & MP_AEV_ALLOC) &&
+      (!mp_uleb_fast(&q, &e->naddr) || !mp_uleb_fast(&q, &e->nsize)))
+    return NULL;
+  e->len = (uint32_t)(q - p);
+  e->kind = (uint8_t)k;	/* MP_K_ALLOC/FREE/REALLOC = MP_AEV_*. */
+  e->src = (uint8_t)src;
+  return q;
+}
+
 /* Decode up to n allocation events into ev[0..n) and return how many; the
 ** first is at r->p before the call. Stops early, without an error, at
 ** anything else: a symbol, the epilogue, bytes that are not an event, or

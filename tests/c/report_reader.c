@@ -500,6 +500,91 @@ static void test_truncation(void)
   free(full);
 }
 
+/* Random events of every kind and source whose numbers have every length
+** from 1 to 10 bytes decode to what was encoded, by each reading path. */
+static void test_random_numbers(void)
+{
+  enum { N = 20000 };
+  static const unsigned srcs[] = { MP_SRC_INTERNAL, MP_SRC_LFUNC,
+				   MP_SRC_CFUNC, MP_SRC_TRACE };
+  static mp_item want[N];
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  uint8_t *b = malloc((size_t)N * 61 + 64), *p;
+  size_t i, path, bad = 0;
+  char first[300] = "";
+  if (!b) abort();
+  p = mp_put_prologue(b, "ljs", 3);
+  *p++ = MP_FINAL;
+  p = mp_put_prologue(p, "ljm", 3);
+  for (i = 0; i < N; i++) {
+    mp_item *w = &want[i];
+    uint64_t num[6];
+    int k;
+    for (k = 0; k < 6; k++) {	/* xorshift64*, random bit lengths. */
+      uint64_t x;
+      rng ^= rng >> 12; rng ^= rng << 25; rng ^= rng >> 27;
+      x = rng * 2685821657736338717ull;
+      num[k] = x >> (x & 63);
+    }
+    memset(w, 0, sizeof(*w));
+    w->kind = (mp_kind)(1 + num[0] % 3);
+    w->src = (uint8_t)srcs[(num[1] >> 3) % 4];
+    w->offset = (size_t)(p - b);
+    *p++ = (uint8_t)(w->kind | w->src);
+    if (w->src != MP_SRC_INTERNAL) p = mp_put_uleb(p, w->id = num[2]);
+    if (w->src == MP_SRC_LFUNC) p = mp_put_uleb(p, w->line = num[3]);
+    if (w->kind & MP_AEV_FREE) {
+      p = mp_put_uleb(p, w->oaddr = num[4]);
+      p = mp_put_uleb(p, w->osize = num[5]);
+    }
+    if (w->kind & MP_AEV_ALLOC) {
+      p = mp_put_uleb(p, w->naddr = num[5] ^ num[4]);
+      p = mp_put_uleb(p, w->nsize = num[4]);
+    }
+  }
+  *p++ = MP_FINAL;
+  for (path = 0; path < 3; path++) {
+    mp_reader r;
+    mp_item it[64];
+    size_t n = 0, got, j;
+    int rc = mp_reader_init(&r, b, (size_t)(p - b));
+    while (rc == MP_OK) {
+      if (path == 0) {
+	rc = mp_reader_next(&r, &it[0]);
+	got = rc == MP_OK;
+      } else if (path == 1) {
+	rc = mp_reader_read(&r, it, 37, &got);
+      } else if (!(got = read_events(&r, it, 45))) {
+	rc = mp_reader_next(&r, &it[0]);
+	got = rc == MP_OK;
+      }
+      for (j = 0; j < got; j++, n++) {
+	const mp_item *g = &it[j], *w = &want[n < N ? n : N - 1];
+	if (n >= N || g->kind != w->kind || g->src != w->src ||
+	    g->id != w->id || g->line != w->line || g->oaddr != w->oaddr ||
+	    g->osize != w->osize || g->naddr != w->naddr ||
+	    g->nsize != w->nsize || g->offset != w->offset) {
+	  if (!bad++)
+	    snprintf(first, sizeof(first), "path %zu, event %zu at %zu: got "
+		     "%d/%d %llx %llx %llx/%llx %llx/%llx", path, n, g->offset,
+		     g->kind, g->src, (unsigned long long)g->id,
+		     (unsigned long long)g->line, (unsigned long long)g->oaddr,
+		     (unsigned long long)g->osize, (unsigned long long)g->naddr,
+		     (unsigned long long)g->nsize);
+	}
+      }
+    }
+    if (rc != MP_END || n != N) {
+      if (!bad++)
+	snprintf(first, sizeof(first), "path %zu: rc %d after %zu events: %s",
+		 path, rc, n, r.err);
+    }
+  }
+  ok(bad == 0, "20000 random events with numbers of 1 to 10 bytes decode "
+     "exactly, by each path", "%zu bad; first: %s", bad, first);
+  free(b);
+}
+
 /* -- The profile pass and the report -------------------------------------- */
 
 /* Render the report of a stream as text into a string. */
@@ -671,6 +756,7 @@ int main(void)
   test_v3();
   test_errors();
   test_truncation();
+  test_random_numbers();
   test_report();
   test_report_versions();
   printf("1..%d\n", n_test);
