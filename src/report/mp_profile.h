@@ -70,6 +70,14 @@ typedef struct mp_lcache {
 
 #define MP_LCACHE	256
 
+/* Link key -> link cache entry (direct-mapped). */
+typedef struct mp_lmru {
+  uint64_t key;		/* See link_note(); 0 = empty. */
+  uint32_t link;	/* Index in link[]. */
+} mp_lmru;
+
+#define MP_LMRU		64
+
 typedef struct mp_profile {
   mp_reader r;
   mp_symtab syms;
@@ -83,8 +91,7 @@ typedef struct mp_profile {
   uint64_t *lkey;	/* Link hash: packed key, 0 = empty. */
   uint32_t *lval;
   size_t lmask;
-  uint64_t lastkey;	/* Last link used (0: none), and its index. */
-  uint32_t lastlink;
+  mp_lmru lmru[MP_LMRU];	/* Recently used links. */
   mp_alias *alias;	/* alias[0] unused; numbers start at 1. */
   uint32_t nalias, capalias;
   uint32_t *amap;	/* Alias hash: number, 0 = empty. */

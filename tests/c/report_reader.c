@@ -721,6 +721,75 @@ static void test_report(void)
   }
 }
 
+/* The profile pass on a large heap whose frees jump from page to page
+** (the pass then prefetches a batch ahead, see mp_profile.c), with trace
+** redefinitions between the frees: every free is charged to the trace
+** symbol in force when it came, and finds the block it frees. */
+static void test_profile_scattered(void)
+{
+  enum { NB = 60000, NPAGE = 16384, SEG = 5000 };
+  static uint64_t addr[NB];
+  uint64_t total = 0;
+  uint8_t *b = malloc((size_t)NB * 40 + 4096), *q;
+  size_t i, bad = 0;
+  mp_profile p;
+  int rc;
+  if (!b) abort();
+  q = mp_put_prologue(b, "ljs", 3);
+  *q++ = MP_SYM_LFUNC;
+  q = mp_put_uleb(q, 0x1000);
+  q = mp_put_uleb(q, 6);
+  memcpy(q, "@x.lua", 6);
+  q += 6;
+  q = mp_put_uleb(q, 1);
+  *q++ = MP_FINAL;
+  q = mp_put_prologue(q, "ljm", 3);
+  for (i = 0; i < NB; i++) {	/* Distinct addresses, scattered pages. */
+    addr[i] = 0x7f0000000000ull + (i * 40503u % NPAGE) * 4096 +
+	      (i / NPAGE) * 16;
+    *q++ = ALLOC(MP_SRC_LFUNC);
+    q = mp_put_uleb(q, 0x1000);
+    q = mp_put_uleb(q, 2);
+    q = mp_put_uleb(q, addr[i]);
+    q = mp_put_uleb(q, 16 + i % 100);
+    total += 16 + i % 100;
+  }
+  for (i = 0; i < NB; i++) {	/* Freed in another order by trace 7. */
+    size_t j = (i * 7919) % NB;
+    if (i % SEG == 0) {	/* Trace 7 is (re)defined, starting at line i. */
+      *q++ = SYMEV(MP_SRC_TRACE);
+      q = mp_put_uleb(q, 7);
+      q = mp_put_uleb(q, 0x1000);
+      q = mp_put_uleb(q, i / SEG + 10);
+    }
+    *q++ = FREE(MP_SRC_TRACE);
+    q = mp_put_uleb(q, 7);
+    q = mp_put_uleb(q, addr[j]);
+    q = mp_put_uleb(q, 16 + j % 100);
+  }
+  *q++ = MP_FINAL;
+  mp_profile_init(&p);
+  rc = mp_profile_read(&p, b, (size_t)(q - b));
+  for (i = 0; i < p.nsite; i++) {	/* One site per definition of 7. */
+    const mp_site *s = &p.site[i];
+    if (s->src == MP_SRC_TRACE &&
+	(s->n[MP_EV_FREE] != SEG || p.syms.sym[s->sym].line != 10 + i - 1))
+      bad++;
+  }
+  for (i = 0; i < p.nlink; i++)
+    if (p.link[i].owner != 0 || p.link[i].count != SEG) bad++;
+  ok(rc == MP_END && bad == 0 && p.nsite == 1 + NB / SEG &&
+     p.nlink == NB / SEG && p.heap.count == 0 && p.heap.bytes == 0 &&
+     p.nev[MP_EV_FREE] == NB && p.free_bytes == total,
+     "60000 blocks on 16384 pages freed at random across 12 definitions "
+     "of a trace: each free found and charged in order", "rc %d, %zu bad, "
+     "%u sites, %u links, %zu live, %llu freed of %llu", rc, bad, p.nsite,
+     p.nlink, p.heap.count, (unsigned long long)p.free_bytes,
+     (unsigned long long)total);
+  mp_profile_free(&p);
+  free(b);
+}
+
 /* A v2 trace and a v1 stream through the report: labels per version. */
 static void test_report_versions(void)
 {
@@ -759,6 +828,7 @@ int main(void)
   test_random_numbers();
   test_report();
   test_report_versions();
+  test_profile_scattered();
   printf("1..%d\n", n_test);
   return n_fail != 0;
 }
