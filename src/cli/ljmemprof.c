@@ -539,6 +539,10 @@ static void json_loc(FILE *out, const mp_symtab *t, const mp_item *it)
   }
 }
 
+/* Bytes read between two releases of the mapped pages (mp_file_release):
+** without them the whole file would stay in the process's RSS. */
+#define EVENTS_RELEASE	((size_t)8 << 20)
+
 static int cmd_events(int argc, char **argv)
 {
   mp_cli_opts o;
@@ -547,6 +551,7 @@ static int cmd_events(int argc, char **argv)
   mp_reader r;
   mp_item it;
   mp_symtab t;
+  size_t mark = EVENTS_RELEASE;
   int rc;
   FILE *out = stdout;
   memset(&o, 0, sizeof(o));
@@ -559,6 +564,10 @@ static int cmd_events(int argc, char **argv)
   mp_symtab_init(&t);
   rc = mp_reader_init(&r, f.data, f.len);
   while (rc == MP_OK && (rc = mp_reader_next(&r, &it)) == MP_OK) {
+    if (it.offset >= mark) {	/* Keep RSS small: drop pages read. */
+      mp_file_release(&f, it.offset);
+      mark = it.offset + EVENTS_RELEASE;
+    }
     if (it.kind >= MP_K_SYM_LFUNC) { mp_symtab_add(&t, &it); continue; }
     fprintf(out, "{\"event\":\"%s\",", mp_kind_name(it.kind));
     json_loc(out, &t, &it);

@@ -139,5 +139,7 @@ void mp_file_release(mp_file *f, size_t upto)
   if (!f->mapped || page <= 0) return;
   n = upto - upto % (size_t)page;
   if (n > f->len) n = f->len - f->len % (size_t)page;
-  if (n) madvise((void *)f->data, n, MADV_DONTNEED);
+  if (n <= f->released) return;	/* Only what is new: the kernel walks it. */
+  madvise((char *)f->data + f->released, n - f->released, MADV_DONTNEED);
+  f->released = n;
 }

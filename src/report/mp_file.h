@@ -10,6 +10,7 @@ typedef struct mp_file {
   const void *data;
   size_t len;
   int mapped;		/* 1 if data is an mmap, 0 if malloc'd. */
+  size_t released;	/* Bytes dropped by mp_file_release() so far. */
 } mp_file;
 
 /* Map path; on failure return -1 and leave errno set. "-" reads stdin. */
