@@ -176,19 +176,14 @@ static uint32_t site_find(mp_profile *p, uint8_t src, uint32_t sym,
   return i;
 }
 
-/* Site of an event's location (src, id, line); SITE_MAX + 1 when out of
-** memory. Most events repeat one of a few recent locations, so a small
-** direct-mapped cache answers them with one multiply and three compares;
-** the symbol and site tables see only its misses. */
-static inline uint32_t site_of(mp_profile *p, uint8_t src, uint64_t id,
-			       uint64_t line)
+/* Site of location (src, id, line) when the cache has not got it: resolve
+** the symbol in force, find or make the site, and remember it in cache
+** entry c with tag. SITE_MAX + 1 when out of memory. */
+static uint32_t site_miss(mp_profile *p, mp_lcache *c, uint64_t tag,
+			  uint8_t src, uint64_t id, uint64_t line)
 {
-  uint64_t h, off = 0, tag = ((uint64_t)p->epoch << 8) | src;
-  mp_lcache *c;
+  uint64_t off = 0;
   uint32_t sym = 0, site;
-  h = ((id ^ (line << 24) ^ src) * 0x9e3779b97f4a7c15ull) >> 56;
-  c = &p->lcache[h & (MP_LCACHE - 1)];
-  if (c->id == id && c->line == line && c->tag == tag) return c->site;
   switch (src) {
   case MP_SRC_LFUNC:
     sym = mp_symtab_find(&p->syms, MP_K_SYM_LFUNC, id);
@@ -202,13 +197,32 @@ static inline uint32_t site_of(mp_profile *p, uint8_t src, uint64_t id,
     break;
   }
   site = site_find(p, src, sym, id, line, off);
-  if (site <= SITE_MAX) {
-    c->id = id;
-    c->line = line;
-    c->tag = tag;
-    c->site = site;
-  }
+  if (site > SITE_MAX) return site;
+  if (src == MP_SRC_INTERNAL) p->internal = site + 1;
+  c->id = id;
+  c->line = line;
+  c->tag = tag;
+  c->site = site;
   return site;
+}
+
+/* Site of an event's location (src, id, line); SITE_MAX + 1 when out of
+** memory. The VM's internals are one site, which no symbol changes, kept
+** aside: most frees come from the garbage collector. Other events mostly
+** repeat one of a few recent locations, so a small direct-mapped cache
+** answers them with one multiply and three compares; the symbol and site
+** tables see only its misses. */
+static inline uint32_t site_of(mp_profile *p, uint8_t src, uint64_t id,
+			       uint64_t line)
+{
+  uint64_t h, tag;
+  mp_lcache *c;
+  if (src == MP_SRC_INTERNAL && p->internal) return p->internal - 1;
+  tag = ((uint64_t)p->epoch << 8) | src;
+  h = ((id ^ (line << 24) ^ src) * 0x9e3779b97f4a7c15ull) >> 56;
+  c = &p->lcache[h & (MP_LCACHE - 1)];
+  if (c->id == id && c->line == line && c->tag == tag) return c->site;
+  return site_miss(p, c, tag, src, id, line);
 }
 
 /* -- Links ---------------------------------------------------------------- */

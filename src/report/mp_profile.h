@@ -98,6 +98,7 @@ typedef struct mp_profile {
   size_t amask;
   mp_lcache lcache[MP_LCACHE];
   uint32_t epoch;	/* Bumped by every symbol: flushes lcache. */
+  uint32_t internal;	/* Site of MP_SRC_INTERNAL + 1, 0 until known. */
   /* Totals. */
   uint64_t nev[MP_EV__N];
   uint64_t nsym[2][MP_SY__N];	/* [0] symtab header, [1] inside events. */
