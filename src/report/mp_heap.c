@@ -15,8 +15,9 @@
 #include "report/mp_heap.h"
 
 #define PAGE_MASK	((1u << MP_HPAGE_BITS) - 1)
-#define LG_MIN		4
-#define LG_MAX		(MP_HPAGE_BITS + 1)	/* Every offset has a slot. */
+#define LG_MIN		2
+#define LG_MAX		MP_HPAGE_LGMAX
+#define SPARE_BYTES	((size_t)1 << 20)	/* Empty tables kept at most. */
 #define DIR_MIN		256
 
 void mp_heap_init(mp_heap *h)
@@ -30,6 +31,12 @@ void mp_heap_free(mp_heap *h)
   if (h->big) { mp_heap_free(h->big); free(h->big); }
   for (i = 0; h->dir && i <= h->dmask; i++)
     if (h->dir[i].key) free(h->dir[i].pg);
+  for (i = 0; i <= LG_MAX; i++)
+    while (h->spare[i]) {
+      mp_hpage *g = h->spare[i];
+      memcpy(&h->spare[i], mp_hpage_val(g), sizeof(g));
+      free(g);
+    }
   free(h->dir);
   memset(h, 0, sizeof(*h));
 }
@@ -84,24 +91,57 @@ mp_hpage *mp_heap_page(mp_heap *h, uint64_t k)
   h->lookups++;
   if (!h->dir) return NULL;
   j = dir_probe(h, k);
-  if (!h->dir[j].key) return NULL;
+  if (!h->dir[j].key) {
+    h->absent = k;
+    h->absentslot = j;
+    return NULL;
+  }
   h->lastkey = k;
+  h->lastslot = j;
   return h->last = h->dir[j].pg;
 }
 
 /* -- Page tables ---------------------------------------------------------- */
 
-/* A page table of 2^lg empty slots, or NULL. */
-static mp_hpage *page_new(unsigned lg)
+/* Bytes of a page table of 2^lg slots. */
+static size_t page_bytes(unsigned lg)
+{
+  return sizeof(mp_hpage) + ((size_t)1 << lg) * (sizeof(uint16_t) +
+						 sizeof(mp_hval));
+}
+
+/* A page table of 2^lg empty slots, or NULL. An empty table kept by
+** page_drop() is taken first: a program that allocates blocks of a page
+** or more makes and empties a table at nearly every event, the empty ones
+** in bursts (a garbage cycle) and the new ones in others. */
+static mp_hpage *page_new(mp_heap *h, unsigned lg)
 {
   size_t n = (size_t)1 << lg;
-  mp_hpage *g = malloc(sizeof(*g) + n * (sizeof(uint16_t) + sizeof(mp_hval)));
+  mp_hpage *g = h->spare[lg];
+  if (g) {	/* Its keys are all 0; the link is in its first value. */
+    memcpy(&h->spare[lg], mp_hpage_val(g), sizeof(g));
+    h->sparebytes -= page_bytes(lg);
+    return g;
+  }
+  g = malloc(page_bytes(lg));
   if (!g) return NULL;
   g->lg = (uint16_t)lg;
   g->count = 0;
   g->unused = 0;
   memset(mp_hpage_key(g), 0, n * sizeof(uint16_t));
   return g;
+}
+
+/* Free the empty table g (all keys 0), or keep it for page_new(). */
+static void page_drop(mp_heap *h, mp_hpage *g)
+{
+  if (h->sparebytes + page_bytes(g->lg) <= SPARE_BYTES) {
+    memcpy(mp_hpage_val(g), &h->spare[g->lg], sizeof(g));
+    h->spare[g->lg] = g;
+    h->sparebytes += page_bytes(g->lg);
+  } else {
+    free(g);
+  }
 }
 
 /* Size of the first table of page key k: large enough for as many blocks
@@ -142,7 +182,7 @@ static uint32_t page_probe(mp_hpage *g, uint32_t off, uint32_t *dist)
 static mp_hpage *page_resize(mp_heap *h, mp_hpage *g, uint64_t k,
 			     unsigned lg)
 {
-  mp_hpage *n = page_new(lg);
+  mp_hpage *n = page_new(h, lg);
   uint16_t *okey = mp_hpage_key(g), *nkey;
   mp_hval *oval = mp_hpage_val(g), *nval;
   uint32_t i, j, d;
@@ -156,8 +196,9 @@ static mp_hpage *page_resize(mp_heap *h, mp_hpage *g, uint64_t k,
       nval[j] = oval[i];
     }
   n->count = g->count;
-  h->dir[dir_probe(h, k)].pg = n;
+  h->dir[h->lastkey == k ? h->lastslot : dir_probe(h, k)].pg = n;
   if (h->lastkey == k) h->last = n;
+  h->nslot += ((size_t)1 << lg) - ((size_t)1 << g->lg);
   free(g);
   return n;
 }
@@ -168,10 +209,13 @@ void mp_heap_vacate(mp_heap *h, mp_hpage *g, uint64_t k, uint32_t j)
   mp_hval *val = mp_hpage_val(g);
   uint32_t i = j, m = (1u << g->lg) - 1;
   if (--g->count == 0) {	/* The page's last block: drop its table. */
-    dir_vacate(h, dir_probe(h, k));
+    key[j] = 0;
+    dir_vacate(h, h->lastkey == k ? h->lastslot : dir_probe(h, k));
     h->npage--;
-    if (h->lastkey == k) { h->lastkey = 0; h->last = NULL; }
-    free(g);
+    h->nslot -= (size_t)1 << g->lg;
+    h->lastkey = h->absent = 0;	/* Slots may have moved. */
+    h->last = NULL;
+    page_drop(h, g);
     return;
   }
   for (;;) {
@@ -196,19 +240,25 @@ static int raw_put(mp_heap *h, uint64_t addr, mp_hval v, int *found,
 {
   uint64_t k = (addr >> MP_HPAGE_BITS) + 1;
   uint32_t off = (uint32_t)addr & PAGE_MASK, j, d;
-  mp_hpage *g = k == h->lastkey ? h->last : mp_heap_page(h, k);
+  mp_hpage *g = k == h->lastkey ? h->last :
+		k == h->absent ? NULL : mp_heap_page(h, k);
   *found = 0;
   if (!g) {	/* A page without blocks so far. */
     size_t s;
-    if ((!h->dir || (h->npage + 1) * 2 > h->dmask + 1) && dir_grow(h) < 0)
-      return -1;
-    if (!(g = page_new(first_lg(h, k)))) return -1;
-    s = dir_probe(h, k);
+    if (!h->dir || (h->npage + 1) * 2 > h->dmask + 1) {
+      if (dir_grow(h) < 0) return -1;
+      h->absent = 0;	/* Slots have moved. */
+    }
+    if (!(g = page_new(h, first_lg(h, k)))) return -1;
+    s = k == h->absent ? h->absentslot : dir_probe(h, k);
     h->dir[s].key = k;
     h->dir[s].pg = g;
     h->npage++;
+    h->nslot += (size_t)1 << g->lg;
     h->lastkey = k;
     h->last = g;
+    h->lastslot = s;
+    h->absent = 0;
   }
   j = page_probe(g, off, &d);
   if (mp_hpage_key(g)[j]) {

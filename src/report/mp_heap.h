@@ -14,7 +14,9 @@
 ** (20 ns an operation on the operations of a binary-trees profile with 1.2
 ** million live blocks, against 6 to 7 ns now), and a hash that kept
 ** neighbours together in one big table let dense pages spill into their
-** neighbours' slots.
+** neighbours' slots. The price is paid by blocks of a page or more, each
+** alone in its page: a table made and dropped with each (a profile made of
+** such blocks only reads a quarter slower than with the single table).
 **
 ** A page table has 2^lg slots, kept at most half full, so a slot stands
 ** for 4096 >> lg bytes, at most half the mean distance between the page's
@@ -23,10 +25,13 @@
 ** MP_HPAGE_PROBE slots the table doubles (up to 8192 slots, where every
 ** offset has a slot of its own). Memory follows the peak number of live
 ** blocks: 10 bytes a slot, 20 to 40 a block (more in a sparse page next
-** to a dense one, see first_lg()), plus 16 to 32 bytes of directory per
-** page in use; a page table is freed when its last block goes. Sizes of 4
-** GiB and more, which a real heap rarely has, go to a second heap of the
-** same kind so that the common value stays 8 bytes.
+** to a dense one, see first_lg()), plus 32 to 64 bytes of directory and
+** 48 of table at least per page in use, which a page with one block pays
+** alone (about twice the single table's memory for such blocks). A page
+** table is dropped when its last block goes; up to 1 MiB of empty ones
+** are kept for new pages. Sizes of 4 GiB and more, which a real heap
+** rarely has, go to a second heap of the same kind so that the common
+** value stays 8 bytes.
 */
 
 #ifndef MP_HEAP_H
@@ -36,6 +41,7 @@
 #include <stdint.h>
 
 #define MP_HPAGE_BITS	12	/* Directory granule: 4 KiB pages. */
+#define MP_HPAGE_LGMAX	(MP_HPAGE_BITS + 1)	/* Every offset has a slot. */
 #define MP_HPAGE_PROBE	8	/* Longest insertion probe before growing. */
 #define MP_HEAP_BIG	0xffffffffu	/* Size: look in the big heap. */
 
@@ -48,7 +54,7 @@ typedef struct mp_hval {
 /* The blocks of one page; the slots follow the header: uint16_t key[1 <<
 ** lg] (offset in the page + 1, 0 = empty), then mp_hval val[1 << lg]. */
 typedef struct mp_hpage {
-  uint16_t lg;		/* log2 of the slots, 4 to 13. */
+  uint16_t lg;		/* log2 of the slots, 2 to 13. */
   uint16_t count;	/* Blocks in the page. */
   uint32_t unused;	/* Keeps the values 8-byte aligned. */
 } mp_hpage;
@@ -64,9 +70,15 @@ typedef struct mp_heap {
   size_t dmask;		/* Directory slots - 1. */
   unsigned dshift;	/* 64 - log2(directory slots). */
   size_t npage;		/* Pages with blocks. */
+  size_t nslot;		/* Slots in the page tables (10 bytes each). */
   size_t lookups;	/* Directory lookups so far (page changes). */
   uint64_t lastkey;	/* Page of the last operation (0: none)... */
-  mp_hpage *last;	/* ...and its table. */
+  mp_hpage *last;	/* ...its table... */
+  size_t lastslot;	/* ...and its directory slot. */
+  uint64_t absent;	/* Page of the last lookup that failed, or 0... */
+  size_t absentslot;	/* ...and the empty slot where it would go. */
+  mp_hpage *spare[MP_HPAGE_LGMAX + 1];	/* Empty tables kept, by size... */
+  size_t sparebytes;	/* ...and their bytes. */
   size_t count;		/* Blocks. */
   uint64_t bytes;	/* Sum of their sizes. */
   struct mp_heap *big;	/* Sizes >= MP_HEAP_BIG, or NULL. */

@@ -415,9 +415,9 @@ static int on_events(mp_profile *p, const mp_event *ev, size_t n, size_t off)
 #define BATCH	32
 /* Batches that stay in their pages before the pipeline is left. */
 #define CALM	16
-/* Pages with blocks from which the heap's tables may not fit in the
-** caches (4096 pages: 1 to 5 MiB of tables); below, only direct. */
-#define PREFETCH_PAGES	4096
+/* Slots in the heap's page tables from which they may not fit in the
+** caches (2.5 MiB of tables); below, only direct. */
+#define PREFETCH_SLOTS	((size_t)1 << 18)
 
 /* Prefetch what the heap operations of n events will read (see
 ** mp_heap.h). A macro, for the reason given there. */
@@ -501,7 +501,7 @@ int mp_profile_read(mp_profile *p, const void *data, size_t len)
     ** for dozens of cache misses, a batch prefetched in vain costs
     ** little. */
     calm = p->heap.lookups - lookups > BATCH / 8 &&
-	   p->heap.npage >= PREFETCH_PAGES ? 0 : calm + 1;
+	   p->heap.nslot >= PREFETCH_SLOTS ? 0 : calm + 1;
     prefetch = calm < CALM;
     if (!prefetch && got[cur]) {	/* Leaving the pipeline: empty it. */
       if ((prc = on_events(p, buf[cur], got[cur], at[cur])) != MP_OK)
