@@ -17,7 +17,8 @@
 #define PAGE_MASK	((1u << MP_HPAGE_BITS) - 1)
 #define LG_MIN		2
 #define LG_MAX		MP_HPAGE_LGMAX
-#define SPARE_BYTES	((size_t)1 << 20)	/* Empty tables kept at most. */
+#define SPARE_BYTES	((size_t)1 << 20)	/* Empty tables kept at most... */
+#define SPARE_LG	3	/* ...of 8 slots at most. */
 #define DIR_MIN		256
 
 void mp_heap_init(mp_heap *h)
@@ -112,8 +113,8 @@ static size_t page_bytes(unsigned lg)
 
 /* A page table of 2^lg empty slots, or NULL. An empty table kept by
 ** page_drop() is taken first: a program that allocates blocks of a page
-** or more makes and empties a table at nearly every event, the empty ones
-** in bursts (a garbage cycle) and the new ones in others. */
+** or more makes and empties a small table at nearly every event, the
+** empty ones in bursts (a garbage cycle) and the new ones in others. */
 static mp_hpage *page_new(mp_heap *h, unsigned lg)
 {
   size_t n = (size_t)1 << lg;
@@ -132,10 +133,13 @@ static mp_hpage *page_new(mp_heap *h, unsigned lg)
   return g;
 }
 
-/* Free the empty table g (all keys 0), or keep it for page_new(). */
+/* Free the empty table g (all keys 0), or keep it for page_new() if it is
+** small. Keeping the tables of dense pages too made a binary-trees profile
+** 10% slower, probably because malloc hands out the tables of pages filled
+** one after the other at neighbouring addresses, and kept ones are not. */
 static void page_drop(mp_heap *h, mp_hpage *g)
 {
-  if (h->sparebytes + page_bytes(g->lg) <= SPARE_BYTES) {
+  if (g->lg <= SPARE_LG && h->sparebytes + page_bytes(g->lg) <= SPARE_BYTES) {
     memcpy(mp_hpage_val(g), &h->spare[g->lg], sizeof(g));
     h->spare[g->lg] = g;
     h->sparebytes += page_bytes(g->lg);

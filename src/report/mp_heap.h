@@ -28,8 +28,8 @@
 ** to a dense one, see first_lg()), plus 32 to 64 bytes of directory and
 ** 48 of table at least per page in use, which a page with one block pays
 ** alone (about twice the single table's memory for such blocks). A page
-** table is dropped when its last block goes; up to 1 MiB of empty ones
-** are kept for new pages. Sizes of 4 GiB and more, which a real heap
+** table is dropped when its last block goes; up to 1 MiB of small empty
+** ones are kept for new pages. Sizes of 4 GiB and more, which a real heap
 ** rarely has, go to a second heap of the same kind so that the common
 ** value stays 8 bytes.
 */
