@@ -36,7 +36,7 @@ typedef struct mp_names {
 
 /* What was last written for a trace number. */
 typedef struct mp_tracesym {
-  const void *trace, *proto, *pc;	/* GCtrace, its startpt and startpc. */
+  const void *trace;		/* The GCtrace whose symbol was written. */
 } mp_tracesym;
 
 #define MP_NCHUNK	4		/* Buffers in flight (file sinks). */

@@ -173,9 +173,8 @@ static MP_NOINLINE void new_trace(mp_state *s, global_State *g, TraceNo n)
     s->ntraces = cap;
   }
   e = &s->traces[n];
-  if (e->trace == T && e->proto == pt && e->pc == pc) return;
   if (mp_ptrset_add(&s->tracesyms, (uintptr_t)T) < 0) return;
-  e->trace = T; e->proto = pt; e->pc = pc;
+  e->trace = T;
   want_proto(s, pt);
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_TRACE;
