@@ -53,7 +53,8 @@ typedef struct ljmp_options {
   ljmp_writer writer;	/* Or: a callback that receives the stream. */
   void *ctx;		/* Passed to writer and on_stop. */
   ljmp_on_stop on_stop;	/* Optional end-of-stream notification. */
-  size_t bufsize;	/* Buffer size in bytes; 0 = default (1 MiB). */
+  size_t bufsize;	/* Chunk size: 0 = 1 MiB, else >= 4096, rounded up to
+			   a multiple of 4 KiB (4 chunks for a file). */
 } ljmp_options;
 
 /* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
