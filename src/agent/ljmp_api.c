@@ -8,6 +8,7 @@
 */
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -159,6 +160,8 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
 						 : sizeof(GCtrace);
   s->hi_key = ~(uint64_t)0;
   s->orig_f = lua_getallocf(L, &s->orig_ud);
+  snprintf(s->host_name, sizeof(s->host_name), "HOST (%s)",
+	   program_invocation_short_name);
   mp_names_build(&s->names, L);
   /* Empty symtab (symbols follow in the stream), then the event prologue,
   ** written at once so that an unwritable sink fails here, not later. */

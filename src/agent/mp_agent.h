@@ -63,6 +63,8 @@ typedef struct mp_state {
   mp_ptrset cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
   mp_names names;		/* Lua names of C functions, made at start. */
+  int host_written;		/* The host's symbol is in the stream. */
+  char host_name[80];		/* "HOST (program)": see host_loc(). */
   size_t ntraces;
   /* Sink: the hook fills buf (one of the chunks); full chunks go to the
   ** writer thread (file sinks) or to the writer callback at once. */

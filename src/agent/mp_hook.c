@@ -28,6 +28,7 @@
 #include "lj_dispatch.h"
 
 #include "mp_agent.h"
+#include "mp_frame.h"
 #include "../format/mp_format.h"
 
 #define MP_NOINLINE	__attribute__((noinline))
@@ -213,42 +214,80 @@ static MP_NOINLINE void forget_symbol(mp_state *s, void *ptr)
 
 /* -- Attribution ---------------------------------------------------------- */
 
-/* Location of a Lua function fn executing at pc (pc after the current
-** instruction, as saved by the VM); internal if pc is not in fn. */
+/* Location of an event while the VM handles a trace exit (state EXIT):
+** the trace that exited, known as J->parent from the exit handler on
+** (objects the trace sank are rebuilt from its snapshot here, and the
+** stack may grow), unless the JIT compiler is at work (a side trace
+** starting at a hot exit): internal. */
+static inline void exit_loc(mp_state *s, global_State *g, loc *l)
+{
+  jit_State *J = G2J(g);
+  if (J->state == LJ_TRACE_IDLE && J->parent > 0) {
+    want_trace(s, g, J->parent);
+    l->src = MP_SRC_TRACE;
+    l->id = J->parent;
+  }
+}
+
+/* Location of Lua function fn executing at pc (as saved by the VM: after
+** the current instruction); internal if pc is unknown or not in fn. */
 static inline void lua_loc(mp_state *s, loc *l, GCfunc *fn, const BCIns *pc)
 {
   GCproto *pt = funcproto(fn);
-  BCPos pos = proto_bcpos(pt, pc) - 1;
-  if (pos >= pt->sizebc) { l->src = MP_SRC_INTERNAL; return; }
+  int32_t pos = mp_lua_pos(fn, pc, (global_State *)s->g);
+  if (pos < 0) { l->src = MP_SRC_INTERNAL; return; }
   want_proto(s, pt);
   l->src = MP_SRC_LFUNC;
   l->id = (uint64_t)(uintptr_t)pt;
-  l->line = proto_line(pt, pos);
+  l->line = proto_line(pt, (BCPos)pos);
 }
 
-/* Location of a builtin at frame f: its nearest caller with a known pc. */
-static MP_NOINLINE void builtin_loc(mp_state *s, loc *l, lua_State *L, TValue *f)
+/* Location of C function fn. */
+static inline void c_loc(mp_state *s, loc *l, GCfunc *fn)
 {
-  int depth;
-  for (depth = 0; depth < 16; depth++) {
-    TValue *prev;
-    GCfunc *fn;
-    int islua = frame_islua(f);
-    prev = islua ? frame_prevl(f) : frame_prevd(f);
-    if (prev <= tvref(L->stack) + LJ_FR2) break;
-    fn = frame_func(prev);
-    if (fn->c.gct != ~LJ_TFUNC) break;
-    if (isluafunc(fn)) {
-      if (islua) { lua_loc(s, l, fn, frame_pc(f)); return; }
-    } else if (iscfunc(fn)) {
-      want_cfunc(s, (const void *)fn->c.f);
-      l->src = MP_SRC_CFUNC;
-      l->id = (uint64_t)(uintptr_t)fn->c.f;
-      return;
-    }
-    f = prev;
+  want_cfunc(s, (const void *)fn->c.f);
+  l->src = MP_SRC_CFUNC;
+  l->id = (uint64_t)(uintptr_t)fn->c.f;
+}
+
+/* Location of the host: code outside any Lua call (the program that
+** embeds the VM calling the Lua API from C). A C function source at
+** address 0, named after the program. */
+static MP_NOINLINE void host_loc(mp_state *s, loc *l)
+{
+  if (!s->host_written) {
+    uint8_t *p = s->pos;
+    size_t n = strlen(s->host_name);
+    s->host_written = 1;
+    *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
+    *p++ = 0;	/* Address 0. */
+    p = mp_put_uleb(p, n);
+    memcpy(p, s->host_name, n);
+    s->pos = p + n;
+    settle(s);
   }
-  l->src = MP_SRC_INTERNAL;
+  l->src = MP_SRC_CFUNC;
+  l->id = 0;
+}
+
+/* Location of a builtin on top of L's stack, or of a frame the fast path
+** cannot read: the walker finds the first frame that is not a builtin.
+** A builtin is billed to the Lua line that called it (through pcall,
+** metamethods and trace stitching too), or to the C function that did, or
+** to the host when it was called from outside any Lua call. */
+static MP_NOINLINE void walk_loc(mp_state *s, loc *l, lua_State *L)
+{
+  mp_walk w;
+  mp_frame fr;
+  mp_walk_init(&w, L);
+  while (mp_walk_next(&w, &fr)) {
+    if (fr.kind == MP_FR_LUA) {
+      if (fr.pc) lua_loc(s, l, fr.fn, fr.pc);
+      return;	/* No pc: the JIT compiler's own (see attribute()). */
+    }
+    if (fr.kind == MP_FR_C) { c_loc(s, l, fr.fn); return; }
+  }
+  host_loc(s, l);
 }
 
 /* Attribute an allocation or reallocation about to happen. */
@@ -259,7 +298,10 @@ static inline void attribute(mp_state *s, loc *l)
   lua_State *L;
   TValue *f;
   GCfunc *fn;
-  if (st >= 0) {
+  void *cf;
+  const BCIns *pc;
+  int nopc;
+  if (st > 0) {	/* Trace numbers start at 1. */
     want_trace(s, g, (TraceNo)st);
     l->src = MP_SRC_TRACE;
     l->id = (uint64_t)st;
@@ -267,44 +309,52 @@ static inline void attribute(mp_state *s, loc *l)
   }
   l->src = MP_SRC_INTERNAL;
   l->id = l->line = 0;
+  if (st == ~LJ_VMST_EXIT) {	/* A trace exit: see exit_loc(). */
+    exit_loc(s, g, l);
+    return;
+  }
   /* While a trace is recorded, the interpreter runs each instruction with
   ** the recorder's RECORD state still set: the frame tells the program's
   ** allocations from the recorder's own, which run in a C frame whose
-  ** saved pc is the no-pc marker. */
-  if (st != ~LJ_VMST_INTERP && st != ~LJ_VMST_C && st != ~LJ_VMST_RECORD)
+  ** saved pc is the no-pc marker. A fresh VM that never ran has state 0. */
+  if (st != ~LJ_VMST_INTERP && st != ~LJ_VMST_C && st != ~LJ_VMST_RECORD &&
+      st != 0)
     return;
   L = (lua_State *)gcref(g->cur_L);
   if (!L) return;			/* The state is closing. */
   f = L->base - 1;
-  if (f <= tvref(L->stack) + LJ_FR2) return;	/* No function running. */
+  if (f <= tvref(L->stack) + LJ_FR2) {	/* No function running. */
+    if (st != ~LJ_VMST_RECORD) host_loc(s, l);
+    return;
+  }
   fn = frame_func(f);
-  if (fn->c.gct != ~LJ_TFUNC) return;
-  if (isluafunc(fn)) {
-    void *cf = cframe_raw(L->cframe);
-    const BCIns *pc;
-    if (!cf) return;
-    pc = cframe_pc(cf);
-    if ((void *)pc == (void *)cframe_L(cf)) return;	/* No pc saved. */
-    lua_loc(s, l, fn, pc);
-  } else if (iscfunc(fn)) {
-    want_cfunc(s, (const void *)fn->c.f);
-    l->src = MP_SRC_CFUNC;
-    l->id = (uint64_t)(uintptr_t)fn->c.f;
+  cf = cframe_raw(L->cframe);
+  if (!cf) return;
+  pc = cframe_pc(cf);
+  nopc = (void *)pc == (void *)cframe_L(cf);
+  if (fn->c.gct == ~LJ_TFUNC && isluafunc(fn)) {	/* The common case. */
+    if (!nopc) lua_loc(s, l, fn, pc);
+  } else if (nopc && G2J(g)->state != LJ_TRACE_IDLE) {
+    return;	/* The JIT compiler's own, e.g. recording a C call. */
+  } else if (fn->c.gct == ~LJ_TFUNC && iscfunc(fn)) {
+    c_loc(s, l, fn);
   } else {
-    builtin_loc(s, l, L, f);
+    walk_loc(s, l, L);
   }
 }
 
 /* Location of a free: the running trace, else internal. */
 static inline void attribute_free(mp_state *s, loc *l)
 {
-  int32_t st = ((global_State *)s->g)->vmstate;
-  if (st >= 0) {
-    want_trace(s, (global_State *)s->g, (TraceNo)st);
+  global_State *g = (global_State *)s->g;
+  int32_t st = g->vmstate;
+  if (st > 0) {
+    want_trace(s, g, (TraceNo)st);
     l->src = MP_SRC_TRACE;
     l->id = (uint64_t)st;
   } else {
     l->src = MP_SRC_INTERNAL;
+    if (st == ~LJ_VMST_EXIT) exit_loc(s, g, l);
   }
 }
 

@@ -1,0 +1,132 @@
+/*
+** mp_frame.c: the frame walker (see mp_frame.h for the frame kinds).
+*/
+
+#include "lj_obj.h"
+#include "lj_frame.h"
+#include "lj_state.h"
+#include "lj_jit.h"
+#include "lj_dispatch.h"
+
+#include "mp_frame.h"
+
+/* The pc saved in C frame cf, or NULL if it holds the "no pc" marker (a
+** protected call of the VM's own, e.g. the JIT compiler) or nothing. */
+static const BCIns *cframe_saved_pc(void *cf)
+{
+  const BCIns *pc = cframe_pc(cf);
+  if ((const void *)pc == (const void *)cframe_L(cf)) return NULL;
+  return pc;
+}
+
+/* The pc of the Lua frame below frame `above`, which was entered from C.
+** Every frame entered from C (a C call, an FFI callback) has a C frame of
+** its own, and protected calls made by the VM push C frames that stand
+** for the stack above the top they saved: walking the frames down from the
+** top to `above`, step to the previous C frame at each of them; the one in
+** force below `above` holds the pc of the Lua function there. */
+static const BCIns *pc_from_cframes(lua_State *L, TValue *above)
+{
+  void *cf = cframe_raw(L->cframe);
+  TValue *f = L->base - 1, *bot = tvref(L->stack) + LJ_FR2;
+  unsigned left = MP_WALK_MAX;
+  for (;;) {
+    if (!cf || !left--) return NULL;
+    while (cframe_nres(cf) < 0) {	/* A C frame of a protected call. */
+      if (f >= restorestack(L, -cframe_nres(cf))) break;
+      cf = cframe_raw(cframe_prev(cf));
+      if (!cf) return NULL;
+    }
+    if (f < above) break;
+    if (f <= bot) return NULL;
+    if (frame_islua(f)) {
+      f = frame_prevl(f);
+    } else {
+      if (frame_isc(f) || (frame_iscont(f) && frame_iscont_fficb(f)))
+	cf = cframe_raw(cframe_prev(cf));
+      f = frame_prevd(f);
+    }
+  }
+  return cframe_saved_pc(cf);
+}
+
+/* The pc of the Lua frame f, from the frame above it (see mp_frame.h). */
+static const BCIns *lua_frame_pc(mp_walk *w)
+{
+  TValue *a = w->above;
+  void *cf;
+  if (!a) {	/* The top frame: its pc is in the innermost C frame. */
+    cf = cframe_raw(w->L->cframe);
+    return cf ? cframe_saved_pc(cf) : NULL;
+  }
+  if (frame_islua(a)) return frame_pc(a);
+  if (frame_iscont(a) && !frame_iscont_fficb(a)) return frame_contpc(a);
+  return pc_from_cframes(w->L, a);
+}
+
+int mp_walk_next(mp_walk *w, mp_frame *fr)
+{
+  for (;;) {
+    TValue *f = w->f, *link, *below;
+    GCobj *o;
+    if (f <= w->bot || !w->left) return 0;
+    w->left--;
+    o = frame_gc(f);
+    fr->kind = 0;
+    if (o->gch.gct == ~LJ_TFUNC) {	/* Else a dummy frame: skipped. */
+      GCfunc *fn = &o->fn;
+      fr->fn = fn;
+      fr->pc = NULL;
+      if (isluafunc(fn)) {
+	fr->kind = MP_FR_LUA;
+	fr->pc = lua_frame_pc(w);
+      } else {
+	fr->kind = iscfunc(fn) ? MP_FR_C : MP_FR_BUILTIN;
+      }
+    }
+    /* A vararg function's frame was moved above its arguments; its call's
+    ** link is in the frame it left, which is not reported again. */
+    link = frame_isvarg(f) ? frame_prevd(f) : f;
+    below = frame_islua(link) ? frame_prevl(link) : frame_prevd(link);
+    if (link > f || below >= link) {	/* Not a frame chain: stop. */
+      w->left = 0;
+      w->f = w->bot;
+    } else {
+      w->above = link;
+      w->f = below;
+    }
+    if (fr->kind) return 1;
+  }
+}
+
+/* Is pc - 1 the copy of the first instruction of one of the traces? The
+** VM resumes there after some trace exits (lj_trace_exit); if so, the
+** trace's start pc. Scans the trace array: rare, and it never follows a
+** pointer it has not found there. */
+static const BCIns *trace_start_pc(global_State *g, const BCIns *pc)
+{
+#if LJ_HASJIT
+  jit_State *J = G2J(g);
+  TraceNo n;
+  for (n = 1; n < J->sizetrace; n++) {
+    GCtrace *T = (GCtrace *)gcref(J->trace[n]);
+    if (T && &T->startins == pc - 1) return mref(T->startpc, const BCIns);
+  }
+#endif
+  (void)g;
+  (void)pc;
+  return NULL;
+}
+
+int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc, global_State *g)
+{
+  GCproto *pt = funcproto(fn);
+  BCPos pos;
+  if (!pc) return -1;
+  pos = proto_bcpos(pt, pc) - 1;
+  if (pos < pt->sizebc) return (int32_t)pos;
+  pc = trace_start_pc(g, pc);
+  if (!pc) return -1;
+  pos = proto_bcpos(pt, pc);
+  return pos < pt->sizebc ? (int32_t)pos : -1;
+}

@@ -1,0 +1,84 @@
+/*
+** mp_frame.h: the one walker over the frames of a LuaJIT stack.
+**
+** The hook uses it for the caller of a builtin; the call-stack recorder
+** walks whole stacks with it. It knows every kind of frame LuaJIT 2.1
+** makes (lj_frame.h), each by what its link says about the frame below:
+**
+**   Lua link (PC)   a call from a Lua function: the caller's pc is the link
+**   continuation    a call made for the interpreter without a Lua call
+**                   instruction: a metamethod, or a builtin that compiled
+**                   code calls through trace stitching (gmatch, gsub, next,
+**                   ...); the caller's pc is in the continuation slot below
+**   FFI callback    a continuation too, but the slot holds no pc: C code
+**                   called back into Lua, the caller's pc is in a C frame
+**   C, cpcall       a call from C (lua_call, lua_pcall, the GC running a
+**                   finaliser, a debug hook): when a Lua function lies below,
+**                   its pc is in the C frame that was innermost while it ran
+**   pcall, xpcall   a call from the pcall builtin, itself a frame below
+**   vararg          a vararg function's own frame, moved above its
+**                   arguments; the frame below is the same call, skipped
+**   dummy           holds the thread, not a function (lj_err_optype_call):
+**                   skipped
+** The top frame of a Lua function has its pc in the innermost C frame,
+** unless the VM saved none there (the JIT compiler works in a protected
+** call whose C frame holds the "no pc" marker): then the pc is NULL.
+** Coroutines: the walk covers the stack of one lua_State; the bottom of a
+** coroutine's stack ends it.
+**
+** Cost: a few loads per frame. Every step moves strictly down the stack
+** and is bounded, so even a stack in an unexpected state cannot loop.
+*/
+
+#ifndef MP_FRAME_H
+#define MP_FRAME_H
+
+#include "lj_obj.h"
+#include "lj_frame.h"
+
+/* What a frame runs. */
+enum {
+  MP_FR_LUA = 1,	/* A Lua function; pc says where. */
+  MP_FR_BUILTIN,	/* A fast function of the standard library (ffid > 1). */
+  MP_FR_C		/* A C function (lua_CFunction). */
+};
+
+/* One frame, as the walker reports it. */
+typedef struct mp_frame {
+  GCfunc *fn;
+  const BCIns *pc;	/* Lua: the pc saved for it (the instruction after
+			   the one executing), or NULL when none is known. */
+  int kind;		/* MP_FR_*. */
+} mp_frame;
+
+typedef struct mp_walk {
+  lua_State *L;
+  TValue *f;		/* Next frame to report. */
+  TValue *above;	/* The frame reported before it (its link tells f's
+			   pc), or NULL while f is the top frame. */
+  TValue *bot;		/* The stack's base: no frame at or below it. */
+  unsigned left;	/* Steps left: a bound against a broken chain. */
+} mp_walk;
+
+#define MP_WALK_MAX	100000	/* More frames than LuaJIT's stack limit. */
+
+/* Start a walk at the top of L's stack (the running function). */
+static inline void mp_walk_init(mp_walk *w, lua_State *L)
+{
+  w->L = L;
+  w->f = L->base - 1;
+  w->above = NULL;
+  w->bot = tvref(L->stack) + LJ_FR2;
+  w->left = MP_WALK_MAX;
+}
+
+/* The next frame down the stack into *fr: 1, or 0 at the bottom. */
+int mp_walk_next(mp_walk *w, mp_frame *fr);
+
+/* Bytecode position of the instruction before pc in the Lua function fn
+** (the one executing), or -1 if pc is not in fn. A pc in the copy of a
+** trace's first instruction (where a trace exit may leave the VM) maps to
+** the trace's start. */
+int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc, global_State *g);
+
+#endif
