@@ -274,7 +274,8 @@ static MP_NOINLINE void host_loc(mp_state *s, loc *l)
 ** cannot read: the walker finds the first frame that is not a builtin.
 ** A builtin is billed to the Lua line that called it (through pcall,
 ** metamethods and trace stitching too), or to the C function that did, or
-** to the host when it was called from outside any Lua call. */
+** to the host when it was called from outside any Lua call (else it stays
+** internal). */
 static MP_NOINLINE void walk_loc(mp_state *s, loc *l, lua_State *L)
 {
   mp_walk w;
@@ -287,7 +288,13 @@ static MP_NOINLINE void walk_loc(mp_state *s, loc *l, lua_State *L)
     }
     if (fr.kind == MP_FR_C) { c_loc(s, l, fr.fn); return; }
   }
-  host_loc(s, l);
+  /* The bottom of the main thread's stack: called by the host. The bottom
+  ** of a coroutine's: a builtin that is the coroutine's main function,
+  ** whose resumer LuaJIT does not record: internal. */
+  {
+    global_State *g = (global_State *)s->g;
+    if (L == mainthread(g)) host_loc(s, l);
+  }
 }
 
 /* Attribute an allocation or reallocation about to happen. */
