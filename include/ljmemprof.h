@@ -34,6 +34,10 @@ struct lua_State;
 #define LJMP_EVM	(-10004)	/* The VM does not match the build. */
 #define LJMP_ENOMEM	(-10005)	/* Out of memory for the profiler. */
 #define LJMP_EWRAPPED	(-10006)	/* Allocator was replaced meanwhile. */
+#define LJMP_ETHREAD	(-10007)	/* The writer thread could not start
+					   (errno says why). */
+#define LJMP_EBUSY	(-10008)	/* Another profiler of this process
+					   is writing that file. */
 
 /*
 ** Writer callback: consume len bytes at data. Return 0 on success or a
@@ -47,25 +51,45 @@ typedef int (*ljmp_writer)(void *ctx, const void *data, size_t len);
 ** or the errno that ended recording early. May be NULL. */
 typedef void (*ljmp_on_stop)(void *ctx, int err);
 
-/* Options for ljmp_start(). Zero-initialise, then set one sink. */
+/*
+** Options for ljmp_start(). Start from LJMP_OPTIONS_INIT (or zeroes), then
+** set one sink. The struct grows with new options: `size` tells the
+** library how much of it the caller knows (0 = all of this header's);
+** options past that end count as 0, their default, and bytes past the end
+** of the library's own struct must be 0 (else LJMP_EARG).
+*/
 typedef struct ljmp_options {
+  size_t size;		/* sizeof(ljmp_options) at the caller's build, or 0. */
   const char *path;	/* File to write (created or truncated), or NULL. */
   ljmp_writer writer;	/* Or: a callback that receives the stream. */
   void *ctx;		/* Passed to writer and on_stop. */
   ljmp_on_stop on_stop;	/* Optional end-of-stream notification. */
   size_t bufsize;	/* Chunk size: 0 = 1 MiB, else >= 4096, rounded up to
 			   a multiple of 4 KiB (4 chunks for a file). */
+  unsigned mode;	/* Permissions of a file the profiler creates: 0 =
+			   0600 (a profile reveals addresses and source
+			   text), else e.g. 0644 (before the umask). */
 } ljmp_options;
 
+#define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0 }
+
 /* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
-** LJMP_EVM, LJMP_ENOMEM or -errno (file could not be opened/written). */
+** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY or -errno (the file
+** could not be opened or written). On failure nothing is left behind: a
+** file the call created is removed. */
 LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
 
-/* Stop profiling and finalise the stream. Returns 0, LJMP_ENOTRUN, or the
-** -errno of the write error that ended recording early. */
+/* Stop profiling and finalise the stream. Returns 0, LJMP_ENOTRUN, the
+** -errno of the write error that ended recording early, or LJMP_EWRAPPED
+** when something else replaced the VM's allocator after ljmp_start() (the
+** stream is finalised; the hook stays behind whatever wraps it, forwarding
+** every call unrecorded). */
 LJMP_API int ljmp_stop(struct lua_State *L);
 
-/* Non-zero while the VM of L is being profiled. */
+/* Non-zero while the VM of L is being profiled. After fork(), a child
+** does not inherit the recording: running() is 0 there, stop() says
+** LJMP_ENOTRUN, start() begins a profile of the child's own; the parent's
+** file is left to the parent. */
 LJMP_API int ljmp_running(struct lua_State *L);
 
 /* Message for an error code returned above (never NULL). */

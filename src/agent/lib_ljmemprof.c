@@ -2,7 +2,8 @@
 ** lib_ljmemprof.c: the Lua module `ljmemprof`.
 **
 **   local mp = require("ljmemprof")
-**   mp.start([path | {path = "file", bufsize = n}])  -> true | nil, msg, errno
+**   mp.start([path | {path = "file", bufsize = n, mode = 0644}])
+**                                                    -> true | nil, msg, errno
 **   mp.stop()                                        -> true | nil, msg, errno
 **   mp.running()                                     -> boolean
 **   mp.compat()   installs misc.memprof.start/stop (Tarantool's names)
@@ -14,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lua.h"
@@ -24,14 +26,17 @@
 #include "mp_check.h"
 
 #define MP_DEFAULT_PATH	"memprof.bin"
-#define MP_PATHKEY	"ljmemprof.path"	/* Registry: path being written. */
 
-/* Push nil, message, errno for an ljmp_* error code; returns 3. */
+/* Push nil, message, errno for an ljmp_* error code (errno as left by the
+** failing call, for LJMP_ETHREAD); returns 3. */
 static int push_error(lua_State *L, int code, const char *path)
 {
-  int e = code < 0 && code > LJMP_E_BASE ? -code : EINVAL;
+  int e = code < 0 && code > LJMP_E_BASE ? -code :
+	  code == LJMP_ETHREAD ? errno : code == LJMP_EBUSY ? EBUSY : EINVAL;
   lua_pushnil(L);
-  if (path && code < 0 && code > LJMP_E_BASE)
+  if (code == LJMP_ETHREAD)
+    lua_pushfstring(L, "%s: %s", ljmp_strerror(code), strerror(e));
+  else if (path && ((code < 0 && code > LJMP_E_BASE) || code == LJMP_EBUSY))
     lua_pushfstring(L, "%s: %s", path, ljmp_strerror(code));
   else
     lua_pushstring(L, ljmp_strerror(code));
@@ -39,12 +44,61 @@ static int push_error(lua_State *L, int code, const char *path)
   return 3;
 }
 
+/* Raise an error about option `key` of the options table. */
+static int bad_option(lua_State *L, const char *key, const char *what)
+{
+  return luaL_error(L, "bad argument #1 to 'start' (options.%s %s)", key,
+		    what);
+}
+
+/* An integer option value in [lo, hi], or an error naming the option. */
+static double int_option(lua_State *L, const char *key, double lo, double hi)
+{
+  double n;
+  if (lua_type(L, -1) != LUA_TNUMBER)
+    bad_option(L, key, "must be a number");
+  n = lua_tonumber(L, -1);
+  if (n < lo || n > hi || n != (double)(long long)n) {
+    char what[96];
+    snprintf(what, sizeof(what), "must be an integer from %.0f to %.0f", lo,
+	     hi);
+    bad_option(L, key, what);
+  }
+  return n;
+}
+
+/* Read the options table at index 1 into *opt. Iterates over the table
+** rather than looking keys up, so that an unknown key is an error and no
+** key string is made (which would be garbage freed while recording). */
+static void read_options(lua_State *L, ljmp_options *opt)
+{
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    const char *key;
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_error(L, "bad argument #1 to 'start' (option names must be "
+		 "strings)");
+    key = lua_tostring(L, -2);
+    if (!strcmp(key, "path")) {
+      if (lua_type(L, -1) != LUA_TSTRING) bad_option(L, key, "must be a string");
+      opt->path = lua_tostring(L, -1);
+    } else if (!strcmp(key, "bufsize")) {
+      opt->bufsize = (size_t)int_option(L, key, 4096, (double)(1u << 30));
+    } else if (!strcmp(key, "mode")) {
+      opt->mode = (unsigned)int_option(L, key, 0, 07777);
+    } else {
+      luaL_error(L, "bad argument #1 to 'start' (unknown option '%s'; "
+		 "options are path, bufsize, mode)", key);
+    }
+    lua_pop(L, 1);
+  }
+}
+
 /* mp.start([path | options]) */
 static int mp_lua_start(lua_State *L)
 {
-  ljmp_options opt;
+  ljmp_options opt = LJMP_OPTIONS_INIT;
   int rc;
-  memset(&opt, 0, sizeof(opt));
   opt.path = MP_DEFAULT_PATH;
   switch (lua_type(L, 1)) {
   case LUA_TNONE: case LUA_TNIL:
@@ -53,29 +107,12 @@ static int mp_lua_start(lua_State *L)
     opt.path = lua_tostring(L, 1);
     break;
   case LUA_TTABLE:
-    lua_getfield(L, 1, "path");
-    if (lua_type(L, -1) == LUA_TSTRING) opt.path = lua_tostring(L, -1);
-    else if (!lua_isnil(L, -1))
-      return luaL_argerror(L, 1, "options.path must be a string");
-    lua_getfield(L, 1, "bufsize");
-    if (lua_type(L, -1) == LUA_TNUMBER) {
-      lua_Number n = lua_tonumber(L, -1);
-      if (n < 4096 || n > (lua_Number)(1u << 30) || n != (lua_Number)(size_t)n)
-	return luaL_argerror(L, 1, "options.bufsize must be an integer "
-			     "from 4096 to 2^30");
-      opt.bufsize = (size_t)n;
-    } else if (!lua_isnil(L, -1)) {
-      return luaL_argerror(L, 1, "options.bufsize must be a number");
-    }
+    read_options(L, &opt);
     break;
   default:
     return luaL_argerror(L, 1, "path string or options table expected");
   }
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
-  /* Remember the path for stop()'s messages before recording starts, so
-  ** that this allocation is not in the profile. */
-  lua_pushstring(L, opt.path);
-  lua_setfield(L, LUA_REGISTRYINDEX, MP_PATHKEY);
   rc = ljmp_start(L, &opt);
   if (rc) return push_error(L, rc, opt.path);
   lua_pushboolean(L, 1);
@@ -85,13 +122,12 @@ static int mp_lua_start(lua_State *L)
 /* mp.stop() */
 static int mp_lua_stop(lua_State *L)
 {
-  int rc = ljmp_stop(L);
-  if (rc) {
-    const char *path;
-    lua_getfield(L, LUA_REGISTRYINDEX, MP_PATHKEY);
-    path = lua_tostring(L, -1);
-    return push_error(L, rc, rc == LJMP_ENOTRUN ? NULL : path);
-  }
+  char path[4096] = "";
+  mp_state *s = mp_state_find(L);
+  int rc;
+  if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
+  rc = ljmp_stop(L);
+  if (rc) return push_error(L, rc, rc == LJMP_ENOTRUN || !*path ? NULL : path);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -142,7 +178,7 @@ static const luaL_Reg mp_funcs[] = {
 /* require("ljmemprof"): check the VM, pin the module, return the API. */
 int luaopen_ljmemprof(lua_State *L)
 {
-  const char *why = mp_check_vm(L, luaopen_ljmemprof);
+  const char *why = mp_check_vm(L, luaopen_ljmemprof, 1);
   if (why)
     return luaL_error(L, "ljmemprof: %s: %s; rebuild ljmemprof against "
 		      "the source of this LuaJIT (LUAJIT_SRC)",

@@ -2,17 +2,28 @@
 ** ljmp_api.c: public C API: start, stop, the VM layout check, exit safety.
 **
 ** The profiler's state hangs off the allocator's ud pointer while it runs,
-** so several VMs can be profiled at once. A list of running profilers exists
-** only so that process exit (os.exit() runs no finalisers) can finalise
-** every stream; it is never touched on the hot path.
+** so several VMs can be profiled at once. A list of running profilers
+** exists so that process exit (os.exit() runs no finalisers) can finalise
+** every stream, so that two profilers never write one file, and so that a
+** profiler whose hook something else wrapped can still be stopped; it is
+** never touched on the hot path.
+**
+** Process exit may come from any thread while other threads' VMs are in
+** the hook: at_exit() clears their `recording` flags, makes every thread
+** see that (membarrier), waits until no hook is inside an event (`busy`),
+** and only then finalises. The hook pays two plain stores per event.
 */
 
 #include <errno.h>
-#include <stdio.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lj_obj.h"
@@ -28,20 +39,57 @@
 
 #define MP_BUFSIZE_DEFAULT	((size_t)1 << 20)
 #define MP_BUFSIZE_MIN		((size_t)4096)
+#define MP_QUIESCE_NS		2000000000L	/* Longest wait at exit for a
+						   hook in another thread. */
 
-/* -- Running profilers, for process exit ---------------------------------- */
+/* -- Running profilers ---------------------------------------------------- */
 
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static mp_state *running_list;
 static int atexit_done;
+static int membarrier_ok;	/* Registered for private expedited barriers. */
+
+/* Make every thread of the process execute a full memory barrier, so that
+** the flags stored before are seen by any hook that runs after. */
+static void barrier_all_threads(void)
+{
+  struct timespec ms10 = { 0, 10000000 };
+#ifdef __NR_membarrier
+  if (membarrier_ok &&
+      syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    return;
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
+#endif
+  nanosleep(&ms10, NULL);	/* No membarrier: a hook sees it by then. */
+}
+
+/* Wait until s's hook is not inside an event (another thread's VM may be
+** encoding one); 1 when quiet, 0 after MP_QUIESCE_NS. */
+static int quiesce(mp_state *s)
+{
+  struct timespec step = { 0, 100000 };
+  long waited = 0;
+  while (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE)) {
+    if (waited >= MP_QUIESCE_NS) return 0;
+    nanosleep(&step, NULL);
+    waited += step.tv_nsec;
+  }
+  return 1;
+}
 
 /* Finalise every stream still open when the process exits. The hooks stay
-** installed, forwarding only, since the VMs may still allocate. */
+** installed, forwarding only, since the VMs may still allocate. A stream
+** whose hook stays busy (a writer callback that blocks) is left cut short
+** rather than corrupted. */
 static void at_exit(void)
 {
   mp_state *s;
   pthread_mutex_lock(&running_lock);
-  for (s = running_list; s; s = s->next) mp_sink_finish(s);
+  for (s = running_list; s; s = s->next)
+    __atomic_store_n(&s->recording, 0, __ATOMIC_SEQ_CST);
+  barrier_all_threads();
+  for (s = running_list; s; s = s->next)
+    if (!s->finished && quiesce(s)) mp_sink_finish(s);
   pthread_mutex_unlock(&running_lock);
 }
 
@@ -53,20 +101,19 @@ static void at_fork_child(void)
   for (s = running_list; s; s = s->next) mp_sink_forked(s);
 }
 
-/* Remember a running profiler for process exit (and arm atexit once). */
-static void list_add(mp_state *s)
+/* Arm the process-wide handlers once; call with running_lock held. */
+static void arm_once(void)
 {
-  pthread_mutex_lock(&running_lock);
-  if (!atexit_done) {
-    atexit_done = (atexit(at_exit) == 0);
-    pthread_atfork(NULL, NULL, at_fork_child);
-  }
-  s->next = running_list;
-  running_list = s;
-  pthread_mutex_unlock(&running_lock);
+  if (atexit_done) return;
+  atexit_done = (atexit(at_exit) == 0);
+  pthread_atfork(NULL, NULL, at_fork_child);
+#ifdef __NR_membarrier
+  membarrier_ok = syscall(__NR_membarrier,
+			  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#endif
 }
 
-/* Forget a profiler that has stopped. */
+/* Forget a profiler. */
 static void list_del(mp_state *s)
 {
   mp_state **pp;
@@ -76,9 +123,40 @@ static void list_del(mp_state *s)
   pthread_mutex_unlock(&running_lock);
 }
 
+/* Enter a profiler in the list, not yet live (finished is set), unless it
+** writes a regular file that another one of this process writes: 0 or
+** LJMP_EBUSY. */
+static int list_enter(mp_state *s, int regular)
+{
+  mp_state *o;
+  int rc = 0;
+  pthread_mutex_lock(&running_lock);
+  arm_once();
+  for (o = running_list; o && regular; o = o->next)
+    if (o->path && !o->forked && o->dev == s->dev && o->ino == s->ino) {
+      rc = LJMP_EBUSY;
+      break;
+    }
+  if (!rc) {
+    s->finished = 1;	/* at_exit() leaves it alone until it is live. */
+    s->next = running_list;
+    running_list = s;
+  }
+  pthread_mutex_unlock(&running_lock);
+  return rc;
+}
+
+/* Make a listed profiler live: from now on at_exit() finalises it. */
+static void list_live(mp_state *s)
+{
+  pthread_mutex_lock(&running_lock);
+  s->finished = 0;
+  pthread_mutex_unlock(&running_lock);
+}
+
 /* -- State ------------------------------------------------------------- */
 
-/* The profiler state of L's VM, or NULL if it is not being profiled. */
+/* The profiler state whose hook is L's allocator, or NULL. */
 static mp_state *state_of(lua_State *L)
 {
   void *ud;
@@ -86,26 +164,77 @@ static mp_state *state_of(lua_State *L)
   return f == mp_hook_alloc ? (mp_state *)ud : NULL;
 }
 
-/* Free a profiler state whose stream is finished (or never started). */
-static void state_free(mp_state *s)
+/* A live profiler of L's VM that is no longer its allocator (something
+** wrapped or replaced the hook after start), or NULL. */
+static mp_state *wrapped_state(lua_State *L)
+{
+  mp_state *s;
+  void *g = G(L);
+  pthread_mutex_lock(&running_lock);
+  for (s = running_list; s; s = s->next)
+    if (s->g == g && !s->finished && !s->forked) break;
+  pthread_mutex_unlock(&running_lock);
+  return s;
+}
+
+mp_state *mp_state_find(lua_State *L)
+{
+  mp_state *s = state_of(L);
+  if (s && s->forked) return NULL;
+  return s ? s : wrapped_state(L);
+}
+
+/* Free what a profiler state holds, but the state itself, whose stream
+** is finished (or never started): a hook left wrapped by something else
+** reads only the forwarding fields. */
+static void state_strip(mp_state *s)
 {
   mp_ptrset_free(&s->protos);
   mp_ptrset_free(&s->cfuncs);
   mp_ptrset_free(&s->tracesyms);
   free(s->traces);
+  s->traces = NULL;
+  s->ntraces = 0;
   mp_names_free(&s->names);
   mp_sink_close(s);
+  free(s->path);
+  s->path = NULL;
+}
+
+/* Free a profiler state whose stream is finished (or never started). */
+static void state_free(mp_state *s)
+{
+  state_strip(s);
   free(s);
+}
+
+/* A child's copy of its parent's profiler, hooked into a VM the child
+** owns now: unhook it and free it (the stream is the parent's). */
+static void discard_forked(lua_State *L, mp_state *s)
+{
+  lua_setallocf(L, s->orig_f, s->orig_ud);
+  list_del(s);
+  state_free(s);
 }
 
 /* __gc of the registry sentinel: finalise a running profile at lua_close. */
 static int sentinel_gc(lua_State *L)
 {
-  if (state_of(L)) ljmp_stop(L);
+  if (state_of(L) || wrapped_state(L)) ljmp_stop(L);
   return 0;
 }
 
 #define MP_SENTINEL	"ljmemprof.sentinel"
+
+/* Is the sentinel in place (this VM was checked and prepared before)? */
+static int has_sentinel(lua_State *L)
+{
+  int has;
+  lua_getfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
+  has = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  return has;
+}
 
 /* Anchor a userdata whose finaliser stops the profiler when the state
 ** closes. Made once per VM, at luaopen or at the first start: created after
@@ -113,48 +242,100 @@ static int sentinel_gc(lua_State *L)
 ** unloads the module (finalisers run newest first). */
 void mp_sentinel_install(lua_State *L)
 {
-  lua_getfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
-  if (lua_isnil(L, -1)) {
-    lua_newuserdata(L, 1);
-    lua_newtable(L);
-    lua_pushcfunction(L, sentinel_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
-  }
-  lua_pop(L, 1);
+  if (has_sentinel(L)) return;
+  lua_newuserdata(L, 1);
+  lua_newtable(L);
+  lua_pushcfunction(L, sentinel_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
 }
 
 /* See ljmemprof.h. */
 int ljmp_running(lua_State *L)
 {
-  mp_state *s = state_of(L);
+  mp_state *s = mp_state_find(L);
   return s && !s->finished;
 }
 
-/* See ljmemprof.h: open the sink, write the prologues, install the hook. */
-int ljmp_start(lua_State *L, const ljmp_options *opt)
+/* Copy the caller's options into *o, whatever the size of the struct it
+** was built with; 0 or LJMP_EARG. */
+static int options_read(ljmp_options *o, const ljmp_options *user)
 {
+  size_t n = user->size ? user->size : sizeof(*o), i;
+  memset(o, 0, sizeof(*o));
+  if (n < offsetof(ljmp_options, path)) return LJMP_EARG;
+  for (i = sizeof(*o); i < n; i++)	/* Options this library lacks. */
+    if (((const unsigned char *)user)[i]) return LJMP_EARG;
+  memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
+  o->size = sizeof(*o);
+  return 0;
+}
+
+/* Open the profile file for s: created with mode (0600 unless given) or,
+** if it exists, truncated once no other profiler of this process is found
+** writing it. Returns 0, -errno or LJMP_EBUSY; *created says whether this
+** call made the file. */
+static int open_file(mp_state *s, const char *path, unsigned mode,
+		     int *created)
+{
+  struct stat st;
+  int fd, rc;
+  mode_t m = mode ? (mode_t)mode : 0600;
+  *created = 0;
+  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, m);
+  if (fd >= 0) *created = 1;
+  else if (errno == EEXIST) fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, m);
+  if (fd < 0) return -errno;
+  if (fstat(fd, &st) < 0 || !(s->path = strdup(path))) {
+    rc = errno == ENOMEM ? LJMP_ENOMEM : -errno;
+    goto fail;
+  }
+  s->dev = st.st_dev;
+  s->ino = st.st_ino;
+  if ((rc = list_enter(s, S_ISREG(st.st_mode))) != 0) goto fail;
+  if (S_ISREG(st.st_mode) && !*created && ftruncate(fd, 0) < 0) {
+    rc = -errno;
+    list_del(s);
+    goto fail;
+  }
+  s->fd = fd;
+  return 0;
+fail:
+  if (*created) unlink(path);
+  close(fd);
+  return rc;
+}
+
+/* See ljmemprof.h: check the VM, prepare the sink (writer thread first:
+** if it fails, nothing was created), open the file, write the prologues,
+** install the hook. */
+int ljmp_start(lua_State *L, const ljmp_options *user)
+{
+  ljmp_options opt;
   mp_state *s;
   size_t size;
   uint8_t head[2 * MP_PROLOGUE_SIZE + 1], *p;
-  int fd = -1, err;
-  if (!L || !opt || (!opt->path == !opt->writer)) return LJMP_EARG;
-  if (state_of(L)) return LJMP_ERUNNING;
-  if (mp_check_vm(L, NULL)) return LJMP_EVM;
+  int rc, created = 0;
+  if (!L || !user || options_read(&opt, user) < 0) return LJMP_EARG;
+  if (!opt.path == !opt.writer) return LJMP_EARG;
+  if ((s = state_of(L)) != NULL) {
+    if (!s->forked) return LJMP_ERUNNING;
+    discard_forked(L, s);
+  }
+  if (mp_state_find(L)) return LJMP_ERUNNING;	/* Live behind a wrapper. */
+  /* The full check calls jit.status(), which makes garbage: only for a VM
+  ** seen for the first time (luaopen did it for Lua callers). */
+  if (mp_check_vm(L, NULL, !has_sentinel(L))) return LJMP_EVM;
   mp_sentinel_install(L);
-  size = opt->bufsize ? opt->bufsize : MP_BUFSIZE_DEFAULT;
+  size = opt.bufsize ? opt.bufsize : MP_BUFSIZE_DEFAULT;
   if (size < MP_BUFSIZE_MIN) return LJMP_EARG;
   s = calloc(1, sizeof(*s));
   if (!s) return LJMP_ENOMEM;
-  if (opt->path) {
-    fd = open(opt->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) { int e = errno; free(s); return -e; }
-  }
-  s->fd = fd;
-  s->writer = opt->writer;
-  s->ctx = opt->ctx;
-  s->on_stop = opt->on_stop;
+  s->fd = -1;
+  s->writer = opt.writer;
+  s->ctx = opt.ctx;
+  s->on_stop = opt.on_stop;
   s->g = G(L);
   s->sym_min = sizeof(GCproto) < sizeof(GCtrace) ? sizeof(GCproto)
 						 : sizeof(GCtrace);
@@ -162,23 +343,37 @@ int ljmp_start(lua_State *L, const ljmp_options *opt)
   s->orig_f = lua_getallocf(L, &s->orig_ud);
   snprintf(s->host_name, sizeof(s->host_name), "HOST (%s)",
 	   program_invocation_short_name);
-  mp_names_build(&s->names, L);
+  rc = mp_sink_prepare(s, size, opt.path != NULL);
+  if (rc) {
+    if (rc < 0) errno = -rc;
+    rc = rc == ENOMEM ? LJMP_ENOMEM : LJMP_ETHREAD;
+    goto fail;
+  }
+  if (opt.path && (rc = open_file(s, opt.path, opt.mode, &created)) != 0)
+    goto fail;
+  if (!opt.path && (rc = list_enter(s, 0)) != 0) goto fail;
   /* Empty symtab (symbols follow in the stream), then the event prologue,
   ** written at once so that an unwritable sink fails here, not later. */
   p = mp_put_prologue(head, MP_LJS_MAGIC, MP_VERSION_WRITE);
   *p++ = MP_FINAL;
   p = mp_put_prologue(p, MP_LJM_MAGIC, MP_VERSION_WRITE);
-  err = mp_sink_open(s, size, head, (size_t)(p - head));
-  if (err) {
-    if (fd >= 0) close(fd);
-    s->fd = -1;
-    state_free(s);
-    return err == ENOMEM ? LJMP_ENOMEM : -err;
+  rc = mp_sink_begin(s, head, (size_t)(p - head));
+  if (rc) {
+    list_del(s);
+    if (created) unlink(opt.path);
+    rc = rc == ENOMEM ? LJMP_ENOMEM : -rc;
+    goto fail;
   }
+  mp_names_build(&s->names, L);
   s->recording = 1;
-  list_add(s);
+  list_live(s);
   lua_setallocf(L, mp_hook_alloc, s);
   return 0;
+fail:
+  if (s->fd >= 0) close(s->fd);
+  s->fd = -1;
+  state_free(s);
+  return rc;
 }
 
 /* See ljmemprof.h: restore the allocator, finish the stream, free. */
@@ -186,7 +381,20 @@ int ljmp_stop(lua_State *L)
 {
   mp_state *s = state_of(L);
   int err;
-  if (!s) return LJMP_ENOTRUN;
+  if (s && s->forked) {	/* A child's copy of the parent's profiler. */
+    discard_forked(L, s);
+    return LJMP_ENOTRUN;
+  }
+  if (!s) {
+    /* Still listed for this VM but no longer its allocator: something
+    ** wrapped or replaced the hook. Finalise the stream; the state stays
+    ** allocated (forwarding only) for whatever still calls it. */
+    if (!(s = wrapped_state(L))) return LJMP_ENOTRUN;
+    list_del(s);
+    mp_sink_finish(s);
+    state_strip(s);
+    return LJMP_EWRAPPED;
+  }
   lua_setallocf(L, s->orig_f, s->orig_ud);
   list_del(s);
   /* Finished already: the process is exiting and the stream is complete. */
@@ -208,7 +416,11 @@ const char *ljmp_strerror(int code)
   case LJMP_EVM: return "this LuaJIT does not match the one ljmemprof was "
 			"built for";
   case LJMP_ENOMEM: return "not enough memory for the profiler";
-  case LJMP_EWRAPPED: return "the allocator was replaced while profiling";
+  case LJMP_EWRAPPED: return "the allocator was replaced while profiling; "
+			     "recording stopped and the profile is finalised";
+  case LJMP_ETHREAD: return "cannot start the profiler's writer thread";
+  case LJMP_EBUSY: return "another profiler in this process is writing "
+			  "this file";
   }
   if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
   return "unknown error";

@@ -10,6 +10,7 @@
 #define MP_AGENT_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,7 +50,9 @@ typedef struct mp_state {
   uint8_t *pos;			/* Next free byte of the buffer. */
   uint8_t *lim;			/* End of the chunk: flush when pos reaches
 				   it (MP_SLACK spare bytes follow). */
-  int recording;		/* 1 while events are recorded. */
+  int recording;		/* 1 while events are recorded (atomic: another
+				   thread's exit() clears it, see at_exit()). */
+  int busy;			/* 1 while the hook records an event (atomic). */
   void *g;			/* The VM's global_State. */
   lua_Alloc orig_f;		/* The allocator we wrap. */
   void *orig_ud;
@@ -88,6 +91,9 @@ typedef struct mp_state {
   ljmp_on_stop on_stop;
   int err;			/* Sticky errno of the sink; 0 if none. */
   int finished;			/* Epilogue written (stop, close or exit). */
+  char *path;			/* The file written, or NULL (callback). */
+  dev_t dev;			/* Its identity, to refuse a second profiler */
+  ino_t ino;			/* on the same file. */
   struct mp_state *next;	/* In the list of running profilers. */
 } mp_state;
 
@@ -96,10 +102,13 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* -- ljmp_api.c ----------------------------------------------------------- */
 void mp_sentinel_install(lua_State *L);
+/* The live profiler of L's VM (its hook, or wrapped by something else),
+** or NULL. */
+mp_state *mp_state_find(lua_State *L);
 
 /* -- mp_sink.c ------------------------------------------------------------ */
-int mp_sink_open(mp_state *s, size_t bufsize, const uint8_t *prologue,
-		 size_t len);
+int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded);
+int mp_sink_begin(mp_state *s, const uint8_t *prologue, size_t len);
 void mp_sink_close(mp_state *s);
 void mp_sink_forked(mp_state *s);
 void mp_sink_flush(mp_state *s);

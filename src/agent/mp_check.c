@@ -99,7 +99,7 @@ done:
 }
 
 /* See mp_check.h. Each pointer is checked before it is followed. */
-const char *mp_check_vm(lua_State *L, lua_CFunction from_call)
+const char *mp_check_vm(lua_State *L, lua_CFunction from_call, int jit)
 {
   global_State *g;
   lua_State *main;
@@ -137,5 +137,7 @@ const char *mp_check_vm(lua_State *L, lua_CFunction from_call)
     if (fn->c.gct != ~LJ_TFUNC || !iscfunc(fn) || fn->c.f != from_call)
       return "the calling frame does not hold the called C function";
   }
-  return check_jit(L, g);
+  if (!readable(G2J(g), sizeof(jit_State)))
+    return "jit_State is not in mapped memory";
+  return jit ? check_jit(L, g) : NULL;
 }

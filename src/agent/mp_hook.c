@@ -34,6 +34,7 @@
 #define MP_NOINLINE	__attribute__((noinline))
 #define MP_INLINE	inline __attribute__((always_inline))
 #define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+#define MP_LIKELY(x)	__builtin_expect(!!(x), 1)
 
 /* Where an event comes from. */
 typedef struct loc {
@@ -408,6 +409,21 @@ static inline uint8_t *put_loc(mp_state *s, uint8_t *p, int ev, const loc *l)
 
 /* -- The hook ------------------------------------------------------------- */
 
+/* The hook tells another thread's exit() when it is inside an event (see
+** at_exit() in ljmp_api.c): busy is set before recording is read and
+** cleared, with release order, once the event is complete. Plain stores on
+** this machine; the other side pays for the barrier. */
+static MP_INLINE void enter(mp_state *s)
+{
+  __atomic_store_n(&s->busy, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static MP_INLINE void leave(mp_state *s)
+{
+  __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+}
+
 /* A free: attributed and encoded first, then forwarded as a tail call (a
 ** free cannot fail), so half of all events save no registers around it. */
 static MP_INLINE void *hook_free(mp_state *s, void *ptr, size_t osize)
@@ -420,6 +436,7 @@ static MP_INLINE void *hook_free(mp_state *s, void *ptr, size_t osize)
   p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
   s->pos = mp_put_uleb_fast(p, osize);
   settle(s);
+  leave(s);
   return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
 
@@ -430,8 +447,11 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   void *res;
   loc l;
   uint8_t *p;
-  if (MP_UNLIKELY(!s->recording))
+  enter(s);
+  if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
+    leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, nsize);
+  }
   if (nsize == 0) return hook_free(s, ptr, osize);
   /* Attribute and encode all but the new address before forwarding; the
   ** event only counts (pos moves) if the allocation succeeded. */
@@ -444,9 +464,11 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     p = mp_put_uleb_fast(p, osize);
   }
   res = s->orig_f(s->orig_ud, ptr, osize, nsize);
-  if (MP_UNLIKELY(res == NULL)) return NULL;	/* Failed: nothing changed. */
-  p = put_addr(s, p, (uint64_t)(uintptr_t)res);
-  s->pos = mp_put_uleb_fast(p, nsize);
-  settle(s);
+  if (MP_LIKELY(res != NULL)) {	/* Else it failed: nothing changed. */
+    p = put_addr(s, p, (uint64_t)(uintptr_t)res);
+    s->pos = mp_put_uleb_fast(p, nsize);
+    settle(s);
+  }
+  leave(s);
   return res;
 }

@@ -146,21 +146,31 @@ static void handoff(mp_state *s)
   s->chunk_len[cur] = s->bufsize;
   s->queued++;
   pthread_cond_signal(&s->cv_ready);
-  if (s->err) s->recording = 0;
+  if (s->err) __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&s->mu);
   carry_to(s, s->chunk[(cur + 1) % MP_NCHUNK]);
 }
 
 /* -- Sink ----------------------------------------------------------------- */
 
-/* Allocate the chunks, write the prologue at once (an unwritable sink
-** fails here), and start the writer thread for a file. Returns 0 or an
-** errno; the caller frees what was allocated. */
-int mp_sink_open(mp_state *s, size_t bufsize, const uint8_t *prologue,
-		 size_t len)
+/* Stop the writer thread (its queue is empty: nothing was handed over). */
+static void stop_thread(mp_state *s)
 {
-  int i, n = s->writer ? 1 : MP_NCHUNK, err;
-  struct stat st;
+  pthread_mutex_lock(&s->mu);
+  s->quit = 1;
+  pthread_cond_signal(&s->cv_ready);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->thread, NULL);
+  s->has_thread = 0;
+  s->quit = 0;
+}
+
+/* Allocate the chunks and, for a file sink (threaded), start the writer
+** thread, before anything is opened: a failure here leaves nothing behind.
+** Returns 0, ENOMEM, or -(the error of pthread_create). */
+int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded)
+{
+  int i, n = threaded ? MP_NCHUNK : 1, err;
   sigset_t all, old;
   s->bufsize = (bufsize + MP_PAGE - 1) / MP_PAGE * MP_PAGE;
   for (i = 0; i < n; i++) {
@@ -170,20 +180,7 @@ int mp_sink_open(mp_state *s, size_t bufsize, const uint8_t *prologue,
   }
   s->buf = s->pos = s->chunk[0];
   s->lim = s->buf + s->bufsize;
-  /* Write the prologue at once, so an unwritable sink fails in start(). */
-  err = s->writer ? s->writer(s->ctx, prologue, len)
-		  : fd_write(s->fd, prologue, len);
-  if (err) return err;
-  if (s->writer) return 0;
-  /* A regular file is rewritten from offset 0 with the prologue in the
-  ** first chunk, so that every chunk lands page-aligned for O_DIRECT. */
-  if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      lseek(s->fd, 0, SEEK_SET) == 0) {
-
-    memcpy(s->pos, prologue, len);
-    s->pos += len;
-    s->direct = set_direct(s->fd, 1) == 0;
-  }
+  if (!threaded) return 0;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv_ready, NULL);
   pthread_cond_init(&s->cv_free, NULL);
@@ -193,8 +190,31 @@ int mp_sink_open(mp_state *s, size_t bufsize, const uint8_t *prologue,
   pthread_sigmask(SIG_SETMASK, &all, &old);
   err = pthread_create(&s->thread, NULL, writer_main, s);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (err) return err;
+  if (err) return -err;
   s->has_thread = 1;
+  return 0;
+}
+
+/* Write the prologue to the sink (s->fd or s->writer, now open) at once,
+** so that an unwritable sink fails in start(). Returns 0 or an errno; on
+** failure the writer thread is stopped. */
+int mp_sink_begin(mp_state *s, const uint8_t *prologue, size_t len)
+{
+  struct stat st;
+  int err = s->writer ? s->writer(s->ctx, prologue, len)
+		      : fd_write(s->fd, prologue, len);
+  if (err) {
+    if (s->has_thread) stop_thread(s);
+    return err;
+  }
+  /* A regular file is rewritten from offset 0 with the prologue in the
+  ** first chunk, so that every chunk lands page-aligned for O_DIRECT. */
+  if (!s->writer && fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      lseek(s->fd, 0, SEEK_SET) == 0) {
+    memcpy(s->pos, prologue, len);
+    s->pos += len;
+    s->direct = set_direct(s->fd, 1) == 0;
+  }
   return 0;
 }
 
@@ -207,7 +227,7 @@ void mp_sink_flush(mp_state *s)
     int err = s->writer(s->ctx, s->buf, s->bufsize);
     if (err) {
       s->err = err;
-      s->recording = 0;
+      __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
     }
   }
   carry_to(s, s->buf);
@@ -235,7 +255,7 @@ void mp_sink_finish(mp_state *s)
   size_t len;
   if (s->finished) return;
   s->finished = 1;
-  s->recording = 0;
+  __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
   if (!s->err) *s->pos++ = 0x80;	/* MP_FINAL: the stream is complete. */
   if (s->pos >= s->lim && s->has_thread) handoff(s);	/* Full: split. */
   len = (size_t)(s->pos - s->buf);
@@ -266,16 +286,18 @@ void mp_sink_forked(mp_state *s)
   s->forked = 1;
   s->has_thread = 0;
   s->has_sync = 0;	/* Its mutex may be held by the lost thread. */
-  s->recording = 0;
+  __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
   s->finished = 1;
   if (s->fd >= 0) close(s->fd);
   s->fd = -1;
 }
 
-/* Free the chunks (the sink is finished). */
+/* Free the chunks (the sink is finished, or never began: then the idle
+** writer thread is stopped first). */
 void mp_sink_close(mp_state *s)
 {
   int i;
+  if (s->has_thread) stop_thread(s);
   for (i = 0; i < MP_NCHUNK; i++) free(s->chunk[i]);
   if (s->has_sync) {
     pthread_mutex_destroy(&s->mu);
