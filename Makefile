@@ -40,7 +40,7 @@ TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
 
 .PHONY: all deps example test install uninstall bench clean distclean
 all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
-     $(BUILD)/wrong-layout/ljmemprof.so
+     $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host
 
 # Install missing Debian packages when root, else say exactly what to run.
 deps:
@@ -75,6 +75,20 @@ $(BUILD)/wrong-layout/ljmemprof.so: $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -w -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD \
 	  -DLUAJIT_DISABLE_GC64 -Iinclude -I$(LUAJIT_SRC)/src -o $@ $(AGENT_SRC) -ldl -lpthread
+
+# The multi-threaded host of tests/agent-host.t, agent included, under
+# ThreadSanitizer and under AddressSanitizer + UBSan (clang, Debian's
+# libclang-rt-14-dev).
+SAN_CC ?= clang
+$(BUILD)/tsan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+	@mkdir -p $(@D)
+	$(SAN_CC) -g -O1 -fsanitize=thread -D_GNU_SOURCE -DLJMP_BUILD -Iinclude \
+	  -I$(LUAJIT_SRC)/src -o $@ tests/c/agent_host.c $(AGENT_SRC) -lluajit-5.1 -ldl -lpthread
+$(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+	@mkdir -p $(@D)
+	$(SAN_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+	  -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -I$(LUAJIT_SRC)/src -o $@ \
+	  tests/c/agent_host.c $(AGENT_SRC) -lluajit-5.1 -ldl -lpthread
 
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)

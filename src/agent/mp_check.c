@@ -62,6 +62,7 @@ static const char *check_jit(lua_State *L, global_State *g)
   jit_State *J = G2J(g);
   if (!readable(J, sizeof(*J))) return "jit_State is not in mapped memory";
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  if (!lua_istable(L, -1)) goto done;	/* No library opened yet. */
   lua_getfield(L, -1, "jit");
   if (!lua_istable(L, -1)) goto done;	/* No jit library: nothing to compare. */
   lua_getfield(L, -1, "version");
