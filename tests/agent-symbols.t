@@ -36,8 +36,9 @@ t.is(k, N, "one table per loaded chunk")
 t.is(#wrong, 0, "each resolves to its own chunk", table.concat(wrong, " "))
 t.ok(reused > N, "addresses were reused meanwhile", reused)
 
--- A chunk name longer than the buffer (code loaded from a string is named
--- by its text) is written across several flushes and read back whole.
+-- A chunk name longer than MP_NAME_MAX (4096; code loaded from a string is
+-- named by its text) is cut to its first bytes and a marker with its
+-- length, written across flushes of a 4 KiB buffer, and read back whole.
 local body = { "local t = {}" }
 for i = 1, 6000 do body[#body + 1] = "-- padding line " .. i end
 body[#body + 1] = "return t"
@@ -55,7 +56,27 @@ local got
 for _, e in ipairs(evs2) do
   if e.source == "lua" and e.line == 1 then got = e.chunk end
 end
+local marker = " [... cut by ljmemprof: " .. #text .. " bytes in all]"
 t.ok(complete2, "complete with a 4 KiB buffer and a long chunk name")
-t.is(got and #got, #text, "the chunk name is the whole text (" .. #text .. " bytes)")
-t.ok(got == text, "byte for byte")
+t.is(got and #got, 4096, "the chunk name is cut to 4096 bytes")
+t.ok(got == text:sub(1, 4096 - #marker) .. marker,
+     "its first bytes, then the marker with the full length", got and got:sub(-60))
+
+-- Every function of a long source repeats its chunk name: 400 functions
+-- of a 600 KB source made a 240 MB profile before names were cut.
+local src = { "local f = {}" }
+for i = 1, 400 do
+  src[#src + 1] = ("f[%d] = function() return { %d } end"):format(i, i)
+end
+for i = 1, 600 do src[#src + 1] = ("-- %s"):format(("pad"):rep(330)) end
+src[#src + 1] = "for i = 1, #f do f[i]() end"
+local big = table.concat(src, "\n")
+local path3 = T.tmpname("bigsource")
+assert(T.mp.start(path3))
+assert(loadstring(big))()
+assert(T.mp.stop())
+local size = assert(io.open(path3, "rb")):seek("end")
+os.remove(path3)
+t.ok(#big > 600000 and size < 401 * 4096 + 200000,
+     "a " .. #big .. "-byte source with 400 functions: " .. size .. "-byte profile")
 t.done()

@@ -80,10 +80,26 @@ static MP_NOINLINE void new_proto(mp_state *s, const GCproto *pt)
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_LFUNC;
   p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
-  p = mp_put_uleb(p, name->len);
-  s->pos = p;
-  settle(s);
-  mp_sink_put(s, strdata(name), name->len);
+  if (name->len <= MP_NAME_MAX) {
+    p = mp_put_uleb(p, name->len);
+    s->pos = p;
+    settle(s);
+    mp_sink_put(s, strdata(name), name->len);
+  } else {	/* Cut (see MP_NAME_MAX). */
+    char cut[64], dec[24];
+    size_t n = sizeof(MP_NAME_CUT_HEAD) - 1, k = 0;
+    MSize len = name->len;
+    do { dec[k++] = (char)('0' + len % 10); len /= 10; } while (len);
+    memcpy(cut, MP_NAME_CUT_HEAD, n);
+    while (k) cut[n++] = dec[--k];
+    memcpy(cut + n, MP_NAME_CUT_TAIL, sizeof(MP_NAME_CUT_TAIL) - 1);
+    n += sizeof(MP_NAME_CUT_TAIL) - 1;
+    p = mp_put_uleb(p, MP_NAME_MAX);
+    s->pos = p;
+    settle(s);
+    mp_sink_put(s, strdata(name), MP_NAME_MAX - n);
+    mp_sink_put(s, cut, n);
+  }
   s->pos = mp_put_uleb(s->pos, (uint64_t)pt->firstline);
   settle(s);
 }

@@ -79,6 +79,16 @@
 #define MP_SYM_TRACE_V3		2
 
 #define MP_ULEB_MAX		10	/* Bytes of the longest 64-bit ULEB128. */
+
+/* The longest name (chunk name, C function name) the agent writes. Code
+** loaded from a string has its whole source as chunk name, repeated in the
+** symbol of every function it defines: a longer one is cut to its first
+** bytes followed by " [... cut by ljmemprof: N bytes in all]", to
+** MP_NAME_MAX bytes in all. Readers take longer names (other writers do
+** not cut them). */
+#define MP_NAME_MAX		4096
+#define MP_NAME_CUT_HEAD	" [... cut by ljmemprof: "
+#define MP_NAME_CUT_TAIL	" bytes in all]"
 /* Room to keep free for one event: header + at most 6 numbers, plus 8
 ** bytes that mp_put_uleb_fast may store past the end of the last one. */
 #define MP_EVENT_MAX		(1 + 6 * MP_ULEB_MAX + 8)
