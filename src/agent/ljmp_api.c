@@ -213,6 +213,7 @@ static void state_free(mp_state *s)
 static void discard_forked(lua_State *L, mp_state *s)
 {
   lua_setallocf(L, s->orig_f, s->orig_ud);
+  mp_names_unwrap_require(L);
   list_del(s);
   state_free(s);
 }
@@ -365,6 +366,8 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     goto fail;
   }
   mp_names_build(&s->names, L);
+  mp_names_prepare(L);
+  mp_names_wrap_require(&s->names, L);
   s->recording = 1;
   list_live(s);
   lua_setallocf(L, mp_hook_alloc, s);
@@ -390,12 +393,14 @@ int ljmp_stop(lua_State *L)
     ** wrapped or replaced the hook. Finalise the stream; the state stays
     ** allocated (forwarding only) for whatever still calls it. */
     if (!(s = wrapped_state(L))) return LJMP_ENOTRUN;
+    mp_names_unwrap_require(L);
     list_del(s);
     mp_sink_finish(s);
     state_strip(s);
     return LJMP_EWRAPPED;
   }
   lua_setallocf(L, s->orig_f, s->orig_ud);
+  mp_names_unwrap_require(L);
   list_del(s);
   /* Finished already: the process is exiting and the stream is complete. */
   err = s->finished ? LJMP_ENOTRUN : 0;

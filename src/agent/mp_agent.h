@@ -24,15 +24,19 @@ typedef struct mp_ptrset {
   size_t count;
 } mp_ptrset;
 
-/* Lua names of C functions, sorted by address (see mp_names.c). */
+/* A Lua name of a C function (see mp_names.c). */
 typedef struct mp_name {
   const void *f;
   char *name;
+  uint16_t parent;	/* Length of the name of the table holding it. */
+  uint16_t parts;	/* Components of the name. */
 } mp_name;
 
+/* Candidate names, sorted by function and rank. */
 typedef struct mp_names {
   mp_name *e;
   size_t n, cap;
+  int sorted;		/* 0 while names are being added. */
 } mp_names;
 
 /* What was last written for a trace number. */
@@ -116,9 +120,20 @@ void mp_sink_put(mp_state *s, const void *data, size_t len);
 void mp_sink_finish(mp_state *s);
 
 /* -- mp_names.c ---------------------------------------------------------- */
+/* Collect the names of the C functions reachable from the globals and
+** package.loaded. */
 void mp_names_build(mp_names *t, lua_State *L);
-const char *mp_names_find(const mp_names *t, const void *f);
+/* Add those of the module (a table) at stack index idx, named name. */
+int mp_names_module(mp_names *t, lua_State *L, int idx, const char *name);
+/* The label of C function f into out (NUL-terminated); 0 if it has none. */
+size_t mp_names_label(const mp_names *t, const void *f, char *out,
+		      size_t size);
 void mp_names_free(mp_names *t);
+/* Make the VM's require wrapper (before recording: it is kept). */
+void mp_names_prepare(lua_State *L);
+/* Put the wrapper in _G.require (over whatever is there), and back. */
+void mp_names_wrap_require(mp_names *t, lua_State *L);
+void mp_names_unwrap_require(lua_State *L);
 
 /* -- mp_symset.c ---------------------------------------------------------- */
 int mp_ptrset_add(mp_ptrset *set, uintptr_t key);	/* 1 new, 0 had, -1 OOM */

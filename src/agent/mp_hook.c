@@ -135,9 +135,9 @@ static size_t copy_name(char *out, size_t size, const char *src)
 static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
 {
   Dl_info info;
-  const char *name = mp_names_find(&s->names, f);
-  size_t n;
-  if (name) return copy_name(out, size, name);
+  const char *name;
+  size_t n = mp_names_label(&s->names, f, out, size);
+  if (n) return n;
   if (!dladdr(f, &info) || !info.dli_fname) {	/* Unknown module. */
     memcpy(out, "?+0x", 4);
     return (size_t)(put_hex(out + 4, (uintptr_t)f) - out);

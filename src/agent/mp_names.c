@@ -1,13 +1,24 @@
 /*
-** mp_names.c: Lua names of the C functions registered in loaded modules.
+** mp_names.c: Lua names of the C functions a program can reach.
 **
-** C functions of the standard library live inside the luajit binary or
-** libluajit, mostly without a dynamic symbol; "luajit+0x92c0" is true but
-** unhelpful when the user wrote `require`. At start (outside the hook, where
-** the Lua API may be used), the tables in package.loaded are walked once
-** and every C function found gets its Lua name ("require",
-** "package.seeall", "cjson.encode"). The hook looks a name up only the
-** first time it meets a C function.
+** C functions of the standard library and of C modules live in the luajit
+** binary, libluajit or a module's .so, mostly without a dynamic symbol;
+** "luajit+0x92c0" is true but unhelpful when the user wrote `require`. So
+** the agent collects the Lua names of C functions, outside the hook where
+** the Lua API may be used: at start, from the globals (two levels of
+** tables down: vim.api.nvim_buf_get_lines) and from every module in
+** package.loaded (one level down); and for modules required later, from
+** the module each call of `require` returns (the agent puts a wrapper in
+** _G.require while it records, see mp_names_require()). The hook looks a
+** name up only the first time it meets a C function.
+**
+** A function is often reachable under several names (Neovim's API under
+** vim.api, vim._editor.api and vim.shared.api); the label must not depend
+** on the order of a table walk, so it is chosen by rule: the fewest
+** components, then the shortest, then the first in byte order. A C function
+** shared by several names in one table (Neovim registers one loader for
+** every package.preload entry) is labelled by that table: "t.{a,b}" for
+** two or three names, "t.*" for more.
 */
 
 #include <stdio.h>
@@ -15,22 +26,32 @@
 #include <string.h>
 
 #include "lua.h"
+#include "lauxlib.h"
 
 #include "mp_agent.h"
 
-/* Order entries by function address. */
-static int by_addr(const void *a, const void *b)
+#define NAME_MAX_LEN	255	/* Longer names are not collected. */
+
+/* Order candidates by function, then by rank (see the file header). */
+static int by_rank(const void *a, const void *b)
 {
-  uintptr_t x = (uintptr_t)((const mp_name *)a)->f;
-  uintptr_t y = (uintptr_t)((const mp_name *)b)->f;
-  return x < y ? -1 : x > y;
+  const mp_name *x = a, *y = b;
+  size_t nx, ny;
+  if (x->f != y->f) return (uintptr_t)x->f < (uintptr_t)y->f ? -1 : 1;
+  if (x->parts != y->parts) return x->parts < y->parts ? -1 : 1;
+  nx = strlen(x->name);
+  ny = strlen(y->name);
+  if (nx != ny) return nx < ny ? -1 : 1;
+  return strcmp(x->name, y->name);
 }
 
-/* Add name "prefix.key" (or "key" for _G) for function f. */
-static int add(mp_names *t, const void *f, const char *prefix, const char *key)
+/* Add candidate name for function f; parent is the length of the name of
+** the table holding it (0 for a global), parts its number of components.
+** Returns -1 when out of memory. */
+static int add(mp_names *t, const void *f, const char *name, size_t parent,
+	       unsigned parts)
 {
-  size_t np = prefix ? strlen(prefix) + 1 : 0, nk = strlen(key);
-  char *name;
+  char *copy;
   if (t->n == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 256;
     mp_name *e = realloc(t->e, cap * sizeof(*e));
@@ -38,93 +59,248 @@ static int add(mp_names *t, const void *f, const char *prefix, const char *key)
     t->e = e;
     t->cap = cap;
   }
-  if (!(name = malloc(np + nk + 1))) return -1;
-  if (prefix) {
-    memcpy(name, prefix, np - 1);
-    name[np - 1] = '.';
-  }
-  memcpy(name + np, key, nk + 1);
+  if (!(copy = strdup(name))) return -1;
   t->e[t->n].f = f;
-  t->e[t->n].name = name;
+  t->e[t->n].name = copy;
+  t->e[t->n].parent = (uint16_t)parent;
+  t->e[t->n].parts = (uint16_t)parts;
   t->n++;
+  t->sorted = 0;
   return 0;
 }
 
-/* Add the C functions of the table on top of the stack, named under
-** prefix; descend one level into tables under string keys (for example
-** package.loaders[2]). Returns -1 when out of memory. */
-static int walk(mp_names *t, lua_State *L, const char *prefix, int depth)
+/* Add the C functions of the table on top of the stack, whose name is
+** prefix (NULL for the globals, with `parts` components), descending
+** `depth` more levels into tables under string keys; entries under integer
+** keys get "prefix[i]" (package.loaders[2]). Tables already on the path
+** are not entered again. Returns -1 when out of memory. */
+static int walk(mp_names *t, lua_State *L, const char *prefix, unsigned parts,
+		int depth)
 {
-  char sub[256];
+  char name[NAME_MAX_LEN + 1];
+  size_t np = prefix ? strlen(prefix) : 0;
+  int rc = 0;
+  if (!lua_checkstack(L, 4)) return 0;
   lua_pushnil(L);
-  while (lua_next(L, -2)) {
-    const char *key = NULL;
-    char num[32];
+  while (rc == 0 && lua_next(L, -2)) {
+    int n = -1;
     if (lua_type(L, -2) == LUA_TSTRING) {
-      key = lua_tostring(L, -2);
+      const char *key = lua_tostring(L, -2);
+      n = prefix ? snprintf(name, sizeof(name), "%s.%s", prefix, key)
+		 : snprintf(name, sizeof(name), "%s", key);
     } else if (lua_type(L, -2) == LUA_TNUMBER && prefix) {
-      snprintf(num, sizeof(num), "[%d]", (int)lua_tonumber(L, -2));
-      key = num;
+      n = snprintf(name, sizeof(name), "%s[%.14g]", prefix,
+		   lua_tonumber(L, -2));
     }
-    if (key && lua_iscfunction(L, -1)) {
-      lua_CFunction f = lua_tocfunction(L, -1);
-      if (f) {
-	int brk = key == num;
-	if (brk && prefix) snprintf(sub, sizeof(sub), "%s%s", prefix, key);
-	if (add(t, (const void *)f, brk ? NULL : prefix, brk ? sub : key) < 0) {
-	  lua_pop(L, 2);
-	  return -1;
-	}
+    if (n > 0 && n <= NAME_MAX_LEN) {
+      if (lua_iscfunction(L, -1)) {
+	lua_CFunction f = lua_tocfunction(L, -1);
+	if (f) rc = add(t, (const void *)f, name, np, parts + 1);
+      } else if (depth > 0 && lua_type(L, -2) == LUA_TSTRING &&
+		 lua_istable(L, -1) && lua_topointer(L, -1) !=
+		 lua_topointer(L, -3)) {
+	rc = walk(t, L, name, parts + 1, depth - 1);
       }
-    } else if (key && key != num && depth > 0 && lua_istable(L, -1)) {
-      if (prefix) snprintf(sub, sizeof(sub), "%s.%s", prefix, key);
-      else snprintf(sub, sizeof(sub), "%s", key);
-      if (walk(t, L, sub, depth - 1) < 0) { lua_pop(L, 2); return -1; }
     }
     lua_pop(L, 1);
   }
-  return 0;
+  if (rc) lua_pop(L, 2);	/* The key and value left by the break. */
+  return rc;
 }
 
-/* Walk package.loaded: _G first (its functions get bare names), then
-** every module under its name. A function under several names is found
-** by any of them. */
+/* Sort the candidates by function and rank, once after additions. */
+static void sort(mp_names *t)
+{
+  if (!t->sorted && t->n) qsort(t->e, t->n, sizeof(*t->e), by_rank);
+  t->sorted = 1;
+}
+
 void mp_names_build(mp_names *t, lua_State *L)
 {
   int top = lua_gettop(L);
   memset(t, 0, sizeof(*t));
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+  if (walk(t, L, NULL, 0, 2) < 0) goto done;
+  lua_settop(L, top);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   if (lua_istable(L, -1)) {
-    lua_getfield(L, -1, "_G");
-    if (lua_istable(L, -1) && walk(t, L, NULL, 0) < 0) goto done;
-    lua_pop(L, 1);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
-	  strcmp(lua_tostring(L, -2), "_G") != 0 &&
-	  walk(t, L, lua_tostring(L, -2), 1) < 0)
+	  strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
+	  walk(t, L, lua_tostring(L, -2), 1, 1) < 0)
 	goto done;
       lua_pop(L, 1);
     }
   }
 done:
   lua_settop(L, top);
-  if (t->n) qsort(t->e, t->n, sizeof(*t->e), by_addr);
+  sort(t);
 }
 
-/* Lua name of C function f, or NULL. Among equal addresses, any. */
-const char *mp_names_find(const mp_names *t, const void *f)
+int mp_names_module(mp_names *t, lua_State *L, int idx, const char *name)
 {
-  size_t lo = 0, hi = t->n;
-  while (lo < hi) {
+  int top = lua_gettop(L), rc = 0;
+  if (lua_istable(L, idx) && strlen(name) < NAME_MAX_LEN) {
+    lua_pushvalue(L, idx);
+    rc = walk(t, L, name, 1, 1);
+  }
+  lua_settop(L, top);
+  sort(t);
+  return rc;
+}
+
+/* Append n bytes at src to out (size bytes) at *len, never past its end. */
+static void put(char *out, size_t size, size_t *len, const char *src, size_t n)
+{
+  if (*len + n >= size) n = size - 1 - *len;
+  memcpy(out + *len, src, n);
+  *len += n;
+}
+
+/* Write "parent.{a,b}" or "parent.*" (or "parent[*]" for integer keys)
+** for the n candidates at e (at most 4 of them, sorted) that share a
+** parent; returns the length written. */
+static size_t shared_label(const mp_name *e, size_t n, char *out, size_t size)
+{
+  size_t len = 0, i;
+  put(out, size, &len, e->name, (size_t)e->parent);
+  if (e->name[e->parent] == '[') {
+    put(out, size, &len, "[*]", 3);
+  } else if (n > 3) {
+    put(out, size, &len, ".*", 2);
+  } else {
+    put(out, size, &len, ".{", 2);
+    for (i = 0; i < n; i++) {
+      const char *key = e[i].name + e[i].parent + 1;
+      if (i) put(out, size, &len, ",", 1);
+      put(out, size, &len, key, strlen(key));
+    }
+    put(out, size, &len, "}", 1);
+  }
+  out[len] = '\0';
+  return len;
+}
+
+/* Is candidate c another name of best's function in the same table? */
+static int same_table(const mp_name *c, const mp_name *best)
+{
+  return c->parts == best->parts && c->parent == best->parent &&
+	 best->parent && memcmp(c->name, best->name, best->parent) == 0 &&
+	 strcmp(c->name, best->name) != 0;
+}
+
+size_t mp_names_label(const mp_names *t, const void *f, char *out,
+		      size_t size)
+{
+  size_t lo = 0, hi, i, same = 0;
+  const mp_name *best;
+  if (!size || !t->sorted) return 0;	/* Being added to: ask again. */
+  hi = t->n;
+  while (lo < hi) {	/* The first candidate for f. */
     size_t mid = lo + (hi - lo) / 2;
     if ((uintptr_t)t->e[mid].f < (uintptr_t)f) lo = mid + 1;
     else hi = mid;
   }
-  return lo < t->n && t->e[lo].f == f ? t->e[lo].name : NULL;
+  if (lo >= t->n || t->e[lo].f != f) return 0;
+  best = &t->e[lo];
+  /* Other best-ranked names (as many parts) in the same table; the same
+  ** name found twice (from the globals and from package.loaded) counts
+  ** once: candidates are sorted, so duplicates are neighbours. */
+  for (i = lo + 1; i < t->n && t->e[i].f == f; i++)
+    if (same_table(&t->e[i], best) && strcmp(t->e[i].name, t->e[i - 1].name))
+      same++;
+  if (same) {
+    /* Shared by several names in one table: list them in byte order. */
+    mp_name pick[4];
+    size_t k = 1, j;
+    pick[0] = *best;
+    for (i = lo + 1; i < t->n && t->e[i].f == f && k < 4; i++)
+      if (same_table(&t->e[i], best) && strcmp(t->e[i].name, t->e[i - 1].name))
+	pick[k++] = t->e[i];
+    for (i = 1; i < k; i++)	/* Insertion sort by name. */
+      for (j = i; j > 0 && strcmp(pick[j - 1].name, pick[j].name) > 0; j--) {
+	mp_name tmp = pick[j];
+	pick[j] = pick[j - 1];
+	pick[j - 1] = tmp;
+      }
+    return shared_label(pick, same + 1, out, size);
+  }
+  i = 0;
+  put(out, size, &i, best->name, strlen(best->name));
+  out[i] = '\0';
+  return i;
 }
 
-/* Free the names table. */
+/* -- The require wrapper -------------------------------------------------- */
+
+#define MP_REQUIRE	"ljmemprof.require"	/* Registry: the wrapper. */
+
+/* require() while recording: call the function it wraps (upvalue 1) with
+** the same arguments, then collect the names of the C functions in the
+** module it returns (a table), under the module's name. Errors pass
+** through unchanged; no Lua object is made. */
+static int require_wrapper(lua_State *L)
+{
+  int n = lua_gettop(L), i, nres;
+  mp_state *s;
+  luaL_checkstack(L, n + 1, "too many arguments");
+  lua_pushvalue(L, lua_upvalueindex(1));
+  for (i = 1; i <= n; i++) lua_pushvalue(L, i);
+  lua_call(L, n, LUA_MULTRET);
+  nres = lua_gettop(L) - n;
+  if (nres >= 1 && lua_type(L, 1) == LUA_TSTRING &&
+      (s = mp_state_find(L)) != NULL && !s->finished)
+    mp_names_module(&s->names, L, n + 1, lua_tostring(L, 1));
+  return nres;
+}
+
+/* Push the wrapper of this VM (made once and kept in the registry, so no
+** start leaves garbage); 0 when the VM has none yet and make is 0. */
+static int push_wrapper(lua_State *L, int make)
+{
+  lua_getfield(L, LUA_REGISTRYINDEX, MP_REQUIRE);
+  if (lua_iscfunction(L, -1) || !make) return lua_iscfunction(L, -1);
+  lua_pop(L, 1);
+  lua_pushnil(L);
+  lua_pushcclosure(L, require_wrapper, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, MP_REQUIRE);
+  return 1;
+}
+
+void mp_names_prepare(lua_State *L)
+{
+  push_wrapper(L, 1);
+  lua_pop(L, 1);
+}
+
+void mp_names_wrap_require(mp_names *t, lua_State *L)
+{
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_GLOBALSINDEX, "require");
+  if (lua_isfunction(L, -1) && push_wrapper(L, 0) &&
+      !lua_rawequal(L, -1, -2)) {
+    lua_pushvalue(L, -2);
+    lua_setupvalue(L, -2, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_GLOBALSINDEX, "require");
+    if (add(t, (const void *)require_wrapper, "require", 0, 1) == 0) sort(t);
+  }
+  lua_settop(L, top);
+}
+
+void mp_names_unwrap_require(lua_State *L)
+{
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_GLOBALSINDEX, "require");
+  if (push_wrapper(L, 0) && lua_rawequal(L, -1, -2)) {
+    lua_getupvalue(L, -1, 1);
+    lua_setfield(L, LUA_GLOBALSINDEX, "require");
+  }
+  lua_settop(L, top);
+}
+
 void mp_names_free(mp_names *t)
 {
   size_t i;
