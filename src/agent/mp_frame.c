@@ -118,13 +118,11 @@ static const BCIns *trace_start_pc(global_State *g, const BCIns *pc)
   return NULL;
 }
 
-int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc, global_State *g)
+int32_t mp_lua_pos_outside(GCfunc *fn, const BCIns *pc, global_State *g)
 {
   GCproto *pt = funcproto(fn);
   BCPos pos;
   if (!pc) return -1;
-  pos = proto_bcpos(pt, pc) - 1;
-  if (pos < pt->sizebc) return (int32_t)pos;
   pc = trace_start_pc(g, pc);
   if (!pc) return -1;
   pos = proto_bcpos(pt, pc);

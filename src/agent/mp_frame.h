@@ -75,10 +75,20 @@ static inline void mp_walk_init(mp_walk *w, lua_State *L)
 /* The next frame down the stack into *fr: 1, or 0 at the bottom. */
 int mp_walk_next(mp_walk *w, mp_frame *fr);
 
+/* Slow half of mp_lua_pos(): a pc outside fn's bytecode. */
+int32_t mp_lua_pos_outside(GCfunc *fn, const BCIns *pc, global_State *g);
+
 /* Bytecode position of the instruction before pc in the Lua function fn
 ** (the one executing), or -1 if pc is not in fn. A pc in the copy of a
 ** trace's first instruction (where a trace exit may leave the VM) maps to
-** the trace's start. */
-int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc, global_State *g);
+** the trace's start. Inline: the hook asks for every Lua allocation. */
+static inline int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc,
+				 global_State *g)
+{
+  GCproto *pt = funcproto(fn);
+  BCPos pos = proto_bcpos(pt, pc) - 1;
+  if (pc && pos < pt->sizebc) return (int32_t)pos;
+  return mp_lua_pos_outside(fn, pc, g);
+}
 
 #endif
