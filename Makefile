@@ -21,7 +21,8 @@ WARN       := -Wall -Wextra -Wno-unused-parameter
 LUA_CPATH_DIR := $(PREFIX)/lib/lua/5.1
 
 # Debian packages the build and the tests need.
-DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev
+DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
+            neovim wrk python3-lupa lua-lpeg
 
 AGENT_SRC := src/agent/mp_hook.c src/agent/mp_frame.c src/agent/mp_sink.c src/agent/mp_symset.c \
              src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \

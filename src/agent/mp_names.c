@@ -6,9 +6,11 @@
 ** "luajit+0x92c0" is true but unhelpful when the user wrote `require`. So
 ** the agent collects the Lua names of C functions, outside the hook where
 ** the Lua API may be used: at start, from the globals (two levels of
-** tables down: vim.api.nvim_buf_get_lines) and from every module in
-** package.loaded (one level down); and for modules required later, from
-** the module each call of `require` returns (the agent puts a wrapper in
+** tables down: vim.api.nvim_buf_get_lines), from every module in
+** package.loaded (one level down) and from the metatables kept in the
+** registry under their type names (lpeg-pattern.__mul); and for modules
+** required later, from the module each call of `require` returns and from
+** the registry again (the agent puts a wrapper in
 ** _G.require while it records, see mp_names_require()). The hook looks a
 ** name up only the first time it meets a C function.
 **
@@ -115,12 +117,31 @@ static void sort(mp_names *t)
   t->sorted = 1;
 }
 
+/* Add the methods of the metatables in the registry (luaL_newmetatable
+** keeps them under their type names): lpeg's operators are only there,
+** "lpeg-pattern.__mul". */
+static int walk_registry(mp_names *t, lua_State *L)
+{
+  int top = lua_gettop(L), rc = 0;
+  lua_pushvalue(L, LUA_REGISTRYINDEX);
+  lua_pushnil(L);
+  while (rc == 0 && lua_next(L, -2)) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
+	strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
+	strcmp(lua_tostring(L, -2), "_LOADED") != 0)
+      rc = walk(t, L, lua_tostring(L, -2), 1, 0);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return rc;
+}
+
 void mp_names_build(mp_names *t, lua_State *L)
 {
   int top = lua_gettop(L);
   memset(t, 0, sizeof(*t));
   lua_pushvalue(L, LUA_GLOBALSINDEX);
-  if (walk(t, L, NULL, 0, 2) < 0) goto done;
+  if (walk(t, L, NULL, 0, 2) < 0 || walk_registry(t, L) < 0) goto done;
   lua_settop(L, top);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   if (lua_istable(L, -1)) {
@@ -146,6 +167,7 @@ int mp_names_module(mp_names *t, lua_State *L, int idx, const char *name)
     rc = walk(t, L, name, 1, 1);
   }
   lua_settop(L, top);
+  if (rc == 0) rc = walk_registry(t, L);	/* Its metatables. */
   sort(t);
   return rc;
 }
