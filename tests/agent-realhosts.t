@@ -66,10 +66,13 @@ else
   port=$((20000 + $$ % 20000))
   python3 -m http.server $port --bind 127.0.0.1 --directory "$TMPD" > /dev/null 2>&1 &
   srv=$!
-  i=0
-  while [ $i -lt 50 ] && ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-  done
+  # Wait up to 10 s for the server to listen.
+  timeout 10 python3 -c "
+import socket, time
+while True:
+    try: socket.create_connection(('127.0.0.1', $port), 0.2).close(); break
+    except OSError: time.sleep(0.05)
+"
   cat > "$TMPD/wrk.lua" <<EOF
 local mp = require("ljmemprof")
 local threads = 0
