@@ -14,7 +14,7 @@ prog='
   for i = 1, 100000 do t[i % 5000 + 1] = { i, "s" .. i } end
   assert(mp.stop())'
 record() {	# PATH BUFSIZE -> exit status
-  P="$1" B="$2" LUA_CPATH="$PWD/build/?.so;;" luajit -joff -e "$prog" >/dev/null 2>&1
+  P="$1" B="$2" LUA_CPATH="$PWD/build/?.so;;" timeout 60 luajit -joff -e "$prog" >/dev/null 2>&1
   echo $?
 }
 summary() {	# events of a profile, by kind and label, sorted
@@ -40,7 +40,8 @@ else
 fi
 
 mkfifo "$TMPD/fifo"
-cat "$TMPD/fifo" > "$TMPD/c.bin" &
+# Bounded: if the writer never opens the pipe, the reader gives up.
+timeout 60 cat "$TMPD/fifo" > "$TMPD/c.bin" &
 is "$(record "$TMPD/fifo" 65536)" 0 "pipe"
 wait
 is "$(summary "$TMPD/c.bin")" "$want" "same events through a pipe"
