@@ -24,11 +24,11 @@ LUA_CPATH_DIR := $(PREFIX)/lib/lua/5.1
 DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
             neovim wrk python3-lupa lua-lpeg
 
-AGENT_SRC := src/agent/mp_hook.c src/agent/mp_frame.c src/agent/mp_sink.c src/agent/mp_symset.c \
+AGENT_SRC := src/agent/mp_hook.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
              src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \
              src/agent/lib_ljmemprof.c
-AGENT_OBJ := $(patsubst src/agent/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))
-AGENT_HDR := $(wildcard src/agent/*.h) include/ljmemprof.h src/format/mp_format.h
+AGENT_OBJ := $(patsubst src/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))
+AGENT_HDR := $(wildcard src/agent/*.h src/util/*.h src/format/*.h) include/ljmemprof.h
 
 FORMAT_SRC := src/format/mp_decode.c
 REPORT_SRC := $(wildcard src/report/*.c)
@@ -62,9 +62,9 @@ $(BUILD)/luajit-src/src/lj_obj.h:
 	@$(MAKE) --no-print-directory deps
 	scripts/fetch-luajit-src.sh $(BUILD) >/dev/null
 
-$(BUILD)/agent/%.o: src/agent/%.c $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+$(BUILD)/agent/%.o: src/%.c $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -I$(LUAJIT_SRC)/src -c $< -o $@
+	$(CC) $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc -I$(LUAJIT_SRC)/src -c $< -o $@
 
 # The module exports luaopen_ljmemprof and the ljmp_* API only.
 $(BUILD)/ljmemprof.so: $(AGENT_OBJ)
@@ -75,7 +75,7 @@ $(BUILD)/ljmemprof.so: $(AGENT_OBJ)
 $(BUILD)/wrong-layout/ljmemprof.so: $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -w -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD \
-	  -DLUAJIT_DISABLE_GC64 -Iinclude -I$(LUAJIT_SRC)/src -o $@ $(AGENT_SRC) -ldl -lpthread
+	  -DLUAJIT_DISABLE_GC64 -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $(AGENT_SRC) -ldl -lpthread
 
 # The multi-threaded host of tests/agent-host.t, agent included, under
 # ThreadSanitizer and under AddressSanitizer + UBSan (clang, Debian's
@@ -83,12 +83,12 @@ $(BUILD)/wrong-layout/ljmemprof.so: $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/
 SAN_CC ?= clang
 $(BUILD)/tsan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
 	@mkdir -p $(@D)
-	$(SAN_CC) -g -O1 -fsanitize=thread -D_GNU_SOURCE -DLJMP_BUILD -Iinclude \
+	$(SAN_CC) -g -O1 -fsanitize=thread -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc \
 	  -I$(LUAJIT_SRC)/src -o $@ tests/c/agent_host.c $(AGENT_SRC) -lluajit-5.1 -ldl -lpthread
 $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
 	@mkdir -p $(@D)
 	$(SAN_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	  -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -I$(LUAJIT_SRC)/src -o $@ \
+	  -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ \
 	  tests/c/agent_host.c $(AGENT_SRC) -lluajit-5.1 -ldl -lpthread
 
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)

@@ -189,9 +189,9 @@ mp_state *mp_state_find(lua_State *L)
 ** reads only the forwarding fields. */
 static void state_strip(mp_state *s)
 {
-  mp_ptrset_free(&s->protos);
-  mp_ptrset_free(&s->cfuncs);
-  mp_ptrset_free(&s->tracesyms);
+  mp_hash_free(&s->protos);
+  mp_hash_free(&s->cfuncs);
+  mp_hash_free(&s->tracesyms);
   free(s->traces);
   s->traces = NULL;
   s->ntraces = 0;

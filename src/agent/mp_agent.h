@@ -16,13 +16,7 @@
 
 #include "lua.h"
 #include "ljmemprof.h"
-
-/* Open-addressing set of pointers (linear probing, backward-shift delete). */
-typedef struct mp_ptrset {
-  uintptr_t *slot;	/* 0 = empty. */
-  size_t mask;		/* Capacity - 1 (capacity is a power of two). */
-  size_t count;
-} mp_ptrset;
+#include "util/mp_hash.h"
 
 /* A Lua name of a C function (see mp_names.c). */
 typedef struct mp_name {
@@ -65,9 +59,9 @@ typedef struct mp_state {
   uint64_t hi_bytes;
   unsigned hi_len;
   size_t sym_min;		/* Smaller frees are no proto or trace. */
-  mp_ptrset protos;		/* Prototypes written since start. */
-  mp_ptrset tracesyms;		/* Trace objects written since start. */
-  mp_ptrset cfuncs;		/* C functions written since start. */
+  mp_hash protos;		/* Prototypes written since start. */
+  mp_hash tracesyms;		/* Trace objects written since start. */
+  mp_hash cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
   mp_names names;		/* Lua names of C functions, made at start. */
   int host_written;		/* The host's symbol is in the stream. */
@@ -135,9 +129,5 @@ void mp_names_prepare(lua_State *L);
 void mp_names_wrap_require(mp_names *t, lua_State *L);
 void mp_names_unwrap_require(lua_State *L);
 
-/* -- mp_symset.c ---------------------------------------------------------- */
-int mp_ptrset_add(mp_ptrset *set, uintptr_t key);	/* 1 new, 0 had, -1 OOM */
-int mp_ptrset_del(mp_ptrset *set, uintptr_t key);	/* 1 if removed. */
-void mp_ptrset_free(mp_ptrset *set);
 
 #endif

@@ -72,7 +72,7 @@ static MP_NOINLINE void new_proto(mp_state *s, const GCproto *pt)
 {
   GCstr *name;
   uint8_t *p;
-  int r = mp_ptrset_add(&s->protos, (uintptr_t)pt);
+  int r = mp_hash_add(&s->protos, (uintptr_t)pt);
   if (r == 0) { s->last_proto = pt; return; }
   if (r < 0) return;	/* Out of memory: the symbol is written again later. */
   s->last_proto = pt;
@@ -157,7 +157,7 @@ static MP_NOINLINE void want_cfunc(mp_state *s, const void *f)
   char name[256];
   size_t n;
   uint8_t *p;
-  if (mp_ptrset_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
+  if (mp_hash_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
   n = cfunc_name(s, f, name, sizeof(name));
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
@@ -191,7 +191,7 @@ static MP_NOINLINE void new_trace(mp_state *s, global_State *g, TraceNo n)
     s->ntraces = cap;
   }
   e = &s->traces[n];
-  if (mp_ptrset_add(&s->tracesyms, (uintptr_t)T) < 0) return;
+  if (mp_hash_add(&s->tracesyms, (uintptr_t)T) < 0) return;
   e->trace = T;
   want_proto(s, pt);
   p = s->pos;
@@ -220,10 +220,10 @@ static inline void want_trace(mp_state *s, global_State *g, TraceNo n)
 ** reusing its address or number gets a fresh symbol. */
 static MP_NOINLINE void forget_symbol(mp_state *s, void *ptr)
 {
-  if (s->protos.count && mp_ptrset_del(&s->protos, (uintptr_t)ptr)) {
+  if (s->protos.count && mp_hash_del(&s->protos, (uintptr_t)ptr)) {
     if (ptr == s->last_proto) s->last_proto = NULL;
   } else if (s->tracesyms.count &&
-	     mp_ptrset_del(&s->tracesyms, (uintptr_t)ptr)) {
+	     mp_hash_del(&s->tracesyms, (uintptr_t)ptr)) {
     TraceNo n = ((GCtrace *)ptr)->traceno;	/* Not freed yet. */
     if (n < s->ntraces && s->traces[n].trace == ptr) s->traces[n].trace = NULL;
   }

@@ -1,0 +1,90 @@
+/*
+** mp_ext.h: the ljmemprof extension of the memprof event stream.
+**
+** Part of the one definition of the bytes (included by mp_format.h);
+** docs/FORMAT.md describes it in prose. A stream with call stacks, and
+** later timestamps, sampling and notes, says so with its own event-stream
+** version, MP_VERSION_EXT, which every memprof reader of versions 1 to 3
+** refuses by its version check (Tarantool's: "Memprof event format version
+** mismatch: the tool expects 3, but your data is 76") instead of
+** misreading it. The symtab part is unchanged (version 3, written empty).
+**
+**   events      := 'l' 'j' 'm' MP_VERSION_EXT minor 0 0  record* epilogue
+**   record      := event | sym | xrec
+**   event       := ev-header loc addresses     (as in version 3, but:)
+**     loc       : MP_SRC_STACK: node-id          a call stack (see node)
+**                 MP_SRC_INTERNAL, _LFUNC, _CFUNC, _TRACE: as in v3
+**     addresses : each address is the zigzag ULEB128 of its difference to
+**                 the previous address of its role (new addresses of alloc
+**                 and realloc events, old addresses of free and realloc
+**                 events); both start at 0. Sizes are plain ULEB128.
+**   sym         := as in version 3 (sym-lua, sym-cfunc, sym-trace)
+**   xrec        := 0x00 type length payload    (length bytes of payload)
+**
+** Extended records (xrec) carry everything new; a reader skips a type it
+** does not know by its length, so later additions need no new version:
+**
+**   MP_X_NODE     parent-id frame       a call-stack node; the n-th node
+**                                       record of the stream has id n (1,
+**                                       2, ...); parent 0 is the root
+**   MP_X_BUILTIN  ffid name             the name of a builtin (string.rep)
+**   MP_X_INFO     key value             a string setting at start
+**                                       ("stacks" = "64", "pid", ...)
+**   frame       := kind payload
+**     MP_FK_LUA       proto-addr line   a Lua function at a line
+**     MP_FK_BUILTIN   ffid              a builtin, named by MP_X_BUILTIN
+**     MP_FK_C         cfunc-addr        a C function (sym-cfunc)
+**     MP_FK_TRACE     trace-no          compiled code (sym-trace); the
+**                                       line inside it, when known, is a
+**                                       MP_FK_LUA node under it
+**     MP_FK_HOST      (nothing)         the host program, outside any
+**                                       Lua call
+**     MP_FK_CUT       depth             more frames below, not recorded
+**                                       (the stack was deeper than the
+**                                       limit, which `depth` gives)
+**
+** A node is written before the first event that refers to it, a symbol
+** before the first node or event that refers to it. Stacks are stored
+** root first: an event's node is its innermost frame, its parents lead to
+** the outermost one.
+*/
+
+#ifndef MP_EXT_H
+#define MP_EXT_H
+
+#define MP_VERSION_EXT		0x4c	/* 'L': the ljmemprof extension. */
+#define MP_EXT_MINOR		1	/* Its revision, after the version. */
+
+#define MP_SRC_STACK		(5 << 2)	/* Event location: a node id. */
+#define MP_XREC			0x00	/* Header of an extended record. */
+
+/* Extended record types. */
+enum {
+  MP_X_NODE = 1,
+  MP_X_BUILTIN = 2,
+  MP_X_INFO = 3
+};
+
+/* Frame kinds of a stack node. */
+enum {
+  MP_FK_LUA = 1,
+  MP_FK_BUILTIN = 2,
+  MP_FK_C = 3,
+  MP_FK_TRACE = 4,
+  MP_FK_HOST = 5,
+  MP_FK_CUT = 6
+};
+
+/* Zigzag: signed differences as small unsigned numbers (0, -1, 1, -2, ...
+** become 0, 1, 2, 3, ...). */
+static inline uint64_t mp_zigzag(int64_t v)
+{
+  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t mp_unzigzag(uint64_t v)
+{
+  return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+#endif
