@@ -19,7 +19,6 @@
 ** internal by vmstate only.
 */
 
-#include <dlfcn.h>
 #include <string.h>
 
 #include "lj_obj.h"
@@ -29,12 +28,7 @@
 
 #include "mp_agent.h"
 #include "mp_frame.h"
-#include "../format/mp_format.h"
-
-#define MP_NOINLINE	__attribute__((noinline))
-#define MP_INLINE	inline __attribute__((always_inline))
-#define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
-#define MP_LIKELY(x)	__builtin_expect(!!(x), 1)
+#include "mp_sym.h"
 
 /* Where an event comes from. */
 typedef struct loc {
@@ -42,192 +36,6 @@ typedef struct loc {
   uint64_t id;		/* Proto or C function address, or trace number. */
   uint64_t line;
 } loc;
-
-/* -- Symbols -------------------------------------------------------------- */
-
-/* After a write of at most MP_SLACK bytes (pos was below lim before it):
-** hand the chunk over once it is full. */
-static inline void settle(mp_state *s)
-{
-  if (s->pos >= s->lim) mp_sink_flush(s);
-}
-
-/* Line of bytecode position pos in pt, like the VM's debug info does. */
-static inline uint64_t proto_line(const GCproto *pt, BCPos pos)
-{
-  const void *li = proto_lineinfo(pt);
-  if (!li || pos > pt->sizebc) return (uint64_t)pt->firstline;
-  if (pos == pt->sizebc) return (uint64_t)(pt->firstline + pt->numline);
-  if (pos == 0) return (uint64_t)pt->firstline;
-  pos--;
-  if (pt->numline < 256)
-    return (uint64_t)(pt->firstline + ((const uint8_t *)li)[pos]);
-  if (pt->numline < 65536)
-    return (uint64_t)(pt->firstline + ((const uint16_t *)li)[pos]);
-  return (uint64_t)(pt->firstline + ((const uint32_t *)li)[pos]);
-}
-
-/* Write the symbol of prototype pt unless it is in the set already. */
-static MP_NOINLINE void new_proto(mp_state *s, const GCproto *pt)
-{
-  GCstr *name;
-  uint8_t *p;
-  int r = mp_hash_add(&s->protos, (uintptr_t)pt);
-  if (r == 0) { s->last_proto = pt; return; }
-  if (r < 0) return;	/* Out of memory: the symbol is written again later. */
-  s->last_proto = pt;
-  name = proto_chunkname(pt);
-  p = s->pos;
-  *p++ = MP_AEV_SYMTAB | MP_SRC_LFUNC;
-  p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
-  if (name->len <= MP_NAME_MAX) {
-    p = mp_put_uleb(p, name->len);
-    s->pos = p;
-    settle(s);
-    mp_sink_put(s, strdata(name), name->len);
-  } else {	/* Cut (see MP_NAME_MAX). */
-    char cut[64], dec[24];
-    size_t n = sizeof(MP_NAME_CUT_HEAD) - 1, k = 0;
-    MSize len = name->len;
-    do { dec[k++] = (char)('0' + len % 10); len /= 10; } while (len);
-    memcpy(cut, MP_NAME_CUT_HEAD, n);
-    while (k) cut[n++] = dec[--k];
-    memcpy(cut + n, MP_NAME_CUT_TAIL, sizeof(MP_NAME_CUT_TAIL) - 1);
-    n += sizeof(MP_NAME_CUT_TAIL) - 1;
-    p = mp_put_uleb(p, MP_NAME_MAX);
-    s->pos = p;
-    settle(s);
-    mp_sink_put(s, strdata(name), MP_NAME_MAX - n);
-    mp_sink_put(s, cut, n);
-  }
-  s->pos = mp_put_uleb(s->pos, (uint64_t)pt->firstline);
-  settle(s);
-}
-
-/* Make sure the symbol of pt is written; the same prototype as last time
-** is the common case and costs one comparison. */
-static inline void want_proto(mp_state *s, const GCproto *pt)
-{
-  if (pt != s->last_proto) new_proto(s, pt);
-}
-
-/* Append hex digits of v to p. */
-static char *put_hex(char *p, uintptr_t v)
-{
-  char tmp[2 * sizeof(v)];
-  int n = 0;
-  do { tmp[n++] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v);
-  while (n) *p++ = tmp[--n];
-  return p;
-}
-
-/* Copy NUL-terminated src into out (size bytes), truncating; its length. */
-static size_t copy_name(char *out, size_t size, const char *src)
-{
-  size_t n = strlen(src);
-  if (n > size) n = size;
-  memcpy(out, src, n);
-  return n;
-}
-
-/* Name of C function f: its Lua name in a loaded module, else its dynamic
-** symbol, else "module+0xoffset" (out has at least 64 bytes). */
-static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
-{
-  Dl_info info;
-  const char *name;
-  size_t n = mp_names_label(&s->names, f, out, size);
-  if (n) return n;
-  if (!dladdr(f, &info) || !info.dli_fname) {	/* Unknown module. */
-    memcpy(out, "?+0x", 4);
-    return (size_t)(put_hex(out + 4, (uintptr_t)f) - out);
-  }
-  if (info.dli_sname && info.dli_saddr == f)
-    return copy_name(out, size, info.dli_sname);
-  name = strrchr(info.dli_fname, '/');
-  n = copy_name(out, size - 24, name ? name + 1 : info.dli_fname);
-  memcpy(out + n, "+0x", 3);
-  return (size_t)(put_hex(out + n + 3,
-			  (uintptr_t)f - (uintptr_t)info.dli_fbase) - out);
-}
-
-/* Write the symbol of C function f unless it is known already. */
-static MP_NOINLINE void want_cfunc(mp_state *s, const void *f)
-{
-  char name[256];
-  size_t n;
-  uint8_t *p;
-  if (mp_hash_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
-  n = cfunc_name(s, f, name, sizeof(name));
-  p = s->pos;
-  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
-  p = mp_put_uleb(p, (uint64_t)(uintptr_t)f);
-  p = mp_put_uleb(p, n);
-  memcpy(p, name, n);
-  s->pos = p + n;
-  settle(s);
-}
-
-/* Write the symbol of trace number n unless the same trace is known. */
-static MP_NOINLINE void new_trace(mp_state *s, global_State *g, TraceNo n)
-{
-  jit_State *J = G2J(g);
-  GCtrace *T;
-  GCproto *pt;
-  const BCIns *pc;
-  mp_tracesym *e;
-  uint8_t *p;
-  if (n >= J->sizetrace) return;
-  T = (GCtrace *)gcref(J->trace[n]);
-  if (!T) return;
-  pt = gco2pt(gcref(T->startpt));
-  pc = mref(T->startpc, const BCIns);
-  if (n >= s->ntraces) {	/* Grow to the VM's own trace array size. */
-    size_t cap = J->sizetrace > n ? J->sizetrace : n + 1;
-    mp_tracesym *t = realloc(s->traces, cap * sizeof(*t));
-    if (!t) return;
-    memset(t + s->ntraces, 0, (cap - s->ntraces) * sizeof(*t));
-    s->traces = t;
-    s->ntraces = cap;
-  }
-  e = &s->traces[n];
-  if (mp_hash_add(&s->tracesyms, (uintptr_t)T) < 0) return;
-  e->trace = T;
-  want_proto(s, pt);
-  p = s->pos;
-  *p++ = MP_AEV_SYMTAB | MP_SRC_TRACE;
-  p = mp_put_uleb(p, n);
-  p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
-  p = mp_put_uleb(p, proto_line(pt, proto_bcpos(pt, pc)));
-  s->pos = p;
-  settle(s);
-}
-
-/* Make sure trace n's symbol is written. The trace object we wrote it for
-** is forgotten when it is freed (see forget_symbol), so one comparison with
-** the VM's trace array tells whether the symbol in force is still right. */
-static inline void want_trace(mp_state *s, global_State *g, TraceNo n)
-{
-  if (n < s->ntraces) {
-    const void *T = s->traces[n].trace;
-    if (T && T == (const void *)gcref(G2J(g)->trace[n])) return;
-  }
-  new_trace(s, g, n);
-}
-
-/* A block of at least sym_min bytes is about to be freed: if it is a
-** prototype or a trace we wrote a symbol for, forget it, so that an object
-** reusing its address or number gets a fresh symbol. */
-static MP_NOINLINE void forget_symbol(mp_state *s, void *ptr)
-{
-  if (s->protos.count && mp_hash_del(&s->protos, (uintptr_t)ptr)) {
-    if (ptr == s->last_proto) s->last_proto = NULL;
-  } else if (s->tracesyms.count &&
-	     mp_hash_del(&s->tracesyms, (uintptr_t)ptr)) {
-    TraceNo n = ((GCtrace *)ptr)->traceno;	/* Not freed yet. */
-    if (n < s->ntraces && s->traces[n].trace == ptr) s->traces[n].trace = NULL;
-  }
-}
 
 /* -- Attribution ---------------------------------------------------------- */
 
@@ -240,7 +48,7 @@ static inline void exit_loc(mp_state *s, global_State *g, loc *l)
 {
   jit_State *J = G2J(g);
   if (J->state == LJ_TRACE_IDLE && J->parent > 0) {
-    want_trace(s, g, J->parent);
+    mp_want_trace(s, g, J->parent);
     l->src = MP_SRC_TRACE;
     l->id = J->parent;
   }
@@ -253,16 +61,16 @@ static inline void lua_loc(mp_state *s, loc *l, GCfunc *fn, const BCIns *pc)
   GCproto *pt = funcproto(fn);
   int32_t pos = mp_lua_pos(fn, pc, (global_State *)s->g);
   if (pos < 0) { l->src = MP_SRC_INTERNAL; return; }
-  want_proto(s, pt);
+  mp_want_proto(s, pt);
   l->src = MP_SRC_LFUNC;
   l->id = (uint64_t)(uintptr_t)pt;
-  l->line = proto_line(pt, (BCPos)pos);
+  l->line = mp_proto_line(pt, (BCPos)pos);
 }
 
 /* Location of C function fn. */
 static inline void c_loc(mp_state *s, loc *l, GCfunc *fn)
 {
-  want_cfunc(s, (const void *)fn->c.f);
+  mp_sym_cfunc(s, (const void *)fn->c.f);
   l->src = MP_SRC_CFUNC;
   l->id = (uint64_t)(uintptr_t)fn->c.f;
 }
@@ -272,17 +80,7 @@ static inline void c_loc(mp_state *s, loc *l, GCfunc *fn)
 ** address 0, named after the program. */
 static MP_NOINLINE void host_loc(mp_state *s, loc *l)
 {
-  if (!s->host_written) {
-    uint8_t *p = s->pos;
-    size_t n = strlen(s->host_name);
-    s->host_written = 1;
-    *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
-    *p++ = 0;	/* Address 0. */
-    p = mp_put_uleb(p, n);
-    memcpy(p, s->host_name, n);
-    s->pos = p + n;
-    settle(s);
-  }
+  mp_sym_host(s);
   l->src = MP_SRC_CFUNC;
   l->id = 0;
 }
@@ -326,7 +124,7 @@ static inline void attribute(mp_state *s, loc *l)
   const BCIns *pc;
   int nopc;
   if (st > 0) {	/* Trace numbers start at 1. */
-    want_trace(s, g, (TraceNo)st);
+    mp_want_trace(s, g, (TraceNo)st);
     l->src = MP_SRC_TRACE;
     l->id = (uint64_t)st;
     return;
@@ -373,7 +171,7 @@ static inline void attribute_free(mp_state *s, loc *l)
   global_State *g = (global_State *)s->g;
   int32_t st = g->vmstate;
   if (st > 0) {
-    want_trace(s, g, (TraceNo)st);
+    mp_want_trace(s, g, (TraceNo)st);
     l->src = MP_SRC_TRACE;
     l->id = (uint64_t)st;
   } else {
@@ -447,11 +245,11 @@ static MP_INLINE void *hook_free(mp_state *s, void *ptr, size_t osize)
   loc l;
   uint8_t *p;
   attribute_free(s, &l);
-  if (osize >= s->sym_min) forget_symbol(s, ptr);
+  if (osize >= s->sym_min) mp_sym_forget(s, ptr);
   p = put_loc(s, s->pos, MP_AEV_FREE, &l);
   p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
   s->pos = mp_put_uleb_fast(p, osize);
-  settle(s);
+  mp_settle(s);
   leave(s);
   return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
@@ -483,7 +281,7 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   if (MP_LIKELY(res != NULL)) {	/* Else it failed: nothing changed. */
     p = put_addr(s, p, (uint64_t)(uintptr_t)res);
     s->pos = mp_put_uleb_fast(p, nsize);
-    settle(s);
+    mp_settle(s);
   }
   leave(s);
   return res;

@@ -1,0 +1,175 @@
+/*
+** mp_sym.c: symbols, written into the stream the first time an event (or
+** a stack node) refers to them, and again when an address or a trace
+** number comes to name another object (see mp_sym.h).
+*/
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include "lj_obj.h"
+#include "lj_jit.h"
+#include "lj_dispatch.h"
+
+#include "mp_agent.h"
+#include "mp_sym.h"
+
+/* See mp_sym.h. */
+void mp_sym_proto(mp_state *s, const GCproto *pt)
+{
+  GCstr *name;
+  uint8_t *p;
+  int r = mp_hash_add(&s->protos, (uintptr_t)pt);
+  if (r == 0) { s->last_proto = pt; return; }
+  if (r < 0) return;	/* Out of memory: the symbol is written again later. */
+  s->last_proto = pt;
+  name = proto_chunkname(pt);
+  p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_LFUNC;
+  p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
+  if (name->len <= MP_NAME_MAX) {
+    p = mp_put_uleb(p, name->len);
+    s->pos = p;
+    mp_settle(s);
+    mp_sink_put(s, strdata(name), name->len);
+  } else {	/* Cut (see MP_NAME_MAX). */
+    char cut[64], dec[24];
+    size_t n = sizeof(MP_NAME_CUT_HEAD) - 1, k = 0;
+    MSize len = name->len;
+    do { dec[k++] = (char)('0' + len % 10); len /= 10; } while (len);
+    memcpy(cut, MP_NAME_CUT_HEAD, n);
+    while (k) cut[n++] = dec[--k];
+    memcpy(cut + n, MP_NAME_CUT_TAIL, sizeof(MP_NAME_CUT_TAIL) - 1);
+    n += sizeof(MP_NAME_CUT_TAIL) - 1;
+    p = mp_put_uleb(p, MP_NAME_MAX);
+    s->pos = p;
+    mp_settle(s);
+    mp_sink_put(s, strdata(name), MP_NAME_MAX - n);
+    mp_sink_put(s, cut, n);
+  }
+  s->pos = mp_put_uleb(s->pos, (uint64_t)pt->firstline);
+  mp_settle(s);
+}
+
+/* Append hex digits of v to p. */
+static char *put_hex(char *p, uintptr_t v)
+{
+  char tmp[2 * sizeof(v)];
+  int n = 0;
+  do { tmp[n++] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+/* Copy NUL-terminated src into out (size bytes), truncating; its length. */
+static size_t copy_name(char *out, size_t size, const char *src)
+{
+  size_t n = strlen(src);
+  if (n > size) n = size;
+  memcpy(out, src, n);
+  return n;
+}
+
+/* Name of C function f: its Lua name in a loaded module, else its dynamic
+** symbol, else "module+0xoffset" (out has at least 64 bytes). */
+static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
+{
+  Dl_info info;
+  const char *name;
+  size_t n = mp_names_label(&s->names, f, out, size);
+  if (n) return n;
+  if (!dladdr(f, &info) || !info.dli_fname) {	/* Unknown module. */
+    memcpy(out, "?+0x", 4);
+    return (size_t)(put_hex(out + 4, (uintptr_t)f) - out);
+  }
+  if (info.dli_sname && info.dli_saddr == f)
+    return copy_name(out, size, info.dli_sname);
+  name = strrchr(info.dli_fname, '/');
+  n = copy_name(out, size - 24, name ? name + 1 : info.dli_fname);
+  memcpy(out + n, "+0x", 3);
+  return (size_t)(put_hex(out + n + 3,
+			  (uintptr_t)f - (uintptr_t)info.dli_fbase) - out);
+}
+
+/* See mp_sym.h. */
+void mp_sym_cfunc(mp_state *s, const void *f)
+{
+  char name[256];
+  size_t n;
+  uint8_t *p;
+  if (mp_hash_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
+  n = cfunc_name(s, f, name, sizeof(name));
+  p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
+  p = mp_put_uleb(p, (uint64_t)(uintptr_t)f);
+  p = mp_put_uleb(p, n);
+  memcpy(p, name, n);
+  s->pos = p + n;
+  mp_settle(s);
+}
+
+/* See mp_sym.h. */
+void mp_sym_trace(mp_state *s, global_State *g, TraceNo n)
+{
+  jit_State *J = G2J(g);
+  GCtrace *T;
+  GCproto *pt;
+  const BCIns *pc;
+  mp_tracesym *e;
+  uint8_t *p;
+  if (n >= J->sizetrace) return;
+  T = (GCtrace *)gcref(J->trace[n]);
+  if (!T) return;
+  pt = gco2pt(gcref(T->startpt));
+  pc = mref(T->startpc, const BCIns);
+  if (n >= s->ntraces) {	/* Grow to the VM's own trace array size. */
+    size_t cap = J->sizetrace > n ? J->sizetrace : n + 1;
+    mp_tracesym *t = realloc(s->traces, cap * sizeof(*t));
+    if (!t) return;
+    memset(t + s->ntraces, 0, (cap - s->ntraces) * sizeof(*t));
+    s->traces = t;
+    s->ntraces = cap;
+  }
+  e = &s->traces[n];
+  if (mp_hash_add(&s->tracesyms, (uintptr_t)T) < 0) return;
+  e->trace = T;
+  mp_want_proto(s, pt);
+  p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_TRACE;
+  p = mp_put_uleb(p, n);
+  p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
+  p = mp_put_uleb(p, mp_proto_line(pt, proto_bcpos(pt, pc)));
+  s->pos = p;
+  mp_settle(s);
+}
+
+/* See mp_sym.h. */
+int mp_sym_forget(mp_state *s, void *ptr)
+{
+  if (s->protos.count && mp_hash_del(&s->protos, (uintptr_t)ptr)) {
+    if (ptr == s->last_proto) s->last_proto = NULL;
+    return 1;
+  }
+  if (s->tracesyms.count && mp_hash_del(&s->tracesyms, (uintptr_t)ptr)) {
+    TraceNo n = ((GCtrace *)ptr)->traceno;	/* Not freed yet. */
+    if (n < s->ntraces && s->traces[n].trace == ptr) s->traces[n].trace = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+/* See mp_sym.h. */
+void mp_sym_host(mp_state *s)
+{
+  uint8_t *p = s->pos;
+  size_t n = strlen(s->host_name);
+  if (s->host_written) return;
+  s->host_written = 1;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
+  *p++ = 0;	/* Address 0. */
+  p = mp_put_uleb(p, n);
+  memcpy(p, s->host_name, n);
+  s->pos = p + n;
+  mp_settle(s);
+}
+

@@ -1,0 +1,85 @@
+/*
+** mp_sym.h: what the hook and the stack recorder share: writing symbols
+** into the stream, and the helpers around it.
+**
+** A symbol is written the first time an event or a stack node refers to
+** it. The agent sees every free, so it knows when a prototype or a trace
+** it wrote a symbol for dies (mp_sym_forget): an object that reuses the
+** address or the trace number then gets a fresh symbol.
+*/
+
+#ifndef MP_SYM_H
+#define MP_SYM_H
+
+#include "lj_obj.h"
+#include "lj_jit.h"
+#include "lj_dispatch.h"
+
+#include "mp_agent.h"
+#include "format/mp_format.h"
+
+#define MP_NOINLINE	__attribute__((noinline))
+#define MP_INLINE	inline __attribute__((always_inline))
+#define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+#define MP_LIKELY(x)	__builtin_expect(!!(x), 1)
+
+/* After a write of at most MP_SLACK bytes (pos was below lim before it):
+** hand the chunk over once it is full. */
+static inline void mp_settle(mp_state *s)
+{
+  if (s->pos >= s->lim) mp_sink_flush(s);
+}
+
+/* Line of bytecode position pos in pt, like the VM's debug info does. */
+static inline uint64_t mp_proto_line(const GCproto *pt, BCPos pos)
+{
+  const void *li = proto_lineinfo(pt);
+  if (!li || pos > pt->sizebc) return (uint64_t)pt->firstline;
+  if (pos == pt->sizebc) return (uint64_t)(pt->firstline + pt->numline);
+  if (pos == 0) return (uint64_t)pt->firstline;
+  pos--;
+  if (pt->numline < 256)
+    return (uint64_t)(pt->firstline + ((const uint8_t *)li)[pos]);
+  if (pt->numline < 65536)
+    return (uint64_t)(pt->firstline + ((const uint16_t *)li)[pos]);
+  return (uint64_t)(pt->firstline + ((const uint32_t *)li)[pos]);
+}
+
+/* Write the symbol of prototype pt unless it is in the set already. */
+MP_NOINLINE void mp_sym_proto(mp_state *s, const GCproto *pt);
+
+/* Write the symbol of C function f unless it is known already. */
+MP_NOINLINE void mp_sym_cfunc(mp_state *s, const void *f);
+
+/* Write the symbol of trace number n unless the same trace is known. */
+MP_NOINLINE void mp_sym_trace(mp_state *s, global_State *g, TraceNo n);
+
+/* A block of at least sym_min bytes is about to be freed: if it is a
+** prototype or a trace we wrote a symbol for, forget it, so that an object
+** reusing its address or number gets a fresh symbol. Returns 1 if it was
+** one (stack nodes naming it must not be reused either). */
+MP_NOINLINE int mp_sym_forget(mp_state *s, void *ptr);
+
+/* Write the host's symbol (a C function at address 0) once. */
+MP_NOINLINE void mp_sym_host(mp_state *s);
+
+/* Make sure the symbol of pt is written; the same prototype as last time
+** is the common case and costs one comparison. */
+static inline void mp_want_proto(mp_state *s, const GCproto *pt)
+{
+  if (pt != s->last_proto) mp_sym_proto(s, pt);
+}
+
+/* Make sure trace n's symbol is written. The trace object we wrote it for
+** is forgotten when it is freed (see mp_sym_forget), so one comparison with
+** the VM's trace array tells whether the symbol in force is still right. */
+static inline void mp_want_trace(mp_state *s, global_State *g, TraceNo n)
+{
+  if (n < s->ntraces) {
+    const void *T = s->traces[n].trace;
+    if (T && T == (const void *)gcref(G2J(g)->trace[n])) return;
+  }
+  mp_sym_trace(s, g, n);
+}
+
+#endif
