@@ -69,9 +69,14 @@ typedef struct ljmp_options {
   unsigned mode;	/* Permissions of a file the profiler creates: 0 =
 			   0600 (a profile reveals addresses and source
 			   text), else e.g. 0644 (before the umask). */
+  unsigned stacks;	/* Record each allocation's call stack, up to this
+			   many frames (LJMP_STACKS_MAX at most); 0 = the
+			   one-frame memprof stream of version 3. */
 } ljmp_options;
 
-#define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0 }
+#define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0 }
+#define LJMP_STACKS_DEFAULT	64	/* What `stacks = true` asks for. */
+#define LJMP_STACKS_MAX		10000
 
 /* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
 ** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY or -errno (the file

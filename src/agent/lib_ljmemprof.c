@@ -86,9 +86,16 @@ static void read_options(lua_State *L, ljmp_options *opt)
       opt->bufsize = (size_t)int_option(L, key, 4096, (double)(1u << 30));
     } else if (!strcmp(key, "mode")) {
       opt->mode = (unsigned)int_option(L, key, 0, 07777);
+    } else if (!strcmp(key, "stacks")) {
+      if (lua_type(L, -1) == LUA_TBOOLEAN)
+	opt->stacks = lua_toboolean(L, -1) ? LJMP_STACKS_DEFAULT : 0;
+      else if (lua_type(L, -1) == LUA_TNUMBER)
+	opt->stacks = (unsigned)int_option(L, key, 0, LJMP_STACKS_MAX);
+      else
+	bad_option(L, key, "must be a number of frames or a boolean");
     } else {
       luaL_error(L, "bad argument #1 to 'start' (unknown option '%s'; "
-		 "options are path, bufsize, mode)", key);
+		 "options are path, bufsize, mode, stacks)", key);
     }
     lua_pop(L, 1);
   }
@@ -175,6 +182,26 @@ static const luaL_Reg mp_funcs[] = {
   {NULL, NULL}
 };
 
+/* Note the names of the builtins that generators return (iterators, the
+** function of coroutine.wrap), which no table reaches: their ffids are
+** read from one of each, made here, before any profile. */
+static void note_builtins(lua_State *L)
+{
+  static const struct { const char *code, *name; } aux[] = {
+    { "return string.gmatch('', '')", "string.gmatch iterator" },
+    { "return ipairs({})", "ipairs iterator" },
+    { "return coroutine.wrap(function() end)", "coroutine.wrap function" },
+  };
+  int top = lua_gettop(L);
+  size_t i;
+  for (i = 0; i < sizeof(aux) / sizeof(aux[0]); i++) {
+    if (luaL_loadstring(L, aux[i].code) == 0 &&
+	lua_pcall(L, 0, 1, 0) == 0 && lua_iscfunction(L, -1))
+      mp_names_note(mp_builtin_id(lua_topointer(L, -1)), aux[i].name);
+    lua_settop(L, top);
+  }
+}
+
 /* require("ljmemprof"): check the VM, pin the module, return the API. */
 int luaopen_ljmemprof(lua_State *L)
 {
@@ -185,6 +212,7 @@ int luaopen_ljmemprof(lua_State *L)
 		      ljmp_strerror(LJMP_EVM), why);
   pin_module();
   mp_sentinel_install(L);
+  note_builtins(L);
   lua_newtable(L);
   luaL_register(L, NULL, mp_funcs);
   lua_pushliteral(L, "ljmemprof 0.1");

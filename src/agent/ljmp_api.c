@@ -161,7 +161,8 @@ static mp_state *state_of(lua_State *L)
 {
   void *ud;
   lua_Alloc f = lua_getallocf(L, &ud);
-  return f == mp_hook_alloc ? (mp_state *)ud : NULL;
+  return f == mp_hook_alloc || f == mp_hook_alloc_stacks ? (mp_state *)ud
+							  : NULL;
 }
 
 /* A live profiler of L's VM that is no longer its allocator (something
@@ -196,6 +197,13 @@ static void state_strip(mp_state *s)
   s->traces = NULL;
   s->ntraces = 0;
   mp_names_free(&s->names);
+  mp_names_free(&s->builtins);
+  free(s->st.node);
+  free(s->st.walk);
+  free(s->st.c);
+  free(s->st.wslot);
+  mp_hash_free(&s->st.index);
+  memset(&s->st, 0, sizeof(s->st));
   mp_sink_close(s);
   free(s->path);
   s->path = NULL;
@@ -308,6 +316,37 @@ fail:
   return rc;
 }
 
+/* Allocate the stacks mode's tables for stacks of up to depth frames; 0
+** or -1 when out of memory. */
+static int stacks_prepare(mp_stacks *st, unsigned depth)
+{
+  size_t n = (size_t)depth + 3;	/* A cut, a trace and its line. */
+  st->depth = depth;
+  st->walk = malloc(n * sizeof(*st->walk));
+  st->c = malloc(n * sizeof(*st->c));
+  st->wslot = malloc(n * sizeof(*st->wslot));
+  mp_hash_init_map(&st->index);
+  return st->walk && st->c && st->wslot ? 0 : -1;
+}
+
+/* Write an MP_X_INFO record key = value (a number) at the start. */
+static void put_info(mp_state *s, const char *key, unsigned long value)
+{
+  char v[24];
+  uint8_t *p = s->pos;
+  size_t nk = strlen(key), nv = (size_t)snprintf(v, sizeof(v), "%lu", value);
+  *p++ = MP_XREC;
+  *p++ = MP_X_INFO;
+  p = mp_put_uleb(p, 2 + nk + nv);
+  p = mp_put_uleb(p, nk);
+  memcpy(p, key, nk);
+  p += nk;
+  p = mp_put_uleb(p, nv);
+  memcpy(p, v, nv);
+  s->pos = p + nv;
+  if (s->pos >= s->lim) mp_sink_flush(s);
+}
+
 /* See ljmemprof.h: check the VM, prepare the sink (writer thread first:
 ** if it fails, nothing was created), open the file, write the prologues,
 ** install the hook. */
@@ -319,7 +358,8 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   uint8_t head[2 * MP_PROLOGUE_SIZE + 1], *p;
   int rc, created = 0;
   if (!L || !user || options_read(&opt, user) < 0) return LJMP_EARG;
-  if (!opt.path == !opt.writer) return LJMP_EARG;
+  if (!opt.path == !opt.writer || opt.stacks > LJMP_STACKS_MAX)
+    return LJMP_EARG;
   if ((s = state_of(L)) != NULL) {
     if (!s->forked) return LJMP_ERUNNING;
     discard_forked(L, s);
@@ -344,6 +384,10 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   s->orig_f = lua_getallocf(L, &s->orig_ud);
   snprintf(s->host_name, sizeof(s->host_name), "HOST (%s)",
 	   program_invocation_short_name);
+  if (opt.stacks && stacks_prepare(&s->st, opt.stacks) < 0) {
+    rc = LJMP_ENOMEM;
+    goto fail;
+  }
   rc = mp_sink_prepare(s, size, opt.path != NULL);
   if (rc) {
     if (rc < 0) errno = -rc;
@@ -354,10 +398,13 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     goto fail;
   if (!opt.path && (rc = list_enter(s, 0)) != 0) goto fail;
   /* Empty symtab (symbols follow in the stream), then the event prologue,
-  ** written at once so that an unwritable sink fails here, not later. */
+  ** written at once so that an unwritable sink fails here, not later. With
+  ** stacks, the event stream is the ljmemprof extension (mp_ext.h). */
   p = mp_put_prologue(head, MP_LJS_MAGIC, MP_VERSION_WRITE);
   *p++ = MP_FINAL;
-  p = mp_put_prologue(p, MP_LJM_MAGIC, MP_VERSION_WRITE);
+  p = mp_put_prologue(p, MP_LJM_MAGIC,
+		      opt.stacks ? MP_VERSION_EXT : MP_VERSION_WRITE);
+  if (opt.stacks) p[-3] = MP_EXT_MINOR;
   rc = mp_sink_begin(s, head, (size_t)(p - head));
   if (rc) {
     list_del(s);
@@ -365,12 +412,13 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     rc = rc == ENOMEM ? LJMP_ENOMEM : -rc;
     goto fail;
   }
-  mp_names_build(&s->names, L);
+  mp_names_build(&s->names, &s->builtins, L);
   mp_names_prepare(L);
   mp_names_wrap_require(&s->names, L);
+  if (opt.stacks) put_info(s, "stacks", opt.stacks);
   s->recording = 1;
   list_live(s);
-  lua_setallocf(L, mp_hook_alloc, s);
+  lua_setallocf(L, opt.stacks ? mp_hook_alloc_stacks : mp_hook_alloc, s);
   return 0;
 fail:
   if (s->fd >= 0) close(s->fd);

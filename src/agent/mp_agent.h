@@ -38,6 +38,50 @@ typedef struct mp_tracesym {
   const void *trace;		/* The GCtrace whose symbol was written. */
 } mp_tracesym;
 
+/* A frame of a recorded call stack, and a node of the stack tree (see
+** mp_stack.c and the MP_X_NODE record in src/format/mp_ext.h). */
+typedef struct mp_snode {
+  uint64_t a;		/* Lua: prototype; C: function; trace: its number;
+			   cut: the depth limit. */
+  uint32_t parent;	/* Node of the frames below it (0: none). */
+  uint32_t b;		/* Lua: line; builtin: ffid. */
+  uint8_t kind;		/* MP_FK_*. */
+} mp_snode;
+
+#define MP_RECENT_BITS	10
+
+/* A frame of the last walked stack: its slot, what the slot held, and
+** the node of the stack up to it. */
+typedef struct mp_scache {
+  const void *slot;	/* TValue *: the frame's link slot. */
+  int64_t link;		/* Its link (frame_ftsz). */
+  const void *fn;	/* Its function (frame_gc). */
+  mp_snode frame;
+  uint32_t id;
+} mp_scache;
+
+/* The stacks mode's state. */
+typedef struct mp_stacks {
+  unsigned depth;	/* Frames recorded: the N of stacks = N; 0 = off. */
+  mp_snode *node;	/* Nodes made since the last forget: node[i] has id
+			   base + i + 1 (ids go on across forgets). */
+  uint32_t n, cap;
+  uint32_t base;
+  mp_hash index;	/* Hash of (parent, frame) -> index in node. */
+  uint32_t recent[1 << MP_RECENT_BITS];	/* Index of a node by the top
+					   bits of its hash (see node_of). */
+  mp_snode *walk;	/* Scratch: the frames of this event, innermost
+			   first (depth + 3: cut, trace and its line)... */
+  const void **wslot;	/* ...and the slot of each walked frame. */
+  /* The frames of the last walked stack, outermost first, with what each
+  ** frame's slot held (see walk_stack() in mp_stack.c). */
+  mp_scache *c;
+  unsigned nc;
+  uint64_t new_addr;	/* Last new address written (deltas)... */
+  uint64_t old_addr;	/* ...and last old address. */
+  uint8_t ffdone[256];	/* The name record of builtin ffid is written. */
+} mp_stacks;
+
 #define MP_NCHUNK	4		/* Buffers in flight (file sinks). */
 #define MP_PAGE		4096		/* Chunk sizes and alignment. */
 #define MP_SLACK	512		/* Spare bytes after a chunk: the most
@@ -64,6 +108,8 @@ typedef struct mp_state {
   mp_hash cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
   mp_names names;		/* Lua names of C functions, made at start. */
+  mp_names builtins;		/* Names of builtins, keyed by ffid. */
+  mp_stacks st;			/* Stacks mode (st.depth > 0). */
   int host_written;		/* The host's symbol is in the stream. */
   char host_name[80];		/* "HOST (program)": see host_loc(). */
   size_t ntraces;
@@ -95,8 +141,11 @@ typedef struct mp_state {
   struct mp_state *next;	/* In the list of running profilers. */
 } mp_state;
 
-/* -- mp_hook.c ------------------------------------------------------------ */
+/* -- mp_hook.c, mp_stack.c ----------------------------------------------- */
 void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize);
+/* Forget every stack node: a prototype or a trace they name has died. */
+void mp_stack_forget(mp_state *s);
 
 /* -- ljmp_api.c ----------------------------------------------------------- */
 void mp_sentinel_install(lua_State *L);
@@ -115,10 +164,19 @@ void mp_sink_finish(mp_state *s);
 
 /* -- mp_names.c ---------------------------------------------------------- */
 /* Collect the names of the C functions reachable from the globals and
-** package.loaded. */
-void mp_names_build(mp_names *t, lua_State *L);
+** package.loaded into t, and of the builtins into bt. */
+void mp_names_build(mp_names *t, mp_names *bt, lua_State *L);
 /* Add those of the module (a table) at stack index idx, named name. */
-int mp_names_module(mp_names *t, lua_State *L, int idx, const char *name);
+int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
+		    const char *name);
+/* The name of builtin ffid into out: its Lua name, a name noted by
+** mp_names_note(), else "builtin#N". Its length. */
+size_t mp_names_builtin(const mp_names *bt, unsigned ffid, char *out,
+			size_t size);
+/* Note the name of a builtin that no table reaches (an iterator). */
+void mp_names_note(unsigned ffid, const char *name);
+/* The ffid of function fn (lua_topointer of a function). */
+unsigned mp_builtin_id(const void *fn);
 /* The label of C function f into out (NUL-terminated); 0 if it has none. */
 size_t mp_names_label(const mp_names *t, const void *f, char *out,
 		      size_t size);

@@ -10,22 +10,22 @@
 
 #include "mp_frame.h"
 
-/* The pc saved in C frame cf, or NULL if it holds the "no pc" marker (a
-** protected call of the VM's own, e.g. the JIT compiler) or nothing. */
-static const BCIns *cframe_saved_pc(void *cf)
+/* See mp_frame.h. */
+const BCIns *mp_cframe_pc(void *cf)
 {
   const BCIns *pc = cframe_pc(cf);
   if ((const void *)pc == (const void *)cframe_L(cf)) return NULL;
   return pc;
 }
 
-/* The pc of the Lua frame below frame `above`, which was entered from C.
+/* See mp_frame.h. The pc of the Lua frame below frame `above`, which was
+** entered from C.
 ** Every frame entered from C (a C call, an FFI callback) has a C frame of
 ** its own, and protected calls made by the VM push C frames that stand
 ** for the stack above the top they saved: walking the frames down from the
 ** top to `above`, step to the previous C frame at each of them; the one in
 ** force below `above` holds the pc of the Lua function there. */
-static const BCIns *pc_from_cframes(lua_State *L, TValue *above)
+const BCIns *mp_pc_from_cframes(lua_State *L, TValue *above)
 {
   void *cf = cframe_raw(L->cframe);
   TValue *f = L->base - 1, *bot = tvref(L->stack) + LJ_FR2;
@@ -47,56 +47,7 @@ static const BCIns *pc_from_cframes(lua_State *L, TValue *above)
       f = frame_prevd(f);
     }
   }
-  return cframe_saved_pc(cf);
-}
-
-/* The pc of the Lua frame f, from the frame above it (see mp_frame.h). */
-static const BCIns *lua_frame_pc(mp_walk *w)
-{
-  TValue *a = w->above;
-  void *cf;
-  if (!a) {	/* The top frame: its pc is in the innermost C frame. */
-    cf = cframe_raw(w->L->cframe);
-    return cf ? cframe_saved_pc(cf) : NULL;
-  }
-  if (frame_islua(a)) return frame_pc(a);
-  if (frame_iscont(a) && !frame_iscont_fficb(a)) return frame_contpc(a);
-  return pc_from_cframes(w->L, a);
-}
-
-int mp_walk_next(mp_walk *w, mp_frame *fr)
-{
-  for (;;) {
-    TValue *f = w->f, *link, *below;
-    GCobj *o;
-    if (f <= w->bot || !w->left) return 0;
-    w->left--;
-    o = frame_gc(f);
-    fr->kind = 0;
-    if (o->gch.gct == ~LJ_TFUNC) {	/* Else a dummy frame: skipped. */
-      GCfunc *fn = &o->fn;
-      fr->fn = fn;
-      fr->pc = NULL;
-      if (isluafunc(fn)) {
-	fr->kind = MP_FR_LUA;
-	fr->pc = lua_frame_pc(w);
-      } else {
-	fr->kind = iscfunc(fn) ? MP_FR_C : MP_FR_BUILTIN;
-      }
-    }
-    /* A vararg function's frame was moved above its arguments; its call's
-    ** link is in the frame it left, which is not reported again. */
-    link = frame_isvarg(f) ? frame_prevd(f) : f;
-    below = frame_islua(link) ? frame_prevl(link) : frame_prevd(link);
-    if (link > f || below >= link) {	/* Not a frame chain: stop. */
-      w->left = 0;
-      w->f = w->bot;
-    } else {
-      w->above = link;
-      w->f = below;
-    }
-    if (fr->kind) return 1;
-  }
+  return mp_cframe_pc(cf);
 }
 
 /* Is pc - 1 the copy of the first instruction of one of the traces? The

@@ -48,6 +48,8 @@ typedef struct mp_frame {
   GCfunc *fn;
   const BCIns *pc;	/* Lua: the pc saved for it (the instruction after
 			   the one executing), or NULL when none is known. */
+  TValue *slot;		/* The frame's slot holding its call's link (for a
+			   vararg function, the slot it was called in). */
   int kind;		/* MP_FR_*. */
 } mp_frame;
 
@@ -57,6 +59,8 @@ typedef struct mp_walk {
   TValue *above;	/* The frame reported before it (its link tells f's
 			   pc), or NULL while f is the top frame. */
   TValue *bot;		/* The stack's base: no frame at or below it. */
+  const BCIns *toppc;	/* The top frame's pc if given, else NULL (then it
+			   is read from the innermost C frame). */
   unsigned left;	/* Steps left: a bound against a broken chain. */
 } mp_walk;
 
@@ -69,11 +73,83 @@ static inline void mp_walk_init(mp_walk *w, lua_State *L)
   w->f = L->base - 1;
   w->above = NULL;
   w->bot = tvref(L->stack) + LJ_FR2;
+  w->toppc = NULL;
   w->left = MP_WALK_MAX;
 }
 
-/* The next frame down the stack into *fr: 1, or 0 at the bottom. */
-int mp_walk_next(mp_walk *w, mp_frame *fr);
+/* Start a walk at frame f of L's stack, whose pc is toppc if it runs a Lua
+** function (compiled code keeps no pc for the frame it runs in). */
+static inline void mp_walk_init_at(mp_walk *w, lua_State *L, TValue *f,
+				   const BCIns *toppc)
+{
+  mp_walk_init(w, L);
+  w->f = f;
+  w->toppc = toppc;
+}
+
+/* The pc saved in C frame cf, or NULL if it holds the "no pc" marker (a
+** protected call of the VM's own, e.g. the JIT compiler) or nothing. */
+const BCIns *mp_cframe_pc(void *cf);
+
+/* The pc of the Lua frame below frame `above`, which was entered from C:
+** walking the frames down from the top to `above`, step to the previous
+** C frame at each frame entered from C; the C frame in force below `above`
+** holds the pc. (Rare: hooks, finalisers, FFI callbacks.) */
+const BCIns *mp_pc_from_cframes(lua_State *L, TValue *above);
+
+/* The pc of the Lua frame w->f, from the frame above it (see the file
+** header). */
+static inline const BCIns *mp_walk_lua_pc(mp_walk *w)
+{
+  TValue *a = w->above;
+  void *cf;
+  if (!a) {	/* The top frame: its pc is in the innermost C frame. */
+    if (w->toppc) return w->toppc;
+    cf = cframe_raw(w->L->cframe);
+    return cf ? mp_cframe_pc(cf) : NULL;
+  }
+  if (frame_islua(a)) return frame_pc(a);
+  if (frame_iscont(a) && !frame_iscont_fficb(a)) return frame_contpc(a);
+  return mp_pc_from_cframes(w->L, a);
+}
+
+/* The next frame down the stack into *fr: 1, or 0 at the bottom. Inline:
+** the stack recorder walks for every allocation. */
+static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
+{
+  for (;;) {
+    TValue *f = w->f, *link, *below;
+    GCobj *o;
+    if (f <= w->bot || !w->left) return 0;
+    w->left--;
+    o = frame_gc(f);
+    fr->kind = 0;
+    if (o->gch.gct == ~LJ_TFUNC) {	/* Else a dummy frame: skipped. */
+      GCfunc *fn = &o->fn;
+      fr->fn = fn;
+      fr->pc = NULL;
+      if (isluafunc(fn)) {
+	fr->kind = MP_FR_LUA;
+	fr->pc = mp_walk_lua_pc(w);
+      } else {
+	fr->kind = iscfunc(fn) ? MP_FR_C : MP_FR_BUILTIN;
+      }
+    }
+    /* A vararg function's frame was moved above its arguments; its call's
+    ** link is in the frame it left, which is not reported again. */
+    link = frame_isvarg(f) ? frame_prevd(f) : f;
+    below = frame_islua(link) ? frame_prevl(link) : frame_prevd(link);
+    fr->slot = link;
+    if (link > f || below >= link) {	/* Not a frame chain: stop. */
+      w->left = 0;
+      w->f = w->bot;
+    } else {
+      w->above = link;
+      w->f = below;
+    }
+    if (fr->kind) return 1;
+  }
+}
 
 /* Slow half of mp_lua_pos(): a pc outside fn's bytecode. */
 int32_t mp_lua_pos_outside(GCfunc *fn, const BCIns *pc, global_State *g);

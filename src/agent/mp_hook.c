@@ -223,21 +223,6 @@ static inline uint8_t *put_loc(mp_state *s, uint8_t *p, int ev, const loc *l)
 
 /* -- The hook ------------------------------------------------------------- */
 
-/* The hook tells another thread's exit() when it is inside an event (see
-** at_exit() in ljmp_api.c): busy is set before recording is read and
-** cleared, with release order, once the event is complete. Plain stores on
-** this machine; the other side pays for the barrier. */
-static MP_INLINE void enter(mp_state *s)
-{
-  __atomic_store_n(&s->busy, 1, __ATOMIC_RELAXED);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-
-static MP_INLINE void leave(mp_state *s)
-{
-  __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
-}
-
 /* A free: attributed and encoded first, then forwarded as a tail call (a
 ** free cannot fail), so half of all events save no registers around it. */
 static MP_INLINE void *hook_free(mp_state *s, void *ptr, size_t osize)
@@ -250,7 +235,7 @@ static MP_INLINE void *hook_free(mp_state *s, void *ptr, size_t osize)
   p = put_addr(s, p, (uint64_t)(uintptr_t)ptr);
   s->pos = mp_put_uleb_fast(p, osize);
   mp_settle(s);
-  leave(s);
+  mp_leave(s);
   return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
 
@@ -261,9 +246,9 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   void *res;
   loc l;
   uint8_t *p;
-  enter(s);
+  mp_enter(s);
   if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
-    leave(s);
+    mp_leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, nsize);
   }
   if (nsize == 0) return hook_free(s, ptr, osize);
@@ -283,6 +268,6 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     s->pos = mp_put_uleb_fast(p, nsize);
     mp_settle(s);
   }
-  leave(s);
+  mp_leave(s);
   return res;
 }

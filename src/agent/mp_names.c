@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lj_obj.h"
 #include "lua.h"
 #include "lauxlib.h"
 
@@ -76,8 +77,8 @@ static int add(mp_names *t, const void *f, const char *name, size_t parent,
 ** `depth` more levels into tables under string keys; entries under integer
 ** keys get "prefix[i]" (package.loaders[2]). Tables already on the path
 ** are not entered again. Returns -1 when out of memory. */
-static int walk(mp_names *t, lua_State *L, const char *prefix, unsigned parts,
-		int depth)
+static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
+		unsigned parts, int depth)
 {
   char name[NAME_MAX_LEN + 1];
   size_t np = prefix ? strlen(prefix) : 0;
@@ -96,12 +97,15 @@ static int walk(mp_names *t, lua_State *L, const char *prefix, unsigned parts,
     }
     if (n > 0 && n <= NAME_MAX_LEN) {
       if (lua_iscfunction(L, -1)) {
-	lua_CFunction f = lua_tocfunction(L, -1);
-	if (f) rc = add(t, (const void *)f, name, np, parts + 1);
+	const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
+	if (fn->c.ffid > FF_C)	/* A builtin: named by its ffid. */
+	  rc = add(bt, (const void *)(uintptr_t)fn->c.ffid, name, np, parts + 1);
+	else if (fn->c.f)
+	  rc = add(t, (const void *)fn->c.f, name, np, parts + 1);
       } else if (depth > 0 && lua_type(L, -2) == LUA_TSTRING &&
 		 lua_istable(L, -1) && lua_topointer(L, -1) !=
 		 lua_topointer(L, -3)) {
-	rc = walk(t, L, name, parts + 1, depth - 1);
+	rc = walk(t, bt, L, name, parts + 1, depth - 1);
       }
     }
     lua_pop(L, 1);
@@ -120,7 +124,7 @@ static void sort(mp_names *t)
 /* Add the methods of the metatables in the registry (luaL_newmetatable
 ** keeps them under their type names): lpeg's operators are only there,
 ** "lpeg-pattern.__mul". */
-static int walk_registry(mp_names *t, lua_State *L)
+static int walk_registry(mp_names *t, mp_names *bt, lua_State *L)
 {
   int top = lua_gettop(L), rc = 0;
   lua_pushvalue(L, LUA_REGISTRYINDEX);
@@ -129,19 +133,21 @@ static int walk_registry(mp_names *t, lua_State *L)
     if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
 	strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
 	strcmp(lua_tostring(L, -2), "_LOADED") != 0)
-      rc = walk(t, L, lua_tostring(L, -2), 1, 0);
+      rc = walk(t, bt, L, lua_tostring(L, -2), 1, 0);
     lua_pop(L, 1);
   }
   lua_settop(L, top);
   return rc;
 }
 
-void mp_names_build(mp_names *t, lua_State *L)
+void mp_names_build(mp_names *t, mp_names *bt, lua_State *L)
 {
   int top = lua_gettop(L);
   memset(t, 0, sizeof(*t));
+  memset(bt, 0, sizeof(*bt));
   lua_pushvalue(L, LUA_GLOBALSINDEX);
-  if (walk(t, L, NULL, 0, 2) < 0 || walk_registry(t, L) < 0) goto done;
+  if (walk(t, bt, L, NULL, 0, 2) < 0 || walk_registry(t, bt, L) < 0)
+    goto done;
   lua_settop(L, top);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   if (lua_istable(L, -1)) {
@@ -149,7 +155,7 @@ void mp_names_build(mp_names *t, lua_State *L)
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
 	  strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
-	  walk(t, L, lua_tostring(L, -2), 1, 1) < 0)
+	  walk(t, bt, L, lua_tostring(L, -2), 1, 1) < 0)
 	goto done;
       lua_pop(L, 1);
     }
@@ -157,18 +163,21 @@ void mp_names_build(mp_names *t, lua_State *L)
 done:
   lua_settop(L, top);
   sort(t);
+  sort(bt);
 }
 
-int mp_names_module(mp_names *t, lua_State *L, int idx, const char *name)
+int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
+		    const char *name)
 {
   int top = lua_gettop(L), rc = 0;
   if (lua_istable(L, idx) && strlen(name) < NAME_MAX_LEN) {
     lua_pushvalue(L, idx);
-    rc = walk(t, L, name, 1, 1);
+    rc = walk(t, bt, L, name, 1, 1);
   }
   lua_settop(L, top);
-  if (rc == 0) rc = walk_registry(t, L);	/* Its metatables. */
+  if (rc == 0) rc = walk_registry(t, bt, L);	/* Its metatables. */
   sort(t);
+  sort(bt);
   return rc;
 }
 
@@ -273,7 +282,7 @@ static int require_wrapper(lua_State *L)
   nres = lua_gettop(L) - n;
   if (nres >= 1 && lua_type(L, 1) == LUA_TSTRING &&
       (s = mp_state_find(L)) != NULL && !s->finished)
-    mp_names_module(&s->names, L, n + 1, lua_tostring(L, 1));
+    mp_names_module(&s->names, &s->builtins, L, n + 1, lua_tostring(L, 1));
   return nres;
 }
 
@@ -321,6 +330,38 @@ void mp_names_unwrap_require(lua_State *L)
     lua_setfield(L, LUA_GLOBALSINDEX, "require");
   }
   lua_settop(L, top);
+}
+
+/* Names of builtins that no table reaches, noted at luaopen (the ffids
+** are those of the LuaJIT build, the same in every VM). */
+static const char *noted[256];
+
+unsigned mp_builtin_id(const void *fn)
+{
+  return ((const GCfunc *)fn)->c.ffid;
+}
+
+void mp_names_note(unsigned ffid, const char *name)
+{
+  if (ffid < 256) noted[ffid] = name;
+}
+
+size_t mp_names_builtin(const mp_names *bt, unsigned ffid, char *out,
+			size_t size)
+{
+  size_t n = mp_names_label(bt, (const void *)(uintptr_t)ffid, out, size);
+  char num[4];
+  int k = 0;
+  if (n) return n;
+  if (ffid < 256 && noted[ffid]) {
+    put(out, size, &n, noted[ffid], strlen(noted[ffid]));
+  } else {	/* Called from the hook: no stdio. */
+    put(out, size, &n, "builtin#", 8);
+    do { num[3 - k++] = (char)('0' + ffid % 10); ffid /= 10; } while (ffid && k < 4);
+    put(out, size, &n, num + 4 - k, (size_t)k);
+  }
+  out[n] = '\0';
+  return n;
 }
 
 void mp_names_free(mp_names *t)

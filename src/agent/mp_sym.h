@@ -45,6 +45,22 @@ static inline uint64_t mp_proto_line(const GCproto *pt, BCPos pos)
   return (uint64_t)(pt->firstline + ((const uint32_t *)li)[pos]);
 }
 
+/* The hook tells another thread's exit() when it is inside an event (see
+** at_exit() in ljmp_api.c): busy is set before recording is read and
+** cleared, with release order, once the event is complete. Plain stores on
+** this machine; the other side pays for the barrier. */
+static MP_INLINE void mp_enter(mp_state *s)
+{
+  __atomic_store_n(&s->busy, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* The end of an event (or of a call that recorded none). */
+static MP_INLINE void mp_leave(mp_state *s)
+{
+  __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+}
+
 /* Write the symbol of prototype pt unless it is in the set already. */
 MP_NOINLINE void mp_sym_proto(mp_state *s, const GCproto *pt);
 

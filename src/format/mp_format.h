@@ -303,4 +303,7 @@ size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n);
 /* Name of a symbol type for messages. */
 const char *mp_kind_name(mp_kind k);
 
+/* The ljmemprof extension (call stacks and what comes later). */
+#include "mp_ext.h"
+
 #endif
