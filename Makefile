@@ -30,10 +30,11 @@ AGENT_OBJ := $(patsubst src/agent/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))
 AGENT_HDR := $(wildcard src/agent/*.h) include/ljmemprof.h src/format/mp_format.h
 
 FORMAT_SRC := src/format/mp_decode.c
+UTIL_SRC   := $(wildcard src/util/*.c)
 REPORT_SRC := $(wildcard src/report/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
-READER_HDR := $(wildcard src/format/*.h src/report/*.h)
-READER_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(FORMAT_SRC) $(REPORT_SRC))
+READER_HDR := $(wildcard src/format/*.h src/util/*.h src/report/*.h)
+READER_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(FORMAT_SRC) $(UTIL_SRC) $(REPORT_SRC))
 
 TEST_C     := $(wildcard tests/c/*.c)
 TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
@@ -120,14 +121,14 @@ FUZZ_CC      ?= clang
 fuzz: $(BUILD)/fuzz/report_fuzz
 	scripts/fuzz-report.sh $(BUILD)/fuzz/report_fuzz $(FUZZ_SECONDS)
 
-$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(FORMAT_SRC) $(REPORT_SRC) $(READER_HDR)
+$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(FORMAT_SRC) $(UTIL_SRC) $(REPORT_SRC) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
-	  $(FORMAT_SRC) $(REPORT_SRC)
+	  $(FORMAT_SRC) $(UTIL_SRC) $(REPORT_SRC)
 
 clean:
-	rm -rf $(BUILD)/agent $(BUILD)/format $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
+	rm -rf $(BUILD)/agent $(BUILD)/format $(BUILD)/util $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
 	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a
 
 distclean:
