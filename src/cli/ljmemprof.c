@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "format/mp_format.h"
-#include "report/mp_file.h"
-#include "report/mp_profile.h"
-#include "report/mp_report.h"
-#include "report/mp_symtab.h"
+#include "reader/mp_file.h"
+#include "analysis/mp_profile.h"
+#include "render/mp_render.h"
+#include "reader/mp_symtab.h"
 #include "cli/mp_cli.h"
 
 /* -- Manual --------------------------------------------------------------- */

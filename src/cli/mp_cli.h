@@ -5,7 +5,7 @@
 #ifndef MP_CLI_H
 #define MP_CLI_H
 
-#include "report/mp_report.h"
+#include "render/mp_render.h"
 
 /* Exit statuses (documented in --help and docs/REPORT.md). */
 #define MP_EXIT_OK		0	/* Complete profile, all reported. */

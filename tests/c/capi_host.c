@@ -16,7 +16,7 @@
 
 #include "ljmemprof.h"
 #include "format/mp_format.h"
-#include "report/mp_symtab.h"
+#include "reader/mp_symtab.h"
 
 static int n_test, n_failed;
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_file.h"
-#include "report/mp_profile.h"
-#include "report/mp_report.h"
+#include "reader/mp_file.h"
+#include "analysis/mp_profile.h"
+#include "render/mp_render.h"
 
 /* Check prefix p against the whole profile w; NULL or what is wrong. */
 static const char *compare(const mp_profile *p, const mp_profile *w)

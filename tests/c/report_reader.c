@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "format/mp_format.h"
-#include "report/mp_profile.h"
-#include "report/mp_report.h"
+#include "analysis/mp_profile.h"
+#include "render/mp_render.h"
 
 /* -- TAP ------------------------------------------------------------------ */
 

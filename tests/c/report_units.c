@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_heap.h"
-#include "report/mp_report.h"
-#include "report/mp_symtab.h"
+#include "analysis/mp_heap.h"
+#include "render/mp_render.h"
+#include "reader/mp_symtab.h"
 
 static int n_test, n_fail;
 

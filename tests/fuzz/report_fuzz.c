@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "format/mp_format.h"
-#include "report/mp_profile.h"
-#include "report/mp_report.h"
-#include "report/mp_symtab.h"
+#include "analysis/mp_profile.h"
+#include "render/mp_render.h"
+#include "reader/mp_symtab.h"
 
 static FILE *sink;
 

@@ -1,5 +1,5 @@
 /*
-** mp_report.h: the analyses over one mp_profile, ready to render.
+** mp_sections.h: the sections of a report, from one mp_profile.
 **
 ** By site: ALLOCATIONS, REALLOCATIONS and DEALLOCATIONS, each sorted, each
 ** reallocating or freeing site with the sites whose blocks it resized or
@@ -12,13 +12,12 @@
 ** the reallocating site.
 */
 
-#ifndef MP_REPORT_H
-#define MP_REPORT_H
+#ifndef MP_SECTIONS_H
+#define MP_SECTIONS_H
 
 #include <stdint.h>
-#include <stdio.h>
 
-#include "report/mp_profile.h"
+#include "analysis/mp_profile.h"
 
 typedef enum mp_sort { MP_SORT_BYTES, MP_SORT_COUNT } mp_sort;
 
@@ -57,15 +56,5 @@ typedef struct mp_report {
 int mp_report_build(mp_report *rep, const mp_profile *p,
 		    const mp_report_opts *o);
 void mp_report_free(mp_report *rep);
-
-/* Render as text (the layout of Tarantool's parser) or as one JSON object
-** (docs/REPORT.md). file is the name shown in JSON. Return 0 or -1 (write
-** error, see errno). */
-int mp_render_text(FILE *out, const mp_report *rep, const mp_report_opts *o);
-int mp_render_json(FILE *out, const mp_report *rep, const mp_report_opts *o,
-		   const char *file);
-
-/* Format n bytes as "123B" or, if human, "1.50KiB"; returns buf. */
-const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human);
 
 #endif

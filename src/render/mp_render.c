@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_report.h"
+#include "render/mp_render.h"
 
 static const char *const section[MP_EV__N] = {
   "ALLOCATIONS", "REALLOCATIONS", "DEALLOCATIONS"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_report.h"
+#include "analysis/mp_sections.h"
 
 #define LABEL_MAX	4096
 

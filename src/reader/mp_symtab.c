@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_symtab.h"
+#include "reader/mp_symtab.h"
 
 /* Map key: the id with the symbol kind in the top 3 bits (addresses and
 ** trace numbers fit in 61 bits), never 0. */

@@ -19,8 +19,8 @@
 #include <stdint.h>
 
 #include "format/mp_format.h"
-#include "report/mp_heap.h"
-#include "report/mp_symtab.h"
+#include "analysis/mp_heap.h"
+#include "reader/mp_symtab.h"
 
 /* Event kinds as indexes. */
 enum { MP_EV_ALLOC, MP_EV_REALLOC, MP_EV_FREE, MP_EV__N };

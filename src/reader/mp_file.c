@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "report/mp_file.h"
+#include "reader/mp_file.h"
 
 /* Read all of fd into a malloc'd buffer. */
 static int slurp(mp_file *f, int fd)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_profile.h"
+#include "analysis/mp_profile.h"
 
 #define SITE_MAX	0x7fffffffu	/* Site numbers fit in 31 bits. */
 #define CONSUMED_STEP	((size_t)8 << 20)
