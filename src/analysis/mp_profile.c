@@ -186,14 +186,14 @@ static uint32_t site_miss(mp_profile *p, mp_lcache *c, uint64_t tag,
   uint32_t sym = 0, site;
   switch (src) {
   case MP_SRC_LFUNC:
-    sym = mp_symtab_find(&p->syms, MP_K_SYM_LFUNC, id);
+    sym = mp_symtab_find(&p->syms, MP_SRC_LFUNC, id);
     break;
   case MP_SRC_CFUNC:
-    sym = mp_symtab_find(&p->syms, MP_K_SYM_CFUNC, id);
+    sym = mp_symtab_find(&p->syms, MP_SRC_CFUNC, id);
     if (!sym) sym = mp_symtab_cfloor(&p->syms, id, &off);
     break;
   case MP_SRC_TRACE:
-    sym = mp_symtab_find(&p->syms, MP_K_SYM_TRACE, id);
+    sym = mp_symtab_find(&p->syms, MP_SRC_TRACE, id);
     break;
   }
   site = site_find(p, src, sym, id, line, off);
@@ -334,17 +334,13 @@ static int nomem(mp_profile *p, size_t off)
   return MP_ERR_NOMEM;
 }
 
-/* Index (MP_EV_*) of an event kind (MP_K_ALLOC, _FREE, _REALLOC). */
-static const uint8_t kind_index[4] = { 0, MP_EV_ALLOC, MP_EV_FREE,
-				       MP_EV_REALLOC };
-
 /* Aggregate one allocation event; MP_OK or MP_ERR_NOMEM. Inlined by force
 ** into the loop over a batch, where GCC would otherwise call it and save
 ** and restore six registers for every event. */
 static inline __attribute__((always_inline))
 int on_event(mp_profile *p, const mp_event *e)
 {
-  int k = kind_index[e->kind & 3];
+  int k = e->kind;
   uint32_t si = site_of(p, e->src, e->id, e->line), owner;
   uint64_t size;
   mp_site *s;
@@ -368,7 +364,7 @@ int on_event(mp_profile *p, const mp_event *e)
 /* Aggregate one item from mp_reader_next(); MP_OK or MP_ERR_NOMEM. */
 static int on_item(mp_profile *p, const mp_item *it)
 {
-  if (it->kind < MP_K_SYM_LFUNC) {
+  if (it->kind != MP_AEV_SYMTAB) {
     mp_event e;
     e.id = it->id;
     e.line = it->line;
@@ -376,12 +372,12 @@ static int on_item(mp_profile *p, const mp_item *it)
     e.osize = it->osize;
     e.naddr = it->naddr;
     e.nsize = it->nsize;
-    e.kind = (uint8_t)it->kind;
+    e.kind = it->kind;
     e.src = it->src;
     return on_event(p, &e) == MP_OK ? MP_OK : nomem(p, it->offset);
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
-  p->nsym[!it->in_header][it->kind - MP_K_SYM_LFUNC]++;
+  p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;
   if (++p->epoch == 0) {	/* Wrapped: forget every cached location. */
     memset(p->lcache, 0, sizeof(p->lcache));
     p->epoch = 1;
@@ -448,17 +444,18 @@ static int direct_batch(mp_profile *p, size_t *n)
 {
   mp_reader *r = &p->r;
   const uint8_t *at = r->p, *lim, *q;
-  uint32_t valid = mp_event_headers(r->ljm_version);
   size_t i;
   mp_event e;
   *n = 0;
-  if (r->phase != 1 || (size_t)(r->end - at) < MP_EVENT_LONGEST) return MP_OK;
+  if (r->phase != MP_PH_EVENTS || (size_t)(r->end - at) < MP_EVENT_LONGEST)
+    return MP_OK;
   lim = r->end - MP_EVENT_LONGEST;
-  for (i = 0; i < BATCH && at <= lim && (q = mp_event_decode(at, &e, valid));
+  for (i = 0; i < BATCH && at <= lim &&
+	      (q = mp_event_decode(at, &e, r->headers));
        i++, at = q)
     if (on_event(p, &e) != MP_OK) {
       r->p = at;
-      return nomem(p, (size_t)(at - r->base));
+      return nomem(p, mp_reader_offset(r));
     }
   r->p = at;
   *n = i;
@@ -525,7 +522,7 @@ out:
   for (i = 0; i < p->nsite; i++) {
     const mp_site *s = &p->site[i];
     int k;
-    for (k = 0; k < MP_EV__N; k++) {
+    for (k = 1; k < MP_AEV_N; k++) {
       p->nev[k] += s->n[k];
       p->alloc_bytes += s->plus[k];
       p->free_bytes += s->minus[k];

@@ -22,12 +22,6 @@
 #include "analysis/mp_heap.h"
 #include "reader/mp_symtab.h"
 
-/* Event kinds as indexes. */
-enum { MP_EV_ALLOC, MP_EV_REALLOC, MP_EV_FREE, MP_EV__N };
-
-/* Symbol kinds as indexes. */
-enum { MP_SY_LFUNC, MP_SY_CFUNC, MP_SY_TRACE, MP_SY__N };
-
 /* mp_profile_read() result beyond the reader's codes. */
 #define MP_ERR_NOMEM	(-3)	/* Out of memory for the aggregates. */
 
@@ -39,16 +33,16 @@ typedef struct mp_site {
   uint32_t sym;		/* Serial of the symbol in force, 0 if none. */
   uint32_t alias;	/* Alias number of the chunk in the label, or 0. */
   uint8_t src;		/* MP_SRC_*. */
-  uint64_t n[MP_EV__N];		/* Events by kind. */
-  uint64_t plus[MP_EV__N];	/* New sizes (alloc, realloc). */
-  uint64_t minus[MP_EV__N];	/* Old sizes (realloc, free). */
+  uint64_t n[MP_AEV_N];		/* Events by kind (MP_AEV_*). */
+  uint64_t plus[MP_AEV_N];	/* New sizes (alloc, realloc). */
+  uint64_t minus[MP_AEV_N];	/* Old sizes (realloc, free). */
 } mp_site;
 
 /* Blocks owned by site `owner` that site `site` resized or freed. The sizes
 ** are those of the blocks as the owner left them (Tarantool's accounting). */
 typedef struct mp_link {
   uint32_t site, owner;
-  uint8_t kind;		/* MP_EV_REALLOC or MP_EV_FREE. */
+  uint8_t kind;		/* MP_AEV_REALLOC or MP_AEV_FREE. */
   uint64_t count;	/* Blocks. */
   uint64_t alloced;	/* Their new sizes (realloc). */
   uint64_t freed;	/* Their sizes before the event. */
@@ -100,8 +94,9 @@ typedef struct mp_profile {
   uint32_t epoch;	/* Bumped by every symbol: flushes lcache. */
   uint32_t internal;	/* Site of MP_SRC_INTERNAL + 1, 0 until known. */
   /* Totals. */
-  uint64_t nev[MP_EV__N];
-  uint64_t nsym[2][MP_SY__N];	/* [0] symtab header, [1] inside events. */
+  uint64_t nev[MP_AEV_N];	/* Events by kind. */
+  uint64_t nsym[2][MP_SRC_N];	/* Symbols by source >> MP_SRC_SHIFT: [0] in
+				   the symtab header, [1] inside events. */
   uint64_t alloc_bytes;	/* Sum of new sizes. */
   uint64_t free_bytes;	/* Sum of old sizes. */
   uint64_t net;		/* Running alloc - free (read it as int64_t). */

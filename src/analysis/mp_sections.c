@@ -50,7 +50,7 @@ void mp_report_free(mp_report *rep)
   uint32_t i;
   for (i = 0; rep->label && i < rep->p->nsite; i++) free(rep->label[i]);
   free(rep->label);
-  for (i = 0; i < MP_EV__N; i++) free(rep->row[i]);
+  for (i = 0; i < MP_AEV_N; i++) free(rep->row[i]);
   free(rep->link);
   free(rep->held);
   memset(rep, 0, sizeof(*rep));
@@ -64,7 +64,7 @@ static int build_rows(mp_report *rep, int k, const mp_report_opts *o,
   uint32_t i, n = 0, l = 0;
   for (i = 0; i < p->nsite; i++) {
     const mp_site *s = &p->site[i];
-    uint64_t bytes = k == MP_EV_FREE ? s->minus[k] : s->plus[k];
+    uint64_t bytes = k == MP_AEV_FREE ? s->minus[k] : s->plus[k];
     if (!s->n[k]) continue;
     rec[n].k1 = o->sort == MP_SORT_COUNT ? s->n[k] : bytes;
     rec[n].k2 = o->sort == MP_SORT_COUNT ? bytes : s->n[k];
@@ -76,7 +76,7 @@ static int build_rows(mp_report *rep, int k, const mp_report_opts *o,
   if (!(rep->row[k] = calloc(n ? n : 1, sizeof(mp_row)))) return -1;
   rep->nrow[k] = n;
   for (i = 0; i < n; i++) rep->row[k][i].site = rec[i].idx;
-  if (k == MP_EV_ALLOC) return 0;
+  if (k == MP_AEV_ALLOC) return 0;
   /* Links are sorted by kind then site: find each row's range. */
   {
     uint32_t *first = malloc((size_t)p->nsite * sizeof(*first) + 1);
@@ -109,9 +109,9 @@ static int build_held(mp_report *rep, const mp_report_opts *o, sortrec *rec)
   for (i = 0; i < p->nsite; i++) {
     const mp_site *s = &p->site[i];
     h[i].site = i;
-    if (s->plus[MP_EV_ALLOC]) {
-      h[i].bytes += s->plus[MP_EV_ALLOC];
-      h[i].nalloc += s->n[MP_EV_ALLOC];
+    if (s->plus[MP_AEV_ALLOC]) {
+      h[i].bytes += s->plus[MP_AEV_ALLOC];
+      h[i].nalloc += s->n[MP_AEV_ALLOC];
     }
   }
   for (i = 0; i < p->nlink; i++) {
@@ -162,7 +162,7 @@ int mp_report_build(mp_report *rep, const mp_profile *p,
   link_rep = rep;
   qsort(rep->link, p->nlink, sizeof(uint32_t), cmp_link);
   if (!(rec = malloc(((size_t)p->nsite + 1) * sizeof(*rec)))) goto err;
-  for (k = 0; k < MP_EV__N; k++)
+  for (k = 1; k < MP_AEV_N; k++)
     if (build_rows(rep, k, o, rec) < 0) goto err;
   if (build_held(rep, o, rec) < 0) goto err;
   free(rec);

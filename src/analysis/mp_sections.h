@@ -44,8 +44,8 @@ typedef struct mp_held {
 typedef struct mp_report {
   const mp_profile *p;
   char **label;		/* By site. */
-  mp_row *row[MP_EV__N];
-  uint32_t nrow[MP_EV__N];
+  mp_row *row[MP_AEV_N];	/* Sections by event kind. */
+  uint32_t nrow[MP_AEV_N];
   uint32_t *link;	/* Link indexes by kind, site, owner's label. */
   mp_held *held;
   uint32_t nheld;

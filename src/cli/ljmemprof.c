@@ -399,26 +399,24 @@ static int cmd_report(int argc, char **argv)
   return mp_cli_report_file(path, &o);
 }
 
-static const char *const sym_name[MP_SY__N] = { "lua", "cfunc", "trace" };
-
 static int cmd_info(int argc, char **argv)
 {
   mp_cli_opts o;
   mp_file f;
   mp_profile p;
   const char *path;
-  uint64_t nsym[MP_SY__N], total = 0, hdr = 0, nev;
+  uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev;
   int rc, k;
   memset(&o, 0, sizeof(o));
   if ((rc = parse_file_args("info", argc, argv, &o, &path, 0)) >= 0)
     return rc;
   if ((rc = read_profile(path, &f, &p)) == MP_EXIT_ERROR) return rc;
-  for (k = 0; k < MP_SY__N; k++) {
+  for (k = 0; k < MP_SRC_N; k++) {
     nsym[k] = p.nsym[0][k] + p.nsym[1][k];
     total += nsym[k];
     hdr += p.nsym[0][k];
   }
-  nev = p.nev[MP_EV_ALLOC] + p.nev[MP_EV_REALLOC] + p.nev[MP_EV_FREE];
+  nev = p.nev[MP_AEV_ALLOC] + p.nev[MP_AEV_REALLOC] + p.nev[MP_AEV_FREE];
   if (o.json) {
     fputs("{\"file\":\"", stdout);
     {
@@ -433,13 +431,15 @@ static int cmd_info(int argc, char **argv)
 	   rc == MP_EXIT_OK ? "true" : "false");
     if (rc != MP_EXIT_OK) printf(",\"truncated_at\":%zu", p.r.err_offset);
     printf(",\"events\":{\"alloc\":%llu,\"realloc\":%llu,\"free\":%llu}",
-	   (unsigned long long)p.nev[MP_EV_ALLOC],
-	   (unsigned long long)p.nev[MP_EV_REALLOC],
-	   (unsigned long long)p.nev[MP_EV_FREE]);
+	   (unsigned long long)p.nev[MP_AEV_ALLOC],
+	   (unsigned long long)p.nev[MP_AEV_REALLOC],
+	   (unsigned long long)p.nev[MP_AEV_FREE]);
     printf(",\"symbols\":{\"lua\":%llu,\"cfunc\":%llu,\"trace\":%llu,"
 	   "\"in_header\":%llu,\"in_stream\":%llu}",
-	   (unsigned long long)nsym[0], (unsigned long long)nsym[1],
-	   (unsigned long long)nsym[2], (unsigned long long)hdr,
+	   (unsigned long long)nsym[MP_SRC_LFUNC >> MP_SRC_SHIFT],
+	   (unsigned long long)nsym[MP_SRC_CFUNC >> MP_SRC_SHIFT],
+	   (unsigned long long)nsym[MP_SRC_TRACE >> MP_SRC_SHIFT],
+	   (unsigned long long)hdr,
 	   (unsigned long long)(total - hdr));
     printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu,"
 	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%zu,"
@@ -455,13 +455,13 @@ static int cmd_info(int argc, char **argv)
     else printf("complete:   no, data ends at byte %zu (expected %s)\n",
 		p.r.err_offset, p.r.err);
     printf("events:     %llu (alloc %llu, realloc %llu, free %llu)\n",
-	   (unsigned long long)nev, (unsigned long long)p.nev[MP_EV_ALLOC],
-	   (unsigned long long)p.nev[MP_EV_REALLOC],
-	   (unsigned long long)p.nev[MP_EV_FREE]);
+	   (unsigned long long)nev, (unsigned long long)p.nev[MP_AEV_ALLOC],
+	   (unsigned long long)p.nev[MP_AEV_REALLOC],
+	   (unsigned long long)p.nev[MP_AEV_FREE]);
     printf("symbols:    %llu (", (unsigned long long)total);
-    for (k = 0; k < MP_SY__N; k++)
-      printf("%s%s %llu", k ? ", " : "", sym_name[k],
-	     (unsigned long long)nsym[k]);
+    for (k = MP_SRC_LFUNC; k <= MP_SRC_TRACE; k += 1 << MP_SRC_SHIFT)
+      printf("%s%s %llu", k != MP_SRC_LFUNC ? ", " : "", mp_src_name(k),
+	     (unsigned long long)nsym[k >> MP_SRC_SHIFT]);
     printf("); %llu in the symtab, %llu in the event stream\n",
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
     printf("sources:    %u\n", p.nsite);
@@ -495,39 +495,29 @@ static void json_str(FILE *out, const char *s, size_t n)
   fputc('"', out);
 }
 
-static const char *src_name(int src)
-{
-  switch (src) {
-  case MP_SRC_LFUNC: return "lua";
-  case MP_SRC_CFUNC: return "cfunc";
-  case MP_SRC_TRACE: return "trace";
-  default: return "internal";
-  }
-}
-
 /* Print the location fields of an event. */
 static void json_loc(FILE *out, const mp_symtab *t, const mp_item *it)
 {
   char label[512];
   uint32_t i;
   mp_symtab_label(t, it, label, sizeof(label));
-  fprintf(out, "\"source\":\"%s\",\"label\":", src_name(it->src));
+  fprintf(out, "\"source\":\"%s\",\"label\":", mp_src_name(it->src));
   json_str(out, label, strlen(label));
   switch (it->src) {
   case MP_SRC_LFUNC:
-    i = mp_symtab_find(t, MP_K_SYM_LFUNC, it->id);
+    i = mp_symtab_find(t, MP_SRC_LFUNC, it->id);
     fprintf(out, ",\"line\":%llu,\"chunk\":", (unsigned long long)it->line);
     if (i) json_str(out, t->sym[i].name, t->sym[i].name_len);
     else fputs("null", out);
     break;
   case MP_SRC_CFUNC:
-    i = mp_symtab_find(t, MP_K_SYM_CFUNC, it->id);
+    i = mp_symtab_find(t, MP_SRC_CFUNC, it->id);
     fputs(",\"name\":", out);
     if (i) json_str(out, t->sym[i].name, t->sym[i].name_len);
     else fputs("null", out);
     break;
   case MP_SRC_TRACE:
-    i = mp_symtab_find(t, MP_K_SYM_TRACE, it->id);
+    i = mp_symtab_find(t, MP_SRC_TRACE, it->id);
     fprintf(out, ",\"trace\":%llu", (unsigned long long)it->id);
     if (i && t->sym[i].start) {
       const mp_sym *p = &t->sym[t->sym[i].start];
@@ -568,7 +558,7 @@ static int cmd_events(int argc, char **argv)
       mp_file_release(&f, it.offset);
       mark = it.offset + EVENTS_RELEASE;
     }
-    if (it.kind >= MP_K_SYM_LFUNC) { mp_symtab_add(&t, &it); continue; }
+    if (it.kind == MP_AEV_SYMTAB) { mp_symtab_add(&t, &it); continue; }
     fprintf(out, "{\"event\":\"%s\",", mp_kind_name(it.kind));
     json_loc(out, &t, &it);
     fprintf(out, ",\"oaddr\":%llu,\"osize\":%llu,\"naddr\":%llu,"

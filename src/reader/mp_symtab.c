@@ -8,11 +8,11 @@
 
 #include "reader/mp_symtab.h"
 
-/* Map key: the id with the symbol kind in the top 3 bits (addresses and
-** trace numbers fit in 61 bits), never 0. */
-static inline uint64_t key_of(mp_kind kind, uint64_t id)
+/* Map key: the id with the symbol's source in the top 3 bits (addresses
+** and trace numbers fit in 61 bits), never 0. */
+static inline uint64_t key_of(int src, uint64_t id)
 {
-  return ((uint64_t)kind << 61) ^ id;
+  return ((uint64_t)(src >> MP_SRC_SHIFT) << 61) ^ id;
 }
 
 static inline size_t slot_of(uint64_t key, size_t mask)
@@ -118,7 +118,7 @@ uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off)
 
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
 {
-  uint64_t key = key_of(it->kind, it->id);
+  uint64_t key = key_of(it->src, it->id);
   mp_sym *s;
   size_t j;
   if (t->nsym + 1 >= t->capsym) {
@@ -132,24 +132,24 @@ uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
   if ((t->count + 1) * 2 > t->mask + 1 || !t->key)
     if (grow_map(t) < 0) return 0;
   s = &t->sym[t->nsym];
-  s->kind = it->kind;
+  s->src = it->src;
   s->id = it->id;
   s->name = it->name;
-  s->name_len = it->kind == MP_K_SYM_TRACE ? 0 : it->name_len;
+  s->name_len = it->src == MP_SRC_TRACE ? 0 : it->name_len;
   s->line = it->line;
-  s->start = it->kind == MP_K_SYM_TRACE ?
-	     mp_symtab_find(t, MP_K_SYM_LFUNC, it->proto) : 0;
+  s->start = it->src == MP_SRC_TRACE ?
+	     mp_symtab_find(t, MP_SRC_LFUNC, it->proto) : 0;
   for (j = slot_of(key, t->mask); t->key[j] && t->key[j] != key;
        j = (j + 1) & t->mask) {}
-  if (it->kind == MP_K_SYM_CFUNC && cadd(t, it->id, t->nsym) < 0) return 0;
+  if (it->src == MP_SRC_CFUNC && cadd(t, it->id, t->nsym) < 0) return 0;
   if (!t->key[j]) { t->key[j] = key; t->count++; }
   t->val[j] = t->nsym;
   return t->nsym++;
 }
 
-uint32_t mp_symtab_find(const mp_symtab *t, mp_kind kind, uint64_t id)
+uint32_t mp_symtab_find(const mp_symtab *t, int src, uint64_t id)
 {
-  uint64_t key = key_of(kind, id);
+  uint64_t key = key_of(src, id);
   size_t j;
   if (!t->key) return 0;
   for (j = slot_of(key, t->mask); t->key[j]; j = (j + 1) & t->mask)
@@ -172,20 +172,20 @@ size_t mp_symtab_label(const mp_symtab *t, const mp_item *ev, char *out,
   int n;
   switch (ev->src) {
   case MP_SRC_LFUNC:
-    i = mp_symtab_find(t, MP_K_SYM_LFUNC, ev->id);
+    i = mp_symtab_find(t, MP_SRC_LFUNC, ev->id);
     if (i) return lua_label(&t->sym[i], ev->line, out, size);
     n = snprintf(out, size, "LFUNC 0x%llx:%llu", (unsigned long long)ev->id,
 		 (unsigned long long)ev->line);
     break;
   case MP_SRC_CFUNC:
-    i = mp_symtab_find(t, MP_K_SYM_CFUNC, ev->id);
+    i = mp_symtab_find(t, MP_SRC_CFUNC, ev->id);
     if (i)
       n = snprintf(out, size, "%.*s", (int)t->sym[i].name_len, t->sym[i].name);
     else
       n = snprintf(out, size, "CFUNC 0x%llx", (unsigned long long)ev->id);
     break;
   case MP_SRC_TRACE:
-    i = mp_symtab_find(t, MP_K_SYM_TRACE, ev->id);
+    i = mp_symtab_find(t, MP_SRC_TRACE, ev->id);
     n = snprintf(out, size, "TRACE [%llu]", (unsigned long long)ev->id);
     if (i && t->sym[i].start && n > 0 && (size_t)n < size) {
       const mp_sym *s = &t->sym[i];

@@ -18,7 +18,7 @@
 
 /* One symbol definition. */
 typedef struct mp_sym {
-  mp_kind kind;		/* MP_K_SYM_LFUNC, _CFUNC or _TRACE. */
+  uint8_t src;		/* What it names: MP_SRC_LFUNC, _CFUNC or _TRACE. */
   uint64_t id;		/* Address, or trace number. */
   const char *name;	/* Chunk name or C name (not NUL-terminated). */
   size_t name_len;
@@ -34,11 +34,11 @@ typedef struct mp_caddr {
 
 #define MP_CRUNS	32	/* Run k holds 0 or 2^k symbols. */
 
-/* Open-addressing map from (kind, id) to the serial of its latest sym. */
+/* Open-addressing map from (src, id) to the serial of its latest sym. */
 typedef struct mp_symtab {
   mp_sym *sym;		/* By serial; sym[0] is unused (0 = unresolved). */
   uint32_t nsym, capsym;
-  uint64_t *key;	/* id, kind in the top bits; 0 = empty slot. */
+  uint64_t *key;	/* id, src in the top bits; 0 = empty slot. */
   uint32_t *val;
   size_t mask, count;
   /* C symbols sorted by address in runs of 2^k (a binary counter of sorted
@@ -54,7 +54,7 @@ void mp_symtab_free(mp_symtab *t);
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it);
 
 /* Serial of the symbol in force for an event location, 0 if none. */
-uint32_t mp_symtab_find(const mp_symtab *t, mp_kind kind, uint64_t id);
+uint32_t mp_symtab_find(const mp_symtab *t, int src, uint64_t id);
 
 /* Serial of the C symbol at the highest address <= addr (the latest one
 ** defined there), 0 if none; *off gets addr minus the symbol's address. */

@@ -13,11 +13,13 @@
 
 #include "render/mp_render.h"
 
-static const char *const section[MP_EV__N] = {
-  "ALLOCATIONS", "REALLOCATIONS", "DEALLOCATIONS"
+/* The sections in the order they are printed, and their names. */
+static const uint8_t order[3] = { MP_AEV_ALLOC, MP_AEV_REALLOC, MP_AEV_FREE };
+static const char *const section[MP_AEV_N] = {
+  NULL, "ALLOCATIONS", "DEALLOCATIONS", "REALLOCATIONS"
 };
-static const char *const jsection[MP_EV__N] = {
-  "allocations", "reallocations", "deallocations"
+static const char *const jsection[MP_AEV_N] = {
+  NULL, "allocations", "deallocations", "reallocations"
 };
 
 const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human)
@@ -74,9 +76,10 @@ int mp_render_text(FILE *out, const mp_report *rep, const mp_report_opts *o)
   uint8_t *used = calloc((size_t)p->nalias + 1, 1);
   char b1[64], b2[64];
   uint32_t i, j, n;
-  int k;
+  int x, k;
   if (!used) return -1;
-  for (k = 0; k < MP_EV__N && !o->leak_only; k++) {
+  for (x = 0; x < 3 && !o->leak_only; x++) {
+    k = order[x];
     fprintf(out, "%s\n", section[k]);
     for (i = 0, n = shown(rep->nrow[k], o); i < n; i++) {
       const mp_row *r = &rep->row[k][i];
@@ -221,7 +224,7 @@ int mp_render_json(FILE *out, const mp_report *rep, const mp_report_opts *o,
   const mp_profile *p = rep->p;
   uint8_t *used = calloc((size_t)p->nalias + 1, 1);
   uint32_t i, j, n;
-  int k;
+  int x, k;
   if (!used) return -1;
   fputs("{\"format\":\"ljmemprof-report\",\"format_version\":1,\"file\":", out);
   jcstr(out, file);
@@ -235,12 +238,13 @@ int mp_render_json(FILE *out, const mp_report *rep, const mp_report_opts *o,
 	  (unsigned long long)o->top);
   fprintf(out, ",\"totals\":{\"alloc_events\":%llu,\"realloc_events\":%llu,"
 	  "\"free_events\":%llu,\"alloc_bytes\":%llu,\"free_bytes\":%llu}",
-	  (unsigned long long)p->nev[MP_EV_ALLOC],
-	  (unsigned long long)p->nev[MP_EV_REALLOC],
-	  (unsigned long long)p->nev[MP_EV_FREE],
+	  (unsigned long long)p->nev[MP_AEV_ALLOC],
+	  (unsigned long long)p->nev[MP_AEV_REALLOC],
+	  (unsigned long long)p->nev[MP_AEV_FREE],
 	  (unsigned long long)p->alloc_bytes,
 	  (unsigned long long)p->free_bytes);
-  for (k = 0; k < MP_EV__N && !o->leak_only; k++) {
+  for (x = 0; x < 3 && !o->leak_only; x++) {
+    k = order[x];
     fprintf(out, ",\n\"%s\":[", jsection[k]);
     for (i = 0, n = shown(rep->nrow[k], o); i < n; i++) {
       const mp_row *r = &rep->row[k][i];
@@ -251,7 +255,7 @@ int mp_render_json(FILE *out, const mp_report *rep, const mp_report_opts *o,
       fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu,"
 	      "\"free_bytes\":%llu", (unsigned long long)s->n[k],
 	      (unsigned long long)s->plus[k], (unsigned long long)s->minus[k]);
-      if (k != MP_EV_ALLOC) {
+      if (k != MP_AEV_ALLOC) {
 	fputs(",\"overrides\":[", out);
 	for (j = 0; j < r->nlink; j++) {
 	  const mp_link *l = &p->link[rep->link[r->link0 + j]];

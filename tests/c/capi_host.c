@@ -75,11 +75,11 @@ static totals decode(const sink *s, unsigned line)
   mp_symtab_init(&st);
   rc = mp_reader_init(&r, s->data, s->len);
   while (rc == MP_OK && (rc = mp_reader_next(&r, &it)) == MP_OK) {
-    if (it.kind >= MP_K_SYM_LFUNC) { mp_symtab_add(&st, &it); continue; }
+    if (it.kind == MP_AEV_SYMTAB) { mp_symtab_add(&st, &it); continue; }
     t.events++;
     t.net += (long long)it.nsize - (long long)it.osize;
-    if (it.kind == MP_K_ALLOC && it.src == MP_SRC_LFUNC && it.line == line) {
-      uint32_t i = mp_symtab_find(&st, MP_K_SYM_LFUNC, it.id);
+    if (it.kind == MP_AEV_ALLOC && it.src == MP_SRC_LFUNC && it.line == line) {
+      uint32_t i = mp_symtab_find(&st, MP_SRC_LFUNC, it.id);
       if (i && st.sym[i].name_len == 9 && !memcmp(st.sym[i].name, "@host.lua", 9)) {
 	t.line_allocs++;
 	t.line_bytes += (long long)it.nsize;

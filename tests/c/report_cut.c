@@ -28,12 +28,12 @@ static const char *compare(const mp_profile *p, const mp_profile *w)
     if (a->src != b->src || a->sym != b->sym || a->id != b->id ||
 	a->line != b->line || a->alias != b->alias)
       return "a site differs from the whole profile's";
-    for (k = 0; k < MP_EV__N; k++)
+    for (k = 1; k < MP_AEV_N; k++)
       if (a->n[k] > b->n[k] || a->plus[k] > b->plus[k] ||
 	  a->minus[k] > b->minus[k])
 	return "a site counts more than in the whole profile";
   }
-  for (k = 0; k < MP_EV__N; k++)
+  for (k = 1; k < MP_AEV_N; k++)
     if (p->nev[k] > w->nev[k]) return "more events than the whole profile";
   if (p->nlink > w->nlink) return "more links than the whole profile";
   return NULL;
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     memcpy(copy, f.data, len);
     mp_profile_init(&p);
     rc = mp_profile_read(&p, copy, len);
-    events = p.nev[0] + p.nev[1] + p.nev[2];
+    events = p.nev[MP_AEV_ALLOC] + p.nev[MP_AEV_FREE] + p.nev[MP_AEV_REALLOC];
     if (rc != MP_ERR_TRUNC) why = "not read as truncated";
     else if (p.r.err_offset > len) why = "truncation offset past the cut";
     else if (events < last_events) why = "fewer events than a shorter prefix";

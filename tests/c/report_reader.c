@@ -146,7 +146,7 @@ static size_t read_events(mp_reader *r, mp_item *items, size_t n)
   size_t off = (size_t)(r->p - r->base), got = mp_reader_events(r, ev, n), i;
   for (i = 0; i < got; i++) {
     memset(&items[i], 0, sizeof(items[i]));
-    items[i].kind = (mp_kind)ev[i].kind;
+    items[i].kind = ev[i].kind;
     items[i].src = ev[i].src;
     items[i].id = ev[i].id;
     items[i].line = ev[i].line;
@@ -161,9 +161,8 @@ static size_t read_events(mp_reader *r, mp_item *items, size_t n)
 }
 
 /* One line per item, then how the stream ended. batch 0: mp_reader_next;
-** below 100: mp_reader_read with that batch size; 100 + n: batches of n
-** from mp_reader_events(), and mp_reader_next() whenever it has none (as
-** the profile pass reads). */
+** 100 + n: batches of n from mp_reader_events(), and mp_reader_next()
+** whenever it has none (as the profile pass reads). */
 static char *dump(const uint8_t *data, size_t len, size_t batch)
 {
   text t = { NULL, 0, 0 };
@@ -179,24 +178,25 @@ static char *dump(const uint8_t *data, size_t len, size_t batch)
 	rc = mp_reader_next(&r, &items[0]);
 	got = rc == MP_OK;
       }
-    } else if (batch) {
-      rc = mp_reader_read(&r, items, batch, &got);
     } else {
       rc = mp_reader_next(&r, &items[0]);
       got = rc == MP_OK;
     }
     for (i = 0; i < got; i++) {
       const mp_item *it = &items[i];
-      tput(&t, "@%zu %s ", it->offset, mp_kind_name(it->kind));
+      if (it->kind == MP_AEV_SYMTAB)
+	tput(&t, "@%zu sym-%s ", it->offset, mp_src_name(it->src));
+      else
+	tput(&t, "@%zu %s ", it->offset, mp_kind_name(it->kind));
       /* Only the fields that the item's kind defines. */
-      if (it->kind == MP_K_SYM_LFUNC)
+      if (it->kind == MP_AEV_SYMTAB && it->src == MP_SRC_LFUNC)
 	tput(&t, "%s id=%llx line=%llu name='%.*s'\n",
 	     it->in_header ? "hdr" : "stream", (unsigned long long)it->id,
 	     (unsigned long long)it->line, (int)it->name_len, it->name);
-      else if (it->kind == MP_K_SYM_CFUNC)
+      else if (it->kind == MP_AEV_SYMTAB && it->src == MP_SRC_CFUNC)
 	tput(&t, "%s id=%llx name='%.*s'\n", it->in_header ? "hdr" : "stream",
 	     (unsigned long long)it->id, (int)it->name_len, it->name);
-      else if (it->kind == MP_K_SYM_TRACE)
+      else if (it->kind == MP_AEV_SYMTAB)
 	tput(&t, "%s id=%llu proto=%llx line=%llu\n",
 	     it->in_header ? "hdr" : "stream", (unsigned long long)it->id,
 	     (unsigned long long)it->proto, (unsigned long long)it->line);
@@ -220,7 +220,7 @@ static char *dump(const uint8_t *data, size_t len, size_t batch)
 ** unchecked paths decode every event, as in the middle of a long file). */
 static void check_dump(const buf *b, const char *want, const char *name)
 {
-  static const size_t batches[] = { 0, 1, 3, 16, 64, 101, 103, 116, 164 };
+  static const size_t batches[] = { 0, 101, 103, 116, 164 };
   size_t i, pad;
   char label[200];
   buf c = *b;
@@ -251,7 +251,7 @@ static void test_v1(void)
   ev(&b, FREE(MP_SRC_INTERNAL), 2, U(0x100), U(32));
   u8(&b, MP_FINAL);
   check_dump(&b,
-    "@7 sym-lfunc hdr id=1000 line=7 name='@a.lua'\n"
+    "@7 sym-lua hdr id=1000 line=7 name='@a.lua'\n"
     "@26 alloc int id=0 line=0 o=0/0 n=100/32\n"
     "@30 alloc lua id=1000 line=9 o=0/0 n=200/300\n"
     "@38 realloc c id=5000 line=0 o=200/300 n=300/600\n"
@@ -275,10 +275,10 @@ static void test_v2(void)
   ev(&b, FREE(MP_SRC_TRACE), 3, U(4), U(0x100), U(16));
   u8(&b, MP_FINAL);
   check_dump(&b,
-    "@7 sym-lfunc hdr id=1000 line=7 name='@a.lua'\n"
+    "@7 sym-lua hdr id=1000 line=7 name='@a.lua'\n"
     "@18 sym-trace hdr id=3 proto=1000 line=8\n"
     "@31 alloc trace id=3 line=0 o=0/0 n=100/16\n"
-    "@36 sym-lfunc stream id=2000 line=1 name='@b.lua'\n"
+    "@36 sym-lua stream id=2000 line=1 name='@b.lua'\n"
     "@47 sym-trace stream id=4 proto=2000 line=2\n"
     "@52 free trace id=4 line=0 o=100/16 n=0/0\n"
     "versions 2/2 END\n", "v2: trace symbol type 1, trace locations, "
@@ -308,7 +308,7 @@ static void build_v3(buf *b)
 }
 
 static const char v3_dump[] =
-  "@7 sym-lfunc hdr id=1000 line=1 name='@a.lua'\n"
+  "@7 sym-lua hdr id=1000 line=1 name='@a.lua'\n"
   "@18 sym-cfunc hdr id=5000 name='cf'\n"
   "@25 sym-trace hdr id=2 proto=1000 line=3\n"
   "@38 alloc lua id=1000 line=3 o=0/0 n=7f00000100/32\n"
@@ -339,10 +339,10 @@ static void empty_head(buf *b, int ver)
 }
 
 /* Decode b and check only the last line (how it ended), the same by
-** mp_reader_next(), mp_reader_read() and mp_reader_events(). */
+** mp_reader_next() and mp_reader_events(). */
 static void check_end(const buf *b, const char *want, const char *name)
 {
-  static const size_t batches[] = { 0, 16, 116 };
+  static const size_t batches[] = { 0, 116 };
   size_t i;
   char label[200];
   for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
@@ -482,7 +482,7 @@ static void test_truncation(void)
     uint8_t *copy = malloc(len ? len : 1);	/* Exact size, for ASan. */
     char *got, *end;
     memcpy(copy, b.b, len);
-    got = dump(copy, len, len % 3 == 2 ? 116 : len % 3 ? 16 : 0);
+    got = dump(copy, len, len % 3 == 2 ? 116 : len % 3 ? 103 : 0);
     end = strstr(got, "versions ");
     if (strncmp(got, full, (size_t)(end - got)) || !strstr(end, "TRUNC at ")) {
       if (!bad++) { first_bad = len; why = strdup(got); }
@@ -527,7 +527,7 @@ static void test_random_numbers(void)
       num[k] = x >> (x & 63);
     }
     memset(w, 0, sizeof(*w));
-    w->kind = (mp_kind)(1 + num[0] % 3);
+    w->kind = (uint8_t)(1 + num[0] % 3);
     w->src = (uint8_t)srcs[(num[1] >> 3) % 4];
     w->offset = (size_t)(p - b);
     *p++ = (uint8_t)(w->kind | w->src);
@@ -552,9 +552,7 @@ static void test_random_numbers(void)
       if (path == 0) {
 	rc = mp_reader_next(&r, &it[0]);
 	got = rc == MP_OK;
-      } else if (path == 1) {
-	rc = mp_reader_read(&r, it, 37, &got);
-      } else if (!(got = read_events(&r, it, 45))) {
+      } else if (!(got = read_events(&r, it, path == 1 ? 37 : 45))) {
 	rc = mp_reader_next(&r, &it[0]);
 	got = rc == MP_OK;
       }
@@ -773,14 +771,14 @@ static void test_profile_scattered(void)
   for (i = 0; i < p.nsite; i++) {	/* One site per definition of 7. */
     const mp_site *s = &p.site[i];
     if (s->src == MP_SRC_TRACE &&
-	(s->n[MP_EV_FREE] != SEG || p.syms.sym[s->sym].line != 10 + i - 1))
+	(s->n[MP_AEV_FREE] != SEG || p.syms.sym[s->sym].line != 10 + i - 1))
       bad++;
   }
   for (i = 0; i < p.nlink; i++)
     if (p.link[i].owner != 0 || p.link[i].count != SEG) bad++;
   ok(rc == MP_END && bad == 0 && p.nsite == 1 + NB / SEG &&
      p.nlink == NB / SEG && p.heap.count == 0 && p.heap.bytes == 0 &&
-     p.nev[MP_EV_FREE] == NB && p.free_bytes == total,
+     p.nev[MP_AEV_FREE] == NB && p.free_bytes == total,
      "60000 blocks on 16384 pages freed at random across 12 definitions "
      "of a trace: each free found and charged in order", "rc %d, %zu bad, "
      "%u sites, %u links, %zu live, %llu freed of %llu", rc, bad, p.nsite,

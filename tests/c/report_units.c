@@ -166,7 +166,8 @@ static uint32_t add_c(mp_symtab *t, uint64_t addr, const char *name)
 {
   mp_item it;
   memset(&it, 0, sizeof(it));
-  it.kind = MP_K_SYM_CFUNC;
+  it.kind = MP_AEV_SYMTAB;
+  it.src = MP_SRC_CFUNC;
   it.id = addr;
   it.name = name;
   it.name_len = strlen(name);

@@ -29,7 +29,7 @@ static void events_path(const uint8_t *data, size_t size)
   int rc = mp_reader_init(&r, data, size);
   mp_symtab_init(&t);
   while (rc == MP_OK && (rc = mp_reader_next(&r, &it)) == MP_OK) {
-    if (it.kind >= MP_K_SYM_LFUNC) mp_symtab_add(&t, &it);
+    if (it.kind == MP_AEV_SYMTAB) mp_symtab_add(&t, &it);
     else mp_symtab_label(&t, &it, label, sizeof(label));
   }
   if (rc != MP_END && r.err_offset > size) __builtin_trap();
