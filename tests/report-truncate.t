@@ -1,10 +1,12 @@
 #!/usr/bin/env luajit
 -- A profile cut short (the process was killed) is still reported: record a
 -- real profile with the agent, cut it at every byte offset and report each
--- prefix. Every run must exit 3 with one warning line on stderr naming the
--- file and an offset within the prefix, print valid JSON, and never count
--- more events or bytes for any source than the whole profile; counts grow
--- with the prefix. The whole profile exits 0 with nothing on stderr.
+-- prefix. A prefix shorter than the 7-byte prologue is not a profile (exit
+-- 2, one error line, no output); every longer one must exit 3 with one
+-- warning line on stderr naming the file and an offset within the prefix,
+-- print valid JSON, and never count more events or bytes for any source
+-- than the whole profile; counts grow with the prefix. The whole profile
+-- exits 0 with nothing on stderr.
 package.path = "tests/lib/?.lua;" .. package.path
 local t = require("tap")
 local cjson = require("cjson")
@@ -84,6 +86,15 @@ local cut = TMP .. "/prefix.ljm"
 for len = 0, #data - 1 do
   write(cut, data:sub(1, len))
   local obj, prc, perr = report(cut)
+  local esc = cut:gsub("%p", "%%%0")
+  if len < 7 then
+    if prc ~= 2 or obj or not perr:match("^ljmemprof: " .. esc ..
+       ": not a memprof profile: [^\n]+\n$") then
+      fail(len, "not refused as no profile: status " .. tostring(prc) ..
+           ", stderr " .. perr)
+    end
+    goto next
+  end
   local at = perr:match("^ljmemprof: " .. cut:gsub("%p", "%%%0") ..
                         ": warning: data ends at byte (%d+) before the end " ..
                         "of the profile %(expected [^\n]+%); reporting what " ..
@@ -109,9 +120,11 @@ for len = 0, #data - 1 do
       last[k] = obj.totals[k]
     end
   end
+  ::next::
 end
-t.ok(bad == 0, "each of the " .. #data .. " proper prefixes is reported, " ..
-     "exits 3, warns once, counts no more than the whole", 
+t.ok(bad == 0, "each of the " .. #data .. " proper prefixes is refused " ..
+     "(below 7 bytes) or reported, exits 3, warns once, counts no more " ..
+     "than the whole", 
      bad .. " bad; first: " .. tostring(first))
 t.is(last.alloc_events + last.realloc_events + last.free_events,
      full.totals.alloc_events + full.totals.realloc_events +

@@ -1,15 +1,20 @@
 /*
 ** mp_profile.h: one pass over a profile into per-source aggregates.
 **
-** The model every renderer works from. A *site* is where events come from:
-** a Lua function's line, a C function, a JIT trace, or the VM's internals,
-** identified by the raw location plus the symbol definition in force (so a
-** prototype or trace number reused by a different object is a new site).
-** For every site and event kind the pass counts events and bytes; for
-** reallocations and frees it links the site to the sites that owned the
-** blocks it resized or freed (Tarantool's "Overrides"). Memory grows with
-** live blocks (mp_heap), distinct sites and distinct (site, owner) links,
-** never with the number of events.
+** The model every analysis and renderer works from. A *site* is where
+** events come from: a Lua function's line, a C function, a JIT trace, or
+** the VM's internals, identified by the raw location plus the symbol
+** definition in force (so a prototype or trace number reused by a
+** different object is a new site). For every site and event kind the pass
+** sums the events' cost (mp_cost); for reallocations and frees it links
+** the site to the sites that owned the blocks it resized or freed
+** (Tarantool's "Overrides"). Memory grows with live blocks (mp_heap),
+** distinct sites, distinct (site, owner) links and distinct names, never
+** with the number of events.
+**
+** Errors: mp_profile_read() returns how the stream ended (MP_END) or why
+** the pass stopped (MP_ERR_*); everything decoded before that is
+** aggregated, and p->r says where and what was expected.
 */
 
 #ifndef MP_PROFILE_H
@@ -19,41 +24,31 @@
 #include <stdint.h>
 
 #include "format/mp_format.h"
-#include "analysis/mp_heap.h"
+#include "reader/mp_input.h"
+#include "reader/mp_label.h"
 #include "reader/mp_symtab.h"
+#include "analysis/mp_cost.h"
+#include "analysis/mp_heap.h"
 
-/* mp_profile_read() result beyond the reader's codes. */
 #define MP_ERR_NOMEM	(-3)	/* Out of memory for the aggregates. */
+#define MP_SMALL_BITS	24	/* Sizes below 16 MiB: see big_plus. */
 
-/* Where events come from, and what they did there. */
+/* Where events come from, and what they cost there. */
 typedef struct mp_site {
-  uint64_t id;		/* Raw location: proto/C address or trace number. */
-  uint64_t line;	/* Lua line, else 0. */
-  uint64_t off;		/* C function: offset from its symbol (floor). */
-  uint32_t sym;		/* Serial of the symbol in force, 0 if none. */
-  uint32_t alias;	/* Alias number of the chunk in the label, or 0. */
-  uint8_t src;		/* MP_SRC_*. */
-  uint64_t n[MP_AEV_N];		/* Events by kind (MP_AEV_*). */
-  uint64_t plus[MP_AEV_N];	/* New sizes (alloc, realloc). */
-  uint64_t minus[MP_AEV_N];	/* Old sizes (realloc, free). */
+  mp_loc loc;
+  mp_cost cost[MP_AEV_N];	/* By event kind: events, new sizes (alloc,
+				   realloc), old sizes (realloc, free). */
 } mp_site;
 
 /* Blocks owned by site `owner` that site `site` resized or freed. The sizes
-** are those of the blocks as the owner left them (Tarantool's accounting). */
+** are those of the blocks as the owner left them (Tarantool's accounting):
+** cost.n blocks, cost.plus their new sizes (realloc), cost.minus their
+** sizes before the event. */
 typedef struct mp_link {
   uint32_t site, owner;
   uint8_t kind;		/* MP_AEV_REALLOC or MP_AEV_FREE. */
-  uint64_t count;	/* Blocks. */
-  uint64_t alloced;	/* Their new sizes (realloc). */
-  uint64_t freed;	/* Their sizes before the event. */
+  mp_cost cost;
 } mp_link;
-
-/* A chunk name that is source text, shown as "function_alias_N". */
-typedef struct mp_alias {
-  const char *text;	/* Points into the stream's bytes. */
-  size_t len;
-  uint32_t hash;
-} mp_alias;
 
 /* Location -> site cache entry. */
 typedef struct mp_lcache {
@@ -78,56 +73,49 @@ typedef struct mp_profile {
   mp_heap heap;
   mp_site *site;	/* Sites in order of first event. */
   uint32_t nsite, capsite;
-  uint32_t *smap;	/* Site hash: index + 1, 0 = empty. */
-  size_t smask;
+  mp_hash smap;		/* Site records by hash of their location. */
   mp_link *link;
   uint32_t nlink, caplink;
-  uint64_t *lkey;	/* Link hash: packed key, 0 = empty. */
-  uint32_t *lval;
-  size_t lmask;
-  mp_lmru lmru[MP_LMRU];	/* Recently used links. */
-  mp_alias *alias;	/* alias[0] unused; numbers start at 1. */
-  uint32_t nalias, capalias;
-  uint32_t *amap;	/* Alias hash: number, 0 = empty. */
-  size_t amask;
-  mp_lcache lcache[MP_LCACHE];
+  mp_hash lmap;		/* Packed (kind, site, owner) -> link. */
+  /* The two caches start on cache lines, so that no entry straddles two
+  ** (that alone cost a twentieth of the time of a binary-trees profile). */
+  mp_lmru lmru[MP_LMRU] __attribute__((aligned(64)));	/* Recent links. */
+  mp_lcache lcache[MP_LCACHE] __attribute__((aligned(64)));
   uint32_t epoch;	/* Bumped by every symbol: flushes lcache. */
   uint32_t internal;	/* Site of MP_SRC_INTERNAL + 1, 0 until known. */
   /* Totals. */
-  uint64_t nev[MP_AEV_N];	/* Events by kind. */
+  mp_cost total[MP_AEV_N];	/* By event kind. */
   uint64_t nsym[2][MP_SRC_N];	/* Symbols by source >> MP_SRC_SHIFT: [0] in
 				   the symtab header, [1] inside events. */
-  uint64_t alloc_bytes;	/* Sum of new sizes. */
-  uint64_t free_bytes;	/* Sum of old sizes. */
   uint64_t net;		/* Running alloc - free (read it as int64_t). */
   int64_t peak;		/* Its maximum, at least 0. */
+  /* Sizes of 2^MP_SMALL_BITS or more, summed exactly. Events with smaller
+  ** ones cost nothing more: their sum is below their number times that,
+  ** which is enough to prove that no byte counter wrapped (for fewer than
+  ** 2^39 events). */
+  unsigned __int128 big_plus, big_minus;
+  int overflow;		/* Sizes may sum to 2^63 or more: byte counters and
+			   their differences may have wrapped. */
   /* Outcome of mp_profile_read(). */
-  int rc;		/* MP_END, MP_ERR_TRUNC, MP_ERR_DATA, MP_ERR_NOMEM. */
-  size_t len;		/* Bytes in the stream. */
-  /* Called with the offset read so far every few MiB (may be NULL), e.g.
-  ** to let the kernel drop mapped pages already read. */
-  void (*consumed)(void *ctx, size_t off);
-  void *ctx;
+  int rc;		/* MP_END or an MP_ERR_* code. */
+  size_t len;		/* Bytes of the input read. */
 } mp_profile;
 
 void mp_profile_init(mp_profile *p);
 void mp_profile_free(mp_profile *p);
 
-/* Read a whole stream of len bytes at data (which must outlive p: names
-** point into it). Returns and stores in p->rc: MP_END (complete),
-** MP_ERR_TRUNC (everything before p->r.err_offset is aggregated),
-** MP_ERR_DATA or MP_ERR_NOMEM; p->r.err_offset and p->r.err say where
-** and what was expected. */
+/* Read the stream of in to its end or to the first error. Returns and
+** stores in p->rc: MP_END (complete), MP_ERR_TRUNC (the data ends early),
+** MP_ERR_DATA (bytes that are not a stream), MP_ERR_IO (a read failed),
+** MP_ERR_NOMEM; in every case what came before p->r.err_offset is
+** aggregated, and p->r.err says what was expected there. The stream is a
+** profile at all only if mp_reader_is_profile(&p->r). */
+int mp_profile_read_input(mp_profile *p, mp_input *in);
+
+/* The same over len bytes in memory at data. */
 int mp_profile_read(mp_profile *p, const void *data, size_t len);
 
-/* Write the label of site i into out (NUL-terminated, truncated to size):
-** "INTERNAL", "@app.lua:12", "function_alias_1:3", "TRACE [3] started at
-** @app.lua:41", "json_encode", "lj_tab_new+0x1c", "CFUNC 0x7f00...". */
-size_t mp_profile_label(const mp_profile *p, uint32_t i, char *out,
-			size_t size);
-
-/* Non-zero if a chunk name is source text that gets an alias: it does not
-** start with '@' (a file) or '=' (a description), or has a newline. */
-int mp_chunk_is_text(const char *name, size_t len);
+/* Events by kind counted so far (cheap enough for a progress line). */
+uint64_t mp_profile_events(const mp_profile *p);
 
 #endif

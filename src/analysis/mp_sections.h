@@ -18,15 +18,9 @@
 #include <stdint.h>
 
 #include "analysis/mp_profile.h"
+#include "reader/mp_strtab.h"
 
 typedef enum mp_sort { MP_SORT_BYTES, MP_SORT_COUNT } mp_sort;
-
-typedef struct mp_report_opts {
-  mp_sort sort;		/* Bytes (default) or number of events. */
-  uint64_t top;		/* Rows per section; 0 = all. */
-  int leak_only;	/* Only the heap summary. */
-  int human;		/* Sizes as KiB, MiB, ... (text only). */
-} mp_report_opts;
 
 /* A site in a section, with its links in [link0, link0 + nlink). */
 typedef struct mp_row {
@@ -34,27 +28,37 @@ typedef struct mp_row {
   uint32_t link0, nlink;
 } mp_row;
 
-/* A heap summary line: bytes > 0. */
+/* A heap summary line: what a site was charged (cost.n allocations,
+** cost.plus bytes) and credited (nfree frees, cost.minus bytes); it holds
+** the difference, more than 0. */
 typedef struct mp_held {
   uint32_t site;
-  uint64_t bytes;
-  uint64_t nalloc, nfree;
+  uint64_t nfree;
+  mp_cost cost;
 } mp_held;
 
-typedef struct mp_report {
-  const mp_profile *p;
-  char **label;		/* By site. */
+typedef struct mp_sections {
+  mp_profile *p;
+  mp_sort sort;
+  const char **label;	/* By site; stored in labels. */
+  mp_strtab labels;
   mp_row *row[MP_AEV_N];	/* Sections by event kind. */
   uint32_t nrow[MP_AEV_N];
   uint32_t *link;	/* Link indexes by kind, site, owner's label. */
   mp_held *held;
   uint32_t nheld;
-} mp_report;
+} mp_sections;
 
-/* Build the report of p (which must outlive it). Returns 0, or -1 when out
-** of memory. */
-int mp_report_build(mp_report *rep, const mp_profile *p,
-		    const mp_report_opts *o);
-void mp_report_free(mp_report *rep);
+/* Build the sections of p (which must outlive them), sorted by sort. Labels
+** are made here (and aliases numbered) in site order. Returns 0, or -1
+** when out of memory. */
+int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort);
+void mp_sections_free(mp_sections *sec);
+
+/* Bytes a heap summary line holds. */
+static inline uint64_t mp_held_bytes(const mp_held *h)
+{
+  return h->cost.plus - h->cost.minus;
+}
 
 #endif

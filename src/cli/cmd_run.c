@@ -180,7 +180,7 @@ static int run_child(const char *luajit, const char *out, int argc,
   return WIFEXITED(st) ? WEXITSTATUS(st) : 127;
 }
 
-int mp_cli_run(int argc, char **argv)
+int mp_cmd_run(int argc, char **argv)
 {
   mp_cli_opts o;
   const char *out = NULL, *luajit = "luajit";

@@ -16,7 +16,6 @@
 
 #include "mp_format.h"
 
-#define MP_STRING_MAX	((uint64_t)1 << 28)	/* Longer is not a name. */
 #define NO_ITEM		3	/* A step of the grammar that made no item. */
 
 /* Record an error of kind rc at at; returns rc. */
@@ -124,6 +123,8 @@ void mp_reader_start(mp_reader *r)
 void mp_reader_window(mp_reader *r, const void *data, size_t len,
 		      size_t origin, int eof)
 {
+  static const uint8_t none[1];	/* No arithmetic on NULL. */
+  if (!data) data = none;
   r->base = r->p = (const uint8_t *)data;
   r->end = r->base + len;
   r->origin = origin;
@@ -283,12 +284,13 @@ static int next_event(mp_reader *r, mp_item *it)
 size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n)
 {
   const uint8_t *p = r->p, *lim, *q;
+  uint32_t valid = r->headers;	/* Not reloaded after each store. */
   size_t i;
   if (r->phase != MP_PH_EVENTS || (size_t)(r->end - p) < MP_EVENT_LONGEST)
     return 0;
   lim = r->end - MP_EVENT_LONGEST;
-  for (i = 0; i < n && p <= lim && (q = mp_event_decode(p, &ev[i],
-							r->headers)); i++)
+  for (i = 0; i < n && p <= lim && (q = mp_event_decode(p, &ev[i], valid));
+       i++)
     p = q;
   r->p = p;
   return i;
@@ -329,6 +331,7 @@ int mp_reader_next(mp_reader *r, mp_item *it)
       r->p = at;
       r->phase = phase;
       r->err[0] = '\0';
+      r->err_offset = 0;
       return MP_MORE;
     }
     return rc;

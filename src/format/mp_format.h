@@ -80,6 +80,7 @@
 #define MP_SYM_TRACE_V3		2
 
 #define MP_ULEB_MAX		10	/* Bytes of the longest 64-bit ULEB128. */
+#define MP_STRING_MAX		((uint64_t)1 << 28)	/* Longer is not a name. */
 /* Room to keep free for one event: header + at most 6 numbers, plus 8
 ** bytes that mp_put_uleb_fast may store past the end of the last one. */
 #define MP_EVENT_MAX		(1 + 6 * MP_ULEB_MAX + 8)
@@ -206,6 +207,13 @@ void mp_reader_window(mp_reader *r, const void *data, size_t len,
 /* Start reading a stream held whole in memory: len bytes at data. Returns
 ** MP_OK, or the MP_ERR_* code of its first bytes (not a profile). */
 int mp_reader_init(mp_reader *r, const void *data, size_t len);
+
+/* Whether the stream is a profile at all: its symtab prologue was read
+** (magic and a known version). A stream that is not is never reported. */
+static inline int mp_reader_is_profile(const mp_reader *r)
+{
+  return r->ljs_version >= MP_VERSION_MIN && r->ljs_version <= MP_VERSION_MAX;
+}
 
 /* Stream offset of the next byte to decode. */
 static inline size_t mp_reader_offset(const mp_reader *r)

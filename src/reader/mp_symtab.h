@@ -1,11 +1,13 @@
 /*
-** mp_symtab.h: resolving event locations to the symbols in force.
+** mp_symtab.h: the symbols of a stream and the one in force for a location.
 **
 ** Symbols come before the events that use them and may be redefined when an
 ** address or a trace number is reused, so a location resolves to the latest
 ** definition seen. Each definition gets a serial number (its generation
 ** identity), so aggregations can tell two functions at one address apart.
-** Strings point into the stream's bytes, which must outlive the table.
+** Names are interned (mp_strtab.h): the table does not point into the
+** stream, which may be dropped as soon as it is decoded. Memory: 32 bytes a
+** definition, 2 to 4 map slots of 12 bytes a live address, and the names.
 */
 
 #ifndef MP_SYMTAB_H
@@ -15,15 +17,16 @@
 #include <stdint.h>
 
 #include "format/mp_format.h"
+#include "reader/mp_strtab.h"
+#include "util/mp_hash.h"
 
 /* One symbol definition. */
 typedef struct mp_sym {
-  uint8_t src;		/* What it names: MP_SRC_LFUNC, _CFUNC or _TRACE. */
   uint64_t id;		/* Address, or trace number. */
-  const char *name;	/* Chunk name or C name (not NUL-terminated). */
-  size_t name_len;
   uint64_t line;	/* First line (Lua) or start line (trace). */
+  uint32_t name;	/* Chunk name or C name (mp_strtab id); 0: trace. */
   uint32_t start;	/* Trace: serial of its starting prototype, or 0. */
+  uint8_t src;		/* What it names: MP_SRC_LFUNC, _CFUNC or _TRACE. */
 } mp_sym;
 
 /* A C symbol's address and serial, for lookups by nearest lower address. */
@@ -34,13 +37,12 @@ typedef struct mp_caddr {
 
 #define MP_CRUNS	32	/* Run k holds 0 or 2^k symbols. */
 
-/* Open-addressing map from (src, id) to the serial of its latest sym. */
 typedef struct mp_symtab {
   mp_sym *sym;		/* By serial; sym[0] is unused (0 = unresolved). */
   uint32_t nsym, capsym;
-  uint64_t *key;	/* id, src in the top bits; 0 = empty slot. */
-  uint32_t *val;
-  size_t mask, count;
+  mp_hash latest[MP_SRC_N];	/* By src >> MP_SRC_SHIFT: id -> serial of
+				   the latest definition. */
+  mp_strtab names;	/* The names the symbols carry. */
   /* C symbols sorted by address in runs of 2^k (a binary counter of sorted
   ** runs): adding is O(log n) amortised and a floor lookup O(log^2 n),
   ** however symbols and events interleave. */
@@ -50,20 +52,32 @@ typedef struct mp_symtab {
 void mp_symtab_init(mp_symtab *t);
 void mp_symtab_free(mp_symtab *t);
 
-/* Record a symbol item; returns its serial, or 0 when out of memory. */
+/* Record a symbol item (kind MP_AEV_SYMTAB); returns its serial, or 0 when
+** out of memory. */
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it);
 
-/* Serial of the symbol in force for an event location, 0 if none. */
+/* Serial of the symbol defined last for (src, id), 0 if none. */
 uint32_t mp_symtab_find(const mp_symtab *t, int src, uint64_t id);
 
 /* Serial of the C symbol at the highest address <= addr (the latest one
 ** defined there), 0 if none; *off gets addr minus the symbol's address. */
 uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off);
 
-/* Write a human label for an event location into out (NUL-terminated):
-** "INTERNAL", "@file.lua:12", "TRACE [3] started at @file.lua:41",
-** "json_encode" (C function), "CFUNC 0x..." when unresolved. */
-size_t mp_symtab_label(const mp_symtab *t, const mp_item *ev, char *out,
-		       size_t size);
+/* Serial of the symbol in force for an event location of source src: the
+** one defined for id, or for a C address without one, the C symbol below
+** it (the location is then inside that function). 0 if none. */
+uint32_t mp_symtab_resolve(const mp_symtab *t, int src, uint64_t id);
+
+/* The name of symbol i (its kept bytes, *len of them; see mp_strtab.h), or
+** NULL for a trace. */
+static inline const char *mp_symtab_name(const mp_symtab *t, uint32_t i,
+					 size_t *len)
+{
+  const mp_name *nm;
+  if (!t->sym[i].name) { *len = 0; return NULL; }
+  nm = mp_strtab_get(&t->names, t->sym[i].name);
+  *len = nm->kept;
+  return nm->s;
+}
 
 #endif

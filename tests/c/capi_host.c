@@ -80,7 +80,9 @@ static totals decode(const sink *s, unsigned line)
     t.net += (long long)it.nsize - (long long)it.osize;
     if (it.kind == MP_AEV_ALLOC && it.src == MP_SRC_LFUNC && it.line == line) {
       uint32_t i = mp_symtab_find(&st, MP_SRC_LFUNC, it.id);
-      if (i && st.sym[i].name_len == 9 && !memcmp(st.sym[i].name, "@host.lua", 9)) {
+      size_t len = 0;
+      const char *name = i ? mp_symtab_name(&st, i, &len) : NULL;
+      if (name && len == 9 && !memcmp(name, "@host.lua", 9)) {
 	t.line_allocs++;
 	t.line_bytes += (long long)it.nsize;
       }

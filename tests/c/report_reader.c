@@ -585,19 +585,31 @@ static void test_random_numbers(void)
 
 /* -- The profile pass and the report -------------------------------------- */
 
+/* Report options as the command line has them. */
+typedef struct opts {
+  mp_sort sort;
+  uint64_t top;
+  int leak_only, human;
+} opts;
+
 /* Render the report of a stream as text into a string. */
-static char *report(const buf *b, const mp_report_opts *o, int *rc)
+static char *report(const buf *b, const opts *o, int *rc)
 {
   mp_profile p;
-  mp_report rep;
+  mp_sections sec;
+  mp_render_opts ro;
   char *s = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&s, &n);
+  memset(&ro, 0, sizeof(ro));
+  ro.top = o->top;
+  ro.leak_only = o->leak_only;
+  ro.human = o->human;
   mp_profile_init(&p);
   *rc = mp_profile_read(&p, b->b, b->n);
-  if (mp_report_build(&rep, &p, o) == 0) {
-    mp_render_text(f, &rep, o);
-    mp_report_free(&rep);
+  if (mp_sections_build(&sec, &p, o->sort) == 0) {
+    mp_render_text(f, &sec, &ro);
+    mp_sections_free(&sec);
   }
   fclose(f);
   mp_profile_free(&p);
@@ -607,7 +619,7 @@ static char *report(const buf *b, const mp_report_opts *o, int *rc)
 static void test_report(void)
 {
   buf b = { {0}, 0 };
-  mp_report_opts o;
+  opts o;
   char *got;
   int rc;
   prologue(&b, "ljs", 3);
@@ -696,7 +708,7 @@ static void test_report(void)
   ** @a.lua:4, which reallocated it, holds nothing. */
   {
     buf c = b;
-    mp_report_opts l;
+    opts l;
     memset(&l, 0, sizeof(l));
     l.leak_only = 1;
     c.n -= 1 + 4 + 6;	/* Epilogue, the last free, the trace's free. */
@@ -770,19 +782,21 @@ static void test_profile_scattered(void)
   rc = mp_profile_read(&p, b, (size_t)(q - b));
   for (i = 0; i < p.nsite; i++) {	/* One site per definition of 7. */
     const mp_site *s = &p.site[i];
-    if (s->src == MP_SRC_TRACE &&
-	(s->n[MP_AEV_FREE] != SEG || p.syms.sym[s->sym].line != 10 + i - 1))
+    if (s->loc.src == MP_SRC_TRACE &&
+	(s->cost[MP_AEV_FREE].n != SEG ||
+	 p.syms.sym[s->loc.sym].line != 10 + i - 1))
       bad++;
   }
   for (i = 0; i < p.nlink; i++)
-    if (p.link[i].owner != 0 || p.link[i].count != SEG) bad++;
+    if (p.link[i].owner != 0 || p.link[i].cost.n != SEG) bad++;
   ok(rc == MP_END && bad == 0 && p.nsite == 1 + NB / SEG &&
      p.nlink == NB / SEG && p.heap.count == 0 && p.heap.bytes == 0 &&
-     p.nev[MP_AEV_FREE] == NB && p.free_bytes == total,
+     p.total[MP_AEV_FREE].n == NB && p.total[MP_AEV_FREE].minus == total,
      "60000 blocks on 16384 pages freed at random across 12 definitions "
      "of a trace: each free found and charged in order", "rc %d, %zu bad, "
      "%u sites, %u links, %zu live, %llu freed of %llu", rc, bad, p.nsite,
-     p.nlink, p.heap.count, (unsigned long long)p.free_bytes,
+     p.nlink, p.heap.count,
+     (unsigned long long)p.total[MP_AEV_FREE].minus,
      (unsigned long long)total);
   mp_profile_free(&p);
   free(b);
@@ -792,7 +806,7 @@ static void test_profile_scattered(void)
 static void test_report_versions(void)
 {
   buf b = { {0}, 0 };
-  mp_report_opts o;
+  opts o;
   char *got;
   int rc;
   memset(&o, 0, sizeof(o));

@@ -180,9 +180,11 @@ static const char *floor_name(const mp_symtab *t, uint64_t addr, char *buf,
 {
   uint64_t off = 0;
   uint32_t i = mp_symtab_cfloor(t, addr, &off);
+  size_t len;
+  const char *name;
   if (!i) return "-";
-  snprintf(buf, size, "%.*s+%llu", (int)t->sym[i].name_len, t->sym[i].name,
-	   (unsigned long long)off);
+  name = mp_symtab_name(t, i, &len);
+  snprintf(buf, size, "%.*s+%llu", (int)len, name, (unsigned long long)off);
   return buf;
 }
 
