@@ -35,26 +35,15 @@ static int reserve(void **arr, uint32_t n, uint32_t *cap, size_t elem)
 
 /* -- Sites ---------------------------------------------------------------- */
 
-/* Hash of a resolved location. */
-static inline uint64_t hash_loc(const mp_loc *l)
-{
-  return mp_hash_mix(l->id ^ mp_hash_mix(l->line + ((uint64_t)l->src << 40) +
-					  ((uint64_t)l->sym << 8)));
-}
-
-/* Site of a resolved location, made on first use; SITE_MAX + 1 when out
-** of memory. */
+/* Site of a resolved location (one per source: mp_loc_same()), made on
+** first use; SITE_MAX + 1 when out of memory. */
 static uint32_t site_find(mp_profile *p, const mp_loc *l)
 {
-  uint64_t h = hash_loc(l);
+  uint64_t h = mp_loc_hash(l);
   mp_hash_iter it;
   uint32_t *v, i;
-  for (v = mp_hash_first(&p->smap, h, &it); v; v = mp_hash_next(&p->smap, &it)) {
-    const mp_loc *m = &p->site[*v].loc;
-    if (m->id == l->id && m->line == l->line && m->sym == l->sym &&
-	m->src == l->src)
-      return *v;
-  }
+  for (v = mp_hash_first(&p->smap, h, &it); v; v = mp_hash_next(&p->smap, &it))
+    if (mp_loc_same(&p->site[*v].loc, l)) return *v;
   if (p->nsite >= SITE_MAX ||
       reserve((void **)&p->site, p->nsite, &p->capsite, sizeof(*p->site)) < 0 ||
       mp_hash_insert(&p->smap, h, p->nsite) < 0)

@@ -3,14 +3,16 @@
 **
 ** The model every analysis and renderer works from. A *site* is where
 ** events come from: a Lua function's line, a C function, a JIT trace, or
-** the VM's internals, identified by the raw location plus the symbol
-** definition in force (so a prototype or trace number reused by a
-** different object is a new site). For every site and event kind the pass
+** the VM's internals, told apart by the code they name (mp_loc in
+** mp_label.h): the same line of code run by several prototypes (a chunk
+** loaded again) is one site, and a prototype address or trace number
+** reused by different code makes a new one. For every site and event kind
+** the pass
 ** sums the events' cost (mp_cost); for reallocations and frees it links
 ** the site to the sites that owned the blocks it resized or freed
 ** (Tarantool's "Overrides"). Memory grows with live blocks (mp_heap),
 ** distinct sites, distinct (site, owner) links and distinct names, never
-** with the number of events.
+** with the number of events or of symbols.
 **
 ** Errors: mp_profile_read() returns how the stream ended (MP_END) or why
 ** the pass stopped (MP_ERR_*); everything decoded before that is

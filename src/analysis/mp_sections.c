@@ -152,7 +152,7 @@ static int make_labels(mp_sections *sec)
   uint32_t i;
   if (!recent) return -1;
   for (i = 0; i < p->nsite; i++) {
-    size_t n = mp_label(&p->syms, &p->site[i].loc, buf, sizeof(buf));
+    size_t n = mp_label(&p->syms.names, &p->site[i].loc, buf, sizeof(buf));
     const char **c = &recent[mp_hash_bytes(buf, n) % CACHE];
     if (!*c || strcmp(*c, buf))
       if (!(*c = mp_strtab_copy(&sec->labels, buf, n + 1))) break;

@@ -41,32 +41,27 @@ static void json_loc(FILE *out, mp_symtab *t, const mp_item *it)
 {
   char label[MP_LABEL_MAX];
   mp_loc l = mp_loc_of(t, it->src, it->id, it->line);
-  const mp_sym *sym = l.sym ? &t->sym[l.sym] : NULL;
-  mp_label(t, &l, label, sizeof(label));
+  const mp_name *nm = l.name ? mp_strtab_get(&t->names, l.name) : NULL;
+  mp_label(&t->names, &l, label, sizeof(label));
   fprintf(out, "\"source\":\"%s\",\"label\":", mp_src_name(it->src));
   mp_json_cstr(out, label);
   switch (it->src) {
   case MP_SRC_LFUNC:
     fprintf(out, ",\"line\":%llu,\"chunk\":", (unsigned long long)it->line);
-    if (sym)
-      mp_json_name(out, mp_strtab_get(&t->names, sym->name), MP_NAME_SHOWN);
-    else
-      fputs("null", out);
+    if (nm) mp_json_name(out, nm, MP_NAME_SHOWN);
+    else fputs("null", out);
     break;
   case MP_SRC_CFUNC:
     fputs(",\"name\":", out);
-    if (sym)
-      mp_json_name(out, mp_strtab_get(&t->names, sym->name), MP_NAME_SHOWN);
-    else
-      fputs("null", out);
+    if (nm) mp_json_name(out, nm, MP_NAME_SHOWN);
+    else fputs("null", out);
     break;
   case MP_SRC_TRACE:
     fprintf(out, ",\"trace\":%llu", (unsigned long long)it->id);
-    if (sym && sym->start) {
+    if (nm) {
       fprintf(out, ",\"start_line\":%llu,\"start_chunk\":",
-	      (unsigned long long)sym->line);
-      mp_json_name(out, mp_strtab_get(&t->names, t->sym[sym->start].name),
-		   MP_NAME_SHOWN);
+	      (unsigned long long)l.aux);
+      mp_json_name(out, nm, MP_NAME_SHOWN);
     }
     break;
   }

@@ -40,60 +40,60 @@ static void put_name(char *out, size_t size, size_t *n, const mp_name *nm)
     put(out, size, n, "... (%llu bytes)", (unsigned long long)nm->len);
 }
 
-uint32_t mp_loc_chunk(const mp_symtab *t, const mp_loc *l)
+mp_loc mp_loc_of(const mp_symtab *t, int src, uint64_t id, uint64_t line)
 {
-  const mp_sym *s;
-  if (!l->sym) return 0;
-  s = &t->sym[l->sym];
-  if (l->src == MP_SRC_LFUNC) return s->name;
-  if (l->src == MP_SRC_TRACE && s->start) return t->sym[s->start].name;
-  return 0;
-}
-
-uint64_t mp_loc_chunk_line(const mp_symtab *t, const mp_loc *l)
-{
-  return l->src == MP_SRC_TRACE && l->sym ? t->sym[l->sym].line : l->line;
+  uint32_t i = mp_symtab_resolve(t, src, id);
+  mp_loc l;
+  l.src = (uint8_t)src;
+  l.id = id;
+  l.line = line;
+  l.aux = 0;
+  l.name = 0;
+  if (i) {
+    const mp_sym *s = &t->sym[i];
+    l.name = s->name;
+    l.aux = src == MP_SRC_CFUNC ? id - s->id : s->line;
+  }
+  return l;
 }
 
 /* Append "chunk:line", or "function_alias_N:line" for source text. */
-static void put_lua(mp_symtab *t, uint32_t chunk, uint64_t line, char *out,
-		    size_t size, size_t *n)
+static void put_lua(mp_strtab *names, uint32_t chunk, uint64_t line,
+		    char *out, size_t size, size_t *n)
 {
-  const mp_name *nm = mp_strtab_get(&t->names, chunk);
+  const mp_name *nm = mp_strtab_get(names, chunk);
   uint32_t alias = 0;
   if (mp_name_is_text(nm->s, nm->kept))
-    alias = mp_strtab_alias(&t->names, chunk);	/* 0: out of memory. */
+    alias = mp_strtab_alias(names, chunk);	/* 0: out of memory. */
   if (alias) put(out, size, n, "function_alias_%u", alias);
   else put_name(out, size, n, nm);
   put(out, size, n, ":%llu", (unsigned long long)line);
 }
 
-size_t mp_label(mp_symtab *t, const mp_loc *l, char *out, size_t size)
+size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
 {
-  const mp_sym *sym = l->sym ? &t->sym[l->sym] : NULL;
   size_t n = 0;
   if (!size) return 0;
   out[0] = '\0';
   switch (l->src) {
   case MP_SRC_LFUNC:
-    if (sym) put_lua(t, sym->name, l->line, out, size, &n);
+    if (l->name) put_lua(names, l->name, l->line, out, size, &n);
     else put(out, size, &n, "LFUNC 0x%llx:%llu", (unsigned long long)l->id,
 	     (unsigned long long)l->line);
     break;
   case MP_SRC_CFUNC:
-    if (!sym) {
+    if (!l->name) {
       put(out, size, &n, "CFUNC 0x%llx", (unsigned long long)l->id);
       break;
     }
-    put_name(out, size, &n, mp_strtab_get(&t->names, sym->name));
-    if (l->id != sym->id)
-      put(out, size, &n, "+0x%llx", (unsigned long long)(l->id - sym->id));
+    put_name(out, size, &n, mp_strtab_get(names, l->name));
+    if (l->aux) put(out, size, &n, "+0x%llx", (unsigned long long)l->aux);
     break;
   case MP_SRC_TRACE:
     put(out, size, &n, "TRACE [%llu]", (unsigned long long)l->id);
-    if (sym && sym->start) {
+    if (l->name) {
       put(out, size, &n, " started at ");
-      put_lua(t, t->sym[sym->start].name, sym->line, out, size, &n);
+      put_lua(names, l->name, l->aux, out, size, &n);
     }
     break;
   default:

@@ -87,32 +87,38 @@ uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off)
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
 {
   mp_hash *latest = &t->latest[it->src >> MP_SRC_SHIFT];
+  uint32_t *v = mp_hash_get(latest, it->id), name, i;
   mp_sym *s;
-  uint32_t name = 0, start = 0;
-  if (t->nsym + 1 >= t->capsym) {
-    uint32_t cap = t->capsym ? t->capsym * 2 : 256;
-    mp_sym *n;
-    if (cap <= t->capsym) return 0;
-    if (!(n = realloc(t->sym, cap * sizeof(*n)))) return 0;
-    t->sym = n;
-    t->capsym = cap;
-    if (!t->nsym) t->nsym = 1;	/* Serial 0 means unresolved. */
+  if (it->src == MP_SRC_TRACE) {
+    i = mp_symtab_find(t, MP_SRC_LFUNC, it->proto);
+    name = i ? t->sym[i].name : 0;
+  } else if (!(name = mp_strtab_intern(&t->names, it->name, it->name_len))) {
+    return 0;
   }
-  if (it->src == MP_SRC_TRACE)
-    start = mp_symtab_find(t, MP_SRC_LFUNC, it->proto);
-  else if (!(name = mp_strtab_intern(&t->names, it->name, it->name_len)))
-    return 0;
-  if (mp_hash_reserve(latest, 1) < 0 ||
-      (it->src == MP_SRC_CFUNC && cadd(t, it->id, t->nsym) < 0))
-    return 0;
-  mp_hash_put(latest, it->id, t->nsym);	/* Cannot fail: room reserved. */
-  s = &t->sym[t->nsym];
+  if (v && it->src != MP_SRC_CFUNC) {	/* Redefined: replace in place. */
+    i = *v;
+  } else {
+    if (t->nsym + 1 >= t->capsym) {
+      uint32_t cap = t->capsym ? t->capsym * 2 : 256;
+      mp_sym *n;
+      if (cap <= t->capsym) return 0;
+      if (!(n = realloc(t->sym, cap * sizeof(*n)))) return 0;
+      t->sym = n;
+      t->capsym = cap;
+      if (!t->nsym) t->nsym = 1;	/* Serial 0 means unresolved. */
+    }
+    if (mp_hash_reserve(latest, 1) < 0 ||
+	(it->src == MP_SRC_CFUNC && cadd(t, it->id, t->nsym) < 0))
+      return 0;
+    i = t->nsym++;
+    mp_hash_put(latest, it->id, i);	/* Cannot fail: room reserved. */
+  }
+  s = &t->sym[i];
   s->src = it->src;
   s->id = it->id;
   s->line = it->line;
   s->name = name;
-  s->start = start;
-  return t->nsym++;
+  return i;
 }
 
 uint32_t mp_symtab_find(const mp_symtab *t, int src, uint64_t id)

@@ -3,11 +3,17 @@
 **
 ** Symbols come before the events that use them and may be redefined when an
 ** address or a trace number is reused, so a location resolves to the latest
-** definition seen. Each definition gets a serial number (its generation
-** identity), so aggregations can tell two functions at one address apart.
-** Names are interned (mp_strtab.h): the table does not point into the
-** stream, which may be dropped as soon as it is decoded. Memory: 32 bytes a
-** definition, 2 to 4 map slots of 12 bytes a live address, and the names.
+** definition seen. What a location is called depends only on the names the
+** definition carries (mp_label.h), and names are interned (mp_strtab.h), so
+** nothing keeps a definition once another replaces it: a Lua function's or
+** a trace's redefinition overwrites it in place (its serial stays), and
+** memory follows the live addresses and the distinct names, not the number
+** of definitions (a program that loads a chunk a million times, at a few
+** thousand addresses, has a few thousand). C symbols, which are few, are
+** all kept: an address inside a function resolves to the nearest symbol
+** below it. Nothing points into the stream, which may be dropped as soon as
+** it is decoded. Memory: 24 bytes a definition kept, 2 to 4 map slots of
+** 12 bytes an address, and the names.
 */
 
 #ifndef MP_SYMTAB_H
@@ -24,8 +30,9 @@
 typedef struct mp_sym {
   uint64_t id;		/* Address, or trace number. */
   uint64_t line;	/* First line (Lua) or start line (trace). */
-  uint32_t name;	/* Chunk name or C name (mp_strtab id); 0: trace. */
-  uint32_t start;	/* Trace: serial of its starting prototype, or 0. */
+  uint32_t name;	/* Chunk name or C name (mp_strtab id); trace: the
+			   chunk name of its starting prototype, 0 if that
+			   is not known. */
   uint8_t src;		/* What it names: MP_SRC_LFUNC, _CFUNC or _TRACE. */
 } mp_sym;
 
@@ -52,7 +59,8 @@ typedef struct mp_symtab {
 void mp_symtab_init(mp_symtab *t);
 void mp_symtab_free(mp_symtab *t);
 
-/* Record a symbol item (kind MP_AEV_SYMTAB); returns its serial, or 0 when
+/* Record a symbol item (kind MP_AEV_SYMTAB); returns its serial (that of
+** the definition it replaces, for a Lua function or a trace), or 0 when
 ** out of memory. */
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it);
 
@@ -69,7 +77,7 @@ uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off);
 uint32_t mp_symtab_resolve(const mp_symtab *t, int src, uint64_t id);
 
 /* The name of symbol i (its kept bytes, *len of them; see mp_strtab.h), or
-** NULL for a trace. */
+** NULL if it has none. */
 static inline const char *mp_symtab_name(const mp_symtab *t, uint32_t i,
 					 size_t *len)
 {

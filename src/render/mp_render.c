@@ -47,7 +47,7 @@ const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human)
 
 uint32_t mp_site_alias(const mp_sections *sec, uint32_t i)
 {
-  const mp_symtab *t = &sec->p->syms;
-  uint32_t chunk = mp_loc_chunk(t, &sec->p->site[i].loc);
-  return chunk ? mp_strtab_get(&t->names, chunk)->alias : 0;
+  const mp_loc *l = &sec->p->site[i].loc;
+  if (!l->name || l->src == MP_SRC_CFUNC) return 0;
+  return mp_strtab_get(&sec->p->syms.names, l->name)->alias;
 }

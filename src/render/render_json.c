@@ -17,10 +17,10 @@ static const char *const jsection[MP_AEV_N] = {
 };
 
 /* A Lua chunk (or its alias) as "chunk" and maybe "alias" fields. */
-static void jchunk(FILE *out, const mp_symtab *t, const char *field,
+static void jchunk(FILE *out, const mp_strtab *names, const char *field,
 		   uint32_t chunk)
 {
-  const mp_name *nm = mp_strtab_get(&t->names, chunk);
+  const mp_name *nm = mp_strtab_get(names, chunk);
   fprintf(out, ",\"%s\":", field);
   mp_json_name(out, nm, MP_NAME_SHOWN);
   if (nm->alias) fprintf(out, ",\"alias\":\"function_alias_%u\"", nm->alias);
@@ -29,33 +29,32 @@ static void jchunk(FILE *out, const mp_symtab *t, const char *field,
 /* The source object of site i. */
 static void jsource(FILE *out, const mp_sections *sec, uint32_t i)
 {
-  const mp_symtab *t = &sec->p->syms;
+  const mp_strtab *names = &sec->p->syms.names;
   const mp_loc *l = &sec->p->site[i].loc;
-  const mp_sym *sym = l->sym ? &t->sym[l->sym] : NULL;
   fprintf(out, "{\"kind\":\"%s\",\"label\":", mp_src_name(l->src));
   mp_json_cstr(out, sec->label[i]);
   switch (l->src) {
   case MP_SRC_LFUNC:
     fprintf(out, ",\"address\":%llu,\"line\":%llu",
 	    (unsigned long long)l->id, (unsigned long long)l->line);
-    if (sym) {
-      jchunk(out, t, "chunk", sym->name);
-      fprintf(out, ",\"function_line\":%llu", (unsigned long long)sym->line);
+    if (l->name) {
+      jchunk(out, names, "chunk", l->name);
+      fprintf(out, ",\"function_line\":%llu", (unsigned long long)l->aux);
     }
     break;
   case MP_SRC_CFUNC:
     fprintf(out, ",\"address\":%llu", (unsigned long long)l->id);
-    if (sym) {
+    if (l->name) {
       fputs(",\"name\":", out);
-      mp_json_name(out, mp_strtab_get(&t->names, sym->name), MP_NAME_SHOWN);
-      fprintf(out, ",\"offset\":%llu", (unsigned long long)(l->id - sym->id));
+      mp_json_name(out, mp_strtab_get(names, l->name), MP_NAME_SHOWN);
+      fprintf(out, ",\"offset\":%llu", (unsigned long long)l->aux);
     }
     break;
   case MP_SRC_TRACE:
     fprintf(out, ",\"trace\":%llu", (unsigned long long)l->id);
-    if (sym && sym->start) {
-      jchunk(out, t, "start_chunk", t->sym[sym->start].name);
-      fprintf(out, ",\"start_line\":%llu", (unsigned long long)sym->line);
+    if (l->name) {
+      jchunk(out, names, "start_chunk", l->name);
+      fprintf(out, ",\"start_line\":%llu", (unsigned long long)l->aux);
     }
     break;
   }

@@ -25,8 +25,7 @@ static const char *compare(const mp_profile *p, const mp_profile *w)
   if (p->nsite > w->nsite) return "more sites than the whole profile";
   for (i = 0; i < p->nsite; i++) {
     const mp_site *a = &p->site[i], *b = &w->site[i];
-    if (a->loc.src != b->loc.src || a->loc.sym != b->loc.sym ||
-	a->loc.id != b->loc.id || a->loc.line != b->loc.line)
+    if (!mp_loc_same(&a->loc, &b->loc) || a->loc.id != b->loc.id)
       return "a site differs from the whole profile's";
     for (k = 1; k < MP_AEV_N; k++)
       if (a->cost[k].n > b->cost[k].n || a->cost[k].plus > b->cost[k].plus ||

@@ -57,12 +57,18 @@ typedef struct buf {
   size_t n;
 } buf;
 
-static void u8(buf *b, unsigned v) { b->b[b->n++] = (uint8_t)v; }
-static void uleb(buf *b, uint64_t v) { b->n = (size_t)(mp_put_uleb(b->b + b->n, v) - b->b); }
+/* Abort if n more bytes do not fit: a test stream too long for buf. */
+static void room(const buf *b, size_t n)
+{
+  if (b->n + n > sizeof(b->b)) abort();
+}
+static void u8(buf *b, unsigned v) { room(b, 1); b->b[b->n++] = (uint8_t)v; }
+static void uleb(buf *b, uint64_t v) { room(b, MP_ULEB_MAX); b->n = (size_t)(mp_put_uleb(b->b + b->n, v) - b->b); }
 static void str(buf *b, const char *s)
 {
   size_t n = strlen(s);
   uleb(b, n);
+  room(b, n);
   memcpy(b->b + b->n, s, n);
   b->n += n;
 }
@@ -784,7 +790,7 @@ static void test_profile_scattered(void)
     const mp_site *s = &p.site[i];
     if (s->loc.src == MP_SRC_TRACE &&
 	(s->cost[MP_AEV_FREE].n != SEG ||
-	 p.syms.sym[s->loc.sym].line != 10 + i - 1))
+	 s->loc.aux != 10 + i - 1))
       bad++;
   }
   for (i = 0; i < p.nlink; i++)
@@ -830,6 +836,61 @@ static void test_report_versions(void)
   free(got);
 }
 
+/* Sources are told apart by their labels: a chunk loaded 200 times at
+** two alternating addresses is one source per line, a reused address with
+** another chunk is another source, and the symbol table keeps one
+** definition per address (redefinitions replace it). */
+static void test_sources_by_label(void)
+{
+  buf b = { {0}, 0 };
+  opts o;
+  mp_profile p;
+  char *got;
+  int rc, i;
+  memset(&o, 0, sizeof(o));
+  prologue(&b, "ljs", 3);
+  u8(&b, MP_FINAL);
+  prologue(&b, "ljm", 3);
+  for (i = 0; i < 200; i++) {	/* "return {}" loaded again and again. */
+    uint64_t at = 0x1000 + (uint64_t)(i % 2) * 0x100;
+    ev(&b, SYMEV(MP_SRC_LFUNC), 0);
+    uleb(&b, at); str(&b, "return {}"); uleb(&b, 1);
+    ev(&b, ALLOC(MP_SRC_LFUNC), 4, at, U(1), U(0x10000 + 64 * i), U(16));
+  }
+  ev(&b, SYMEV(MP_SRC_LFUNC), 0);	/* Another chunk at a reused address. */
+  uleb(&b, 0x1000); str(&b, "@b.lua"); uleb(&b, 1);
+  ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000), U(1), U(0x90000), U(8));
+  u8(&b, MP_FINAL);
+  got = report(&b, &o, &rc);
+  is_str(got,
+    "ALLOCATIONS\n"
+    "function_alias_1:1: 200 events\t+3200B\t-0B\n"
+    "@b.lua:1: 1 events\t+8B\t-0B\n"
+    "\n"
+    "REALLOCATIONS\n"
+    "\n"
+    "DEALLOCATIONS\n"
+    "\n"
+    "HEAP SUMMARY:\n"
+    "function_alias_1:1 holds 3200B: 200 allocs, 0 frees\n"
+    "@b.lua:1 holds 8B: 1 allocs, 0 frees\n"
+    "\n"
+    "ALIASES:\n"
+    "function_alias_1:\n"
+    "1\t| return {}\n"
+    "\n", "a chunk loaded 200 times is one source; a reused address with "
+    "another chunk is another");
+  free(got);
+  mp_profile_init(&p);
+  rc = mp_profile_read(&p, b.b, b.n);
+  ok(rc == MP_END && p.nsite == 2 && p.syms.nsym == 3 &&
+     p.syms.names.n == 3 && p.nsym[1][MP_SRC_LFUNC >> MP_SRC_SHIFT] == 201,
+     "201 definitions at 2 addresses keep 2 symbols and 2 names",
+     "rc %d, %u sites, %u symbols, %u names", rc, p.nsite, p.syms.nsym - 1,
+     p.syms.names.n - 1);
+  mp_profile_free(&p);
+}
+
 int main(void)
 {
   test_v1();
@@ -841,6 +902,7 @@ int main(void)
   test_report();
   test_report_versions();
   test_profile_scattered();
+  test_sources_by_label();
   printf("1..%d\n", n_test);
   return n_fail != 0;
 }

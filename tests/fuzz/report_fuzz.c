@@ -43,7 +43,7 @@ static void events_path(const uint8_t *data, size_t size)
       continue;
     }
     l = mp_loc_of(&t, it.src, it.id, it.line);
-    mp_label(&t, &l, label, sizeof(label));
+    mp_label(&t.names, &l, label, sizeof(label));
     mp_json_cstr(sink, label);
     mp_text_put(sink, label, strlen(label), 0);
   }
