@@ -47,6 +47,7 @@ static const char help_head[] =
 "\n"
 "SYNOPSIS\n"
 "    ljmemprof run [-o FILE] [--luajit PATH] [REPORT OPTIONS] SCRIPT [ARGS...]\n"
+"    ljmemprof run [-o FILE] [REPORT OPTIONS] -- LUAJIT [OPTIONS] SCRIPT ...\n"
 "    ljmemprof report [REPORT OPTIONS] FILE\n"
 "    ljmemprof info [--format text|json] FILE\n"
 "    ljmemprof events FILE\n"
