@@ -23,7 +23,7 @@ local function write(path, text)
 end
 
 local function run(cmd)
-  local f = assert(io.popen(cmd .. "; echo \"rc=$?\""))
+  local f = assert(io.popen(t.timeout(cmd) .. "; echo \"rc=$?\""))
   local out = f:read("*a")
   f:close()
   return (out:gsub("rc=%d+\n$", "")), tonumber(out:match("rc=(%d+)\n$"))
@@ -109,14 +109,11 @@ collectgarbage()
 assert(mp.stop())
 ]])
 local kinds = TMP .. "/kinds.ljm"
-assert(os.execute("cd '" .. TMP .. "' && LUA_CPATH='" ..
-                  assert(io.popen("pwd")):read("*l") ..
-                  "/build/?.so;;' luajit kinds.lua kinds.ljm") == 0)
+assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
+                            assert(io.popen("pwd")):read("*l") ..
+                            "/build/?.so;;' luajit kinds.lua kinds.ljm")) == 0)
 
-local profiles = { kinds }
-local fixture = "../shared/fixtures/tarantool-v3-tiny.ljm"
-local fx = io.open(fixture, "rb")
-if fx then fx:close(); profiles[#profiles + 1] = fixture end
+local profiles = { kinds, "tests/fixtures/tarantool-v3-tiny.ljm" }
 
 -- Parse the text report into comparable lines.
 local function text_rows(text)
