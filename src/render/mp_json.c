@@ -21,7 +21,12 @@ static void body(FILE *out, const char *s, size_t n)
     else if (c == '\t') fputs("\\t", out);
     else if (c < 0x20 || c == 0x7f) fprintf(out, "\\u%04x", c);
     else if (c < 0x80) fputc(c, out);
-    else if ((m = mp_utf8_len(u + i, n - i)) != 0) {
+    else if ((m = mp_utf8_len(u + i, n - i)) == 2 && c == 0xc2 &&
+	     u[i + 1] < 0xa0) {	/* C1 controls: escaped, as in text. */
+      fprintf(out, "\\u%04x", u[i + 1]);
+      i += 2;
+      continue;
+    } else if (m) {
       fwrite(u + i, 1, m, out);
       i += m;
       continue;
