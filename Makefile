@@ -90,7 +90,7 @@ $(BUILD)/%.o: src/%.c $(READER_HDR)
 $(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR)
 	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ)
 
-$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
+$(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
 	  $(BUILD)/libljmemprof.a $(READER_OBJ) -lluajit-5.1 -ldl -lpthread

@@ -14,24 +14,10 @@
 #include <string.h>
 
 #include "analysis/mp_profile.h"
+#include "util/mp_array.h"
 
 #define SITE_MAX	0x7fffffffu	/* Site numbers fit in 31 bits. */
 #define STEP		((size_t)1 << 20)	/* Bytes between progress calls. */
-
-/* Grow an array of n used elements to hold one more; 0 or -1. */
-static int reserve(void **arr, uint32_t n, uint32_t *cap, size_t elem)
-{
-  void *a;
-  uint32_t c;
-  if (n < *cap) return 0;
-  c = *cap ? *cap * 2 : 64;
-  if (c <= *cap) return -1;
-  a = realloc(*arr, (size_t)c * elem);
-  if (!a) return -1;
-  *arr = a;
-  *cap = c;
-  return 0;
-}
 
 /* -- Sites ---------------------------------------------------------------- */
 
@@ -45,7 +31,8 @@ static uint32_t site_find(mp_profile *p, const mp_loc *l)
   for (v = mp_hash_first(&p->smap, h, &it); v; v = mp_hash_next(&p->smap, &it))
     if (mp_loc_same(&p->site[*v].loc, l)) return *v;
   if (p->nsite >= SITE_MAX ||
-      reserve((void **)&p->site, p->nsite, &p->capsite, sizeof(*p->site)) < 0 ||
+      mp_array_grow((void **)&p->site, p->nsite, &p->capsite,
+		    sizeof(*p->site)) < 0 ||
       mp_hash_insert(&p->smap, h, p->nsite) < 0)
     return SITE_MAX + 1;
   i = p->nsite++;
@@ -106,8 +93,8 @@ static int link_add(mp_profile *p, mp_lmru *c, uint64_t key, int kind,
   if (v) {
     l = &p->link[*v];
   } else {
-    if (reserve((void **)&p->link, p->nlink, &p->caplink,
-		sizeof(*p->link)) < 0 ||
+    if (mp_array_grow((void **)&p->link, p->nlink, &p->caplink,
+		      sizeof(*p->link)) < 0 ||
 	mp_hash_put(&p->lmap, key, p->nlink) < 0)
       return -1;
     l = &p->link[p->nlink++];

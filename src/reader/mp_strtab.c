@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "reader/mp_strtab.h"
+#include "util/mp_array.h"
 
 #define BLOCK_MIN	((size_t)64 << 10)
 #define BLOCK_MAX	((size_t)16 << 20)	/* Blocks double up to this. */
@@ -62,20 +63,6 @@ static char *store(mp_strtab *t, size_t n)
   return p;
 }
 
-/* Grow an array of n used elements to hold one more; 0 or -1. */
-static int reserve(void **arr, uint32_t n, uint32_t *cap, size_t elem)
-{
-  void *a;
-  uint32_t c;
-  if (n < *cap) return 0;
-  c = *cap ? *cap * 2 : 64;
-  if (c <= *cap) return -1;
-  if (!(a = realloc(*arr, (size_t)c * elem))) return -1;
-  *arr = a;
-  *cap = c;
-  return 0;
-}
-
 uint32_t mp_strtab_intern(mp_strtab *t, const char *s, uint64_t len)
 {
   uint32_t kept = (uint32_t)(len < MP_NAME_KEEP ? len : MP_NAME_KEEP), i;
@@ -90,7 +77,7 @@ uint32_t mp_strtab_intern(mp_strtab *t, const char *s, uint64_t len)
       return *v;
   }
   if (!t->n) t->n = 1;	/* Id 0 means no name. */
-  if (reserve((void **)&t->name, t->n, &t->cap, sizeof(*t->name)) < 0 ||
+  if (mp_array_grow((void **)&t->name, t->n, &t->cap, sizeof(*t->name)) < 0 ||
       mp_hash_reserve(&t->map, 1) < 0 || !(p = store(t, kept ? kept : 1)))
     return 0;
   memcpy(p, s, kept);
@@ -123,8 +110,8 @@ uint32_t mp_strtab_alias(mp_strtab *t, uint32_t i)
   mp_name *nm = &t->name[i];
   if (nm->alias) return nm->alias;
   if (!t->nalias) t->nalias = 1;	/* Numbers start at 1. */
-  if (reserve((void **)&t->alias, t->nalias, &t->capalias,
-	      sizeof(*t->alias)) < 0)
+  if (mp_array_grow((void **)&t->alias, t->nalias, &t->capalias,
+		    sizeof(*t->alias)) < 0)
     return 0;
   t->alias[t->nalias] = i;
   return nm->alias = t->nalias++;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "reader/mp_symtab.h"
+#include "util/mp_array.h"
 
 void mp_symtab_init(mp_symtab *t)
 {
@@ -98,16 +99,10 @@ uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
   if (v && it->src != MP_SRC_CFUNC) {	/* Redefined: replace in place. */
     i = *v;
   } else {
-    if (t->nsym + 1 >= t->capsym) {
-      uint32_t cap = t->capsym ? t->capsym * 2 : 256;
-      mp_sym *n;
-      if (cap <= t->capsym) return 0;
-      if (!(n = realloc(t->sym, cap * sizeof(*n)))) return 0;
-      t->sym = n;
-      t->capsym = cap;
-      if (!t->nsym) t->nsym = 1;	/* Serial 0 means unresolved. */
-    }
-    if (mp_hash_reserve(latest, 1) < 0 ||
+    if (!t->nsym) t->nsym = 1;	/* Serial 0 means unresolved. */
+    if (mp_array_grow((void **)&t->sym, t->nsym, &t->capsym,
+		      sizeof(*t->sym)) < 0 ||
+	mp_hash_reserve(latest, 1) < 0 ||
 	(it->src == MP_SRC_CFUNC && cadd(t, it->id, t->nsym) < 0))
       return 0;
     i = t->nsym++;

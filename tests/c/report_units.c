@@ -12,28 +12,7 @@
 #include "analysis/mp_heap.h"
 #include "render/mp_render.h"
 #include "reader/mp_symtab.h"
-
-static int n_test, n_fail;
-
-#define OK(cond, name, ...) \
-  do { \
-    n_test++; \
-    if (cond) printf("ok %d - %s\n", n_test, name); \
-    else { \
-      n_fail++; \
-      printf("not ok %d - %s\n# ", n_test, name); \
-      printf(__VA_ARGS__); \
-      printf("\n"); \
-    } \
-  } while (0)
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next(void)
-{
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-  return rng;
-}
+#include "tap.h"
 
 /* -- Heap ----------------------------------------------------------------- */
 

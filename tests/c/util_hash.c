@@ -10,28 +10,7 @@
 #include <string.h>
 
 #include "util/mp_hash.h"
-
-static int n_test, n_fail;
-
-#define OK(cond, name, ...) \
-  do { \
-    n_test++; \
-    if (cond) printf("ok %d - %s\n", n_test, name); \
-    else { \
-      n_fail++; \
-      printf("not ok %d - %s\n# ", n_test, name); \
-      printf(__VA_ARGS__); \
-      printf("\n"); \
-    } \
-  } while (0)
-
-static uint64_t rng = 0x853c49e6748fea9bull;
-
-static uint64_t next(void)
-{
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-  return rng;
-}
+#include "tap.h"
 
 #define NKEY	5000
 
