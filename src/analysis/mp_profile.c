@@ -170,12 +170,12 @@ int on_event(mp_profile *p, const mp_event *e)
   unsigned k = e->kind;
   uint32_t si = site_of(p, e->src, e->id, e->line), owner;
   uint64_t size;
-  mp_cost *c;
+  mp_site *s;
   if (si > SITE_MAX) return MP_ERR_NOMEM;
-  c = &p->site[si].cost[k];
-  c->n++;
-  c->plus += e->nsize;
-  c->minus += e->osize;
+  s = &p->site[si];
+  s->n[k]++;
+  s->plus[k] += e->nsize;
+  s->minus[k] += e->osize;
   if (__builtin_expect((e->nsize | e->osize) >> MP_SMALL_BITS, 0)) {
     p->big_plus += e->nsize;	/* 128 bits: cannot wrap. */
     p->big_minus += e->osize;
@@ -299,7 +299,7 @@ uint64_t mp_profile_events(const mp_profile *p)
   uint32_t i;
   int k;
   for (i = 0; i < p->nsite; i++)
-    for (k = 1; k < MP_AEV_N; k++) n += p->site[i].cost[k].n;
+    for (k = 1; k < MP_AEV_N; k++) n += p->site[i].n[k];
   return n;
 }
 
@@ -311,7 +311,10 @@ static void totals(mp_profile *p)
   int k;
   memset(p->total, 0, sizeof(p->total));
   for (i = 0; i < p->nsite; i++)
-    for (k = 1; k < MP_AEV_N; k++) mp_cost_add(&p->total[k], &p->site[i].cost[k]);
+    for (k = 1; k < MP_AEV_N; k++) {
+      mp_cost c = mp_site_cost(&p->site[i], k);
+      mp_cost_add(&p->total[k], &c);
+    }
   /* Sizes below 2^MP_SMALL_BITS add up to less than events << that much;
   ** the others were summed exactly. */
   {

@@ -35,12 +35,25 @@
 #define MP_ERR_NOMEM	(-3)	/* Out of memory for the aggregates. */
 #define MP_SMALL_BITS	24	/* Sizes below 16 MiB: see big_plus. */
 
-/* Where events come from, and what they cost there. */
+/* Where events come from, and what they cost there, by event kind: the
+** fields of an mp_cost (mp_site_cost()) as three arrays, so that the pass
+** reaches each with one scaled index. */
 typedef struct mp_site {
   mp_loc loc;
-  mp_cost cost[MP_AEV_N];	/* By event kind: events, new sizes (alloc,
-				   realloc), old sizes (realloc, free). */
+  uint64_t n[MP_AEV_N];		/* Events. */
+  uint64_t plus[MP_AEV_N];	/* New sizes (alloc, realloc). */
+  uint64_t minus[MP_AEV_N];	/* Old sizes (realloc, free). */
 } mp_site;
+
+/* What the events of kind k cost at site s. */
+static inline mp_cost mp_site_cost(const mp_site *s, int k)
+{
+  mp_cost c;
+  c.n = s->n[k];
+  c.plus = s->plus[k];
+  c.minus = s->minus[k];
+  return c;
+}
 
 /* Blocks owned by site `owner` that site `site` resized or freed. The sizes
 ** are those of the blocks as the owner left them (Tarantool's accounting):

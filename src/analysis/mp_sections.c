@@ -60,11 +60,11 @@ static int build_rows(mp_sections *sec, int k, sortrec *rec)
   const mp_profile *p = sec->p;
   uint32_t i, n = 0, l = 0;
   for (i = 0; i < p->nsite; i++) {
-    const mp_cost *c = &p->site[i].cost[k];
-    uint64_t bytes = k == MP_AEV_FREE ? c->minus : c->plus;
-    if (!c->n) continue;
-    rec[n].k1 = sec->sort == MP_SORT_COUNT ? c->n : bytes;
-    rec[n].k2 = sec->sort == MP_SORT_COUNT ? bytes : c->n;
+    mp_cost c = mp_site_cost(&p->site[i], k);
+    uint64_t bytes = k == MP_AEV_FREE ? c.minus : c.plus;
+    if (!c.n) continue;
+    rec[n].k1 = sec->sort == MP_SORT_COUNT ? c.n : bytes;
+    rec[n].k2 = sec->sort == MP_SORT_COUNT ? bytes : c.n;
     rec[n].label = sec->label[i];
     rec[n].idx = i;
     n++;
@@ -104,11 +104,11 @@ static int build_held(mp_sections *sec, sortrec *rec)
   uint32_t i, n = 0;
   if (!h) return -1;
   for (i = 0; i < p->nsite; i++) {
-    const mp_cost *a = &p->site[i].cost[MP_AEV_ALLOC];
+    mp_cost a = mp_site_cost(&p->site[i], MP_AEV_ALLOC);
     h[i].site = i;
-    if (a->plus) {
-      h[i].cost.plus += a->plus;
-      h[i].cost.n += a->n;
+    if (a.plus) {
+      h[i].cost.plus += a.plus;
+      h[i].cost.n += a.n;
     }
   }
   for (i = 0; i < p->nlink; i++) {

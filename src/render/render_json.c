@@ -95,13 +95,13 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     fprintf(out, ",\n\"%s\":[", jsection[k]);
     for (i = 0, n = mp_rows_shown(sec->nrow[k], o); i < n; i++) {
       const mp_row *r = &sec->row[k][i];
-      const mp_cost *c = &p->site[r->site].cost[k];
+      mp_cost c = mp_site_cost(&p->site[r->site], k);
       fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
       jsource(out, sec, r->site);
       used[mp_site_alias(sec, r->site)] = 1;
       fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu,"
-	      "\"free_bytes\":%llu", (unsigned long long)c->n,
-	      (unsigned long long)c->plus, (unsigned long long)c->minus);
+	      "\"free_bytes\":%llu", (unsigned long long)c.n,
+	      (unsigned long long)c.plus, (unsigned long long)c.minus);
       if (k != MP_AEV_ALLOC) {
 	fputs(",\"overrides\":[", out);
 	for (j = 0; j < r->nlink; j++) {

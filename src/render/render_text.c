@@ -61,11 +61,11 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     fprintf(out, "%s\n", section[k]);
     for (i = 0, n = mp_rows_shown(sec->nrow[k], o); i < n; i++) {
       const mp_row *r = &sec->row[k][i];
-      const mp_cost *c = &p->site[r->site].cost[k];
+      mp_cost c = mp_site_cost(&p->site[r->site], k);
       label(out, sec, r->site);
-      fprintf(out, ": %llu events\t+%s\t-%s\n", (unsigned long long)c->n,
-	      mp_fmt_bytes(b1, sizeof(b1), c->plus, o->human),
-	      mp_fmt_bytes(b2, sizeof(b2), c->minus, o->human));
+      fprintf(out, ": %llu events\t+%s\t-%s\n", (unsigned long long)c.n,
+	      mp_fmt_bytes(b1, sizeof(b1), c.plus, o->human),
+	      mp_fmt_bytes(b2, sizeof(b2), c.minus, o->human));
       mark_alias(sec, r->site, used);
       if (!r->nlink) continue;
       fputs("\tOverrides:\n", out);

@@ -28,8 +28,8 @@ static const char *compare(const mp_profile *p, const mp_profile *w)
     if (!mp_loc_same(&a->loc, &b->loc) || a->loc.id != b->loc.id)
       return "a site differs from the whole profile's";
     for (k = 1; k < MP_AEV_N; k++)
-      if (a->cost[k].n > b->cost[k].n || a->cost[k].plus > b->cost[k].plus ||
-	  a->cost[k].minus > b->cost[k].minus)
+      if (a->n[k] > b->n[k] || a->plus[k] > b->plus[k] ||
+	  a->minus[k] > b->minus[k])
 	return "a site counts more than in the whole profile";
   }
   for (k = 1; k < MP_AEV_N; k++)

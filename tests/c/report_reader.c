@@ -789,7 +789,7 @@ static void test_profile_scattered(void)
   for (i = 0; i < p.nsite; i++) {	/* One site per definition of 7. */
     const mp_site *s = &p.site[i];
     if (s->loc.src == MP_SRC_TRACE &&
-	(s->cost[MP_AEV_FREE].n != SEG ||
+	(s->n[MP_AEV_FREE] != SEG ||
 	 s->loc.aux != 10 + i - 1))
       bad++;
   }
