@@ -104,10 +104,10 @@ typedef struct mp_profile {
 				   the symtab header, [1] inside events. */
   uint64_t net;		/* Running alloc - free (read it as int64_t). */
   int64_t peak;		/* Its maximum, at least 0. */
-  /* Sizes of 2^MP_SMALL_BITS or more, summed exactly. Events with smaller
-  ** ones cost nothing more: their sum is below their number times that,
-  ** which is enough to prove that no byte counter wrapped (for fewer than
-  ** 2^39 events). */
+  /* Sizes of 2^MP_SMALL_BITS or more, summed exactly. Smaller ones cost
+  ** one test an event: their sum is below their number times that, which
+  ** is enough to prove that no byte counter wrapped (for fewer than 2^39
+  ** events). */
   unsigned __int128 big_plus, big_minus;
   int overflow;		/* Sizes may sum to 2^63 or more: byte counters and
 			   their differences may have wrapped. */
