@@ -8,9 +8,9 @@
 . tests/lib/tap.sh
 MP=build/ljmemprof
 
-# run CMD...: sets $out, $err, $rc.
+# run CMD...: sets $out, $err, $rc (CMD killed after 60 s).
 run() {
-  "$@" >"$TMPD/out" 2>"$TMPD/err"
+  with_timeout 60 "$@" >"$TMPD/out" 2>"$TMPD/err"
   rc=$?
   out=$(cat "$TMPD/out")
   err=$(cat "$TMPD/err")
@@ -94,10 +94,10 @@ run $MP report --leak-only - <"$TMPD/cut.ljm"
 is "$rc:$out" "3:HEAP SUMMARY:
 INTERNAL holds 32B: 1 allocs, 0 frees" "'-' reads standard input"
 
-out=$(cat "$TMPD/cut.ljm" | $MP report --leak-only - 2>/dev/null)
+out=$(cat "$TMPD/cut.ljm" | with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY:
 INTERNAL holds 32B: 1 allocs, 0 frees" "'-' reads a pipe"
-out=$(cat "$TMPD/cut.ljm" | TMPDIR="$TMPD/none" $MP report --leak-only - 2>/dev/null)
+out=$(cat "$TMPD/cut.ljm" | TMPDIR="$TMPD/none" with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY:
 INTERNAL holds 32B: 1 allocs, 0 frees" "a pipe is read as a stream: no temporary file, TMPDIR unused"
 
