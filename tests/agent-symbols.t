@@ -50,7 +50,7 @@ f()
 assert(T.mp.stop())
 collectgarbage("restart")
 local evs2, complete2 = T.events(path)
--- `events` cuts names at 1 KiB; the report lists the whole text once.
+-- `events` cuts names at 4 KiB; the report lists the whole text once.
 local rf = assert(io.popen(T.cli .. " report --format json '" .. path ..
                            "' 2>/dev/null"))
 local rep = require("cjson").decode(rf:read("*a"))

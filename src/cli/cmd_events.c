@@ -27,14 +27,14 @@ const char mp_help_events[] =
 "    start_chunk (traces), oaddr, osize, naddr, nsize; then a last line\n"
 "    {\"complete\":true} or {\"complete\":false}. Labels are those of the\n"
 "    report (the same resolver: C addresses inside a symbol as name+0xoff,\n"
-"    code loaded from strings as function_alias_N); names are cut at 1024\n"
+"    code loaded from strings as function_alias_N); names are cut at 4096\n"
 "    bytes.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 complete; 3 cut short or damaged (events up to the cut or the\n"
 "    damage); 2 error.\n";
 
-_Static_assert(MP_NAME_SHOWN == 1024, "the manual above gives the cut");
+_Static_assert(MP_NAME_SHOWN == 4096, "the manual above gives the cut");
 
 /* Print the location fields of an event. */
 static void json_loc(FILE *out, mp_symtab *t, const mp_item *it)

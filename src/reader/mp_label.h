@@ -26,7 +26,10 @@
 #include "reader/mp_symtab.h"
 #include "util/mp_hash.h"
 
-#define MP_NAME_SHOWN	1024	/* Bytes of a name shown in a label. */
+/* Bytes of a name shown in a label or a name field: as many as the agent
+** writes (it cuts longer names, with a marker of their length), so that
+** what it wrote is shown whole; names from other writers are cut here. */
+#define MP_NAME_SHOWN	4096
 #define MP_LABEL_MAX	(2 * MP_NAME_SHOWN + 128)	/* Longest label + 1. */
 
 /* Where events come from: the raw location and the names it resolved to
