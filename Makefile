@@ -30,11 +30,15 @@ AGENT_SRC := src/agent/mp_hook.c src/agent/mp_stack.c src/agent/mp_sym.c src/age
 AGENT_OBJ := $(patsubst src/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))
 AGENT_HDR := $(wildcard src/agent/*.h src/util/*.h src/format/*.h) include/ljmemprof.h
 
-FORMAT_SRC := src/format/mp_decode.c
-REPORT_SRC := $(wildcard src/report/*.c)
+# The reader side, layer by layer (docs/DESIGN.md): each folder's files
+# are picked up by wildcard, so adding a renderer or an analysis is adding
+# a file.
+LAYERS     := format util reader analysis render
+LIB_SRC    := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CLI_SRC    := $(wildcard src/cli/*.c)
-READER_HDR := $(wildcard src/format/*.h src/report/*.h)
-READER_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(FORMAT_SRC) $(REPORT_SRC))
+READER_HDR := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.h))
+CLI_HDR    := $(wildcard src/cli/*.h)
+READER_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(LIB_SRC))
 
 TEST_C     := $(wildcard tests/c/*.c)
 TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
@@ -98,13 +102,13 @@ $(BUILD)/%.o: src/%.c $(READER_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Isrc -c $< -o $@
 
-$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(READER_HDR)
+$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR)
 	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ)
 
-$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
+$(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
-	  $(BUILD)/libljmemprof.a $(READER_OBJ) -lluajit-5.1 -ldl -lpthread
+	  $(READER_OBJ) $(BUILD)/libljmemprof.a -lluajit-5.1 -ldl -lpthread
 
 example: all
 	@scripts/example.sh
@@ -135,14 +139,14 @@ FUZZ_CC      ?= clang
 fuzz: $(BUILD)/fuzz/report_fuzz
 	scripts/fuzz-report.sh $(BUILD)/fuzz/report_fuzz $(FUZZ_SECONDS)
 
-$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(FORMAT_SRC) $(REPORT_SRC) $(READER_HDR)
+$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
-	  $(FORMAT_SRC) $(REPORT_SRC)
+	  $(LIB_SRC)
 
 clean:
-	rm -rf $(BUILD)/agent $(BUILD)/format $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
+	rm -rf $(BUILD)/agent $(addprefix $(BUILD)/,$(LAYERS)) $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
 	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a
 
 distclean:

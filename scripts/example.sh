@@ -1,14 +1,14 @@
 #!/bin/sh
-# Profile examples/example.lua with the freshly built agent and show what
-# was recorded (the full report comes from `ljmemprof report`).
+# Profile examples/example.lua with the freshly built agent, the JIT off,
+# and print its report: the README's example is this script's output
+# (tests/report-example.t compares them). Relative paths and a cleared
+# LUA_PATH/LUA_INIT make the profile the same in every clone: the
+# program's strings, and so its allocations, do not depend on where the
+# tree is.
 set -eu
-out=${1:-build/example.bin}
-LUA_CPATH="$PWD/build/?.so;;" luajit -e \
-  "local mp = require('ljmemprof'); assert(mp.start('$out'))" examples/example.lua
-if build/ljmemprof report --help >/dev/null 2>&1; then
-  build/ljmemprof report --top 10 "$out"
-else
-  echo "events by source (top 10):"
-  build/ljmemprof events "$out" | sed -n 's/.*"label":"\([^"]*\)".*/\1/p' |
-    sort | uniq -c | sort -rn | head -n 10
-fi
+out=${1:-build/example.ljm}
+env -u LUA_PATH -u LUA_INIT LUA_CPATH="build/?.so;;" luajit -joff -e \
+  "assert(require('ljmemprof').start('$out'))" examples/example.lua
+echo
+echo "\$ build/ljmemprof report --top 3 -H $out"
+build/ljmemprof report --top 3 -H "$out"

@@ -1,14 +1,16 @@
 #!/bin/sh
-# The command line on bad input: every error is one line on stderr naming
-# the file, the byte offset and what was expected, with nothing on stdout
-# and exit status 2; a cut stream is reported with a warning and status 3;
-# usage errors say what is wrong and exit 2; --help exits 0.
+# The command line on bad input: what is not a profile (an empty file,
+# text, an unknown version) is one error line on stderr naming the file,
+# the byte offset and what was expected, with nothing on stdout and exit
+# status 2; a profile cut short or damaged after its prologue is reported
+# up to the cut or the damage with one warning line and status 3; usage
+# errors say what is wrong and exit 2; --help exits 0.
 . tests/lib/tap.sh
 MP=build/ljmemprof
 
-# run CMD...: sets $out, $err, $rc.
+# run CMD...: sets $out, $err, $rc (CMD killed after 60 s).
 run() {
-  "$@" >"$TMPD/out" 2>"$TMPD/err"
+  with_timeout 60 "$@" >"$TMPD/out" 2>"$TMPD/err"
   rc=$?
   out=$(cat "$TMPD/out")
   err=$(cat "$TMPD/err")
@@ -34,29 +36,34 @@ is "$rc:$err" "2:ljmemprof: $good/x: Not a directory" "path through a file"
 printf 'hello, world\n' >"$TMPD/text.ljm"
 run $MP report "$TMPD/text.ljm"
 is "$rc:$out" "2:" "not a profile: status 2, no output"
-is "$err" "ljmemprof: $TMPD/text.ljm: bad data at byte 0: expected magic \"ljs\" of a memprof symtab" \
+is "$err" "ljmemprof: $TMPD/text.ljm: not a memprof profile: bad data at byte 0: expected magic \"ljs\" of a memprof symtab" \
   "not a profile: file, offset, what was expected"
 
 printf 'ljs\005\000\000\000\200' >"$TMPD/v5.ljm"
 run $MP report "$TMPD/v5.ljm"
-is "$rc:$err" "2:ljmemprof: $TMPD/v5.ljm: bad data at byte 3: expected ljs version 1 to 3, found version 5" \
-  "unsupported version"
+is "$rc:$out:$err" "2::ljmemprof: $TMPD/v5.ljm: not a memprof profile: bad data at byte 3: expected ljs version 1 to 3, found version 5" \
+  "unsupported version: not a profile"
 
-# The alloc event's header (offset 15) replaced by one with source 7.
-printf 'ljs\003\000\000\000\200ljm\003\000\000\000\037\200\002\040\200' >"$TMPD/badev.ljm"
-run $MP report "$TMPD/badev.ljm"
-is "$rc:$out" "2:" "bad event: status 2, no output"
-is "$err" "ljmemprof: $TMPD/badev.ljm: bad data at byte 15: expected event header valid in version 3, found 0x1f" \
-  "bad event header: offset and expectation"
+# An alloc event (offsets 15-18), then a header with source 7 (offset 19).
+printf 'ljs\003\000\000\000\200ljm\003\000\000\000\005\200\002\040\037\200\002\040\200' >"$TMPD/badev.ljm"
+run $MP report --leak-only "$TMPD/badev.ljm"
+is "$rc:$out" "3:HEAP SUMMARY:
+INTERNAL holds 32B: 1 allocs, 0 frees" "bad event: what came before it is reported, status 3"
+is "$err" "ljmemprof: $TMPD/badev.ljm: warning: bad data at byte 19 (expected event header valid in version 3, found 0x1f); reporting what came before" \
+  "bad event header: one warning with offset and expectation"
 run $MP info "$TMPD/badev.ljm"
-is "$rc:$out" "2:" "info on bad data: status 2, no output"
+is "$rc:$(echo "$out" | grep complete:)" "3:complete:   no, bad data at byte 19 (expected event header valid in version 3, found 0x1f)" \
+  "info on bad data: where it stopped, status 3"
 run $MP report --format json "$TMPD/badev.ljm"
-is "$rc:$out" "2:" "json on bad data: status 2, no output"
+case "$out" in
+  *'"complete":false,"truncated_at":19,"damaged":true,'*) s=0 ;; *) s=1 ;;
+esac
+is "$rc:$s" "3:0" "json on bad data: complete false, damaged at 19, status 3"
 
 # Overlong number in the free event.
 printf 'ljs\003\000\000\000\200ljm\003\000\000\000\006\200\200\200\200\200\200\200\200\200\200\001\200' >"$TMPD/long.ljm"
 run $MP report "$TMPD/long.ljm"
-is "$rc:$err" "2:ljmemprof: $TMPD/long.ljm: bad data at byte 16: expected ULEB128 old address, found an overlong number" \
+is "$rc:$err" "3:ljmemprof: $TMPD/long.ljm: warning: bad data at byte 16 (expected ULEB128 old address, found an overlong number); reporting what came before" \
   "overlong ULEB128"
 
 # Cut inside the free event: reported, warned, status 3.
@@ -69,7 +76,15 @@ is "$err" "ljmemprof: $TMPD/cut.ljm: warning: data ends at byte 20 before the en
   "cut stream: one warning line with the offset"
 : >"$TMPD/empty.ljm"
 run $MP report --leak-only "$TMPD/empty.ljm"
-is "$rc:$out" "3:HEAP SUMMARY:" "empty file: an empty report, status 3"
+is "$rc:$out:$err" "2::ljmemprof: $TMPD/empty.ljm: not a memprof profile: it is empty" \
+  "empty file: not a profile, status 2, no output"
+run $MP report - </dev/null
+is "$rc:$out:$err" "2::ljmemprof: -: not a memprof profile: it is empty" \
+  "empty standard input: not a profile"
+printf 'ljs\003' >"$TMPD/short.ljm"
+run $MP info "$TMPD/short.ljm"
+is "$rc:$out:$err" "2::ljmemprof: $TMPD/short.ljm: not a memprof profile: data ends at byte 4: expected ljs prologue (7 bytes), found end of data" \
+  "shorter than the prologue: not a profile"
 run $MP info "$TMPD/cut.ljm"
 is "$rc" 3 "info on a cut stream: status 3"
 
@@ -79,12 +94,12 @@ run $MP report --leak-only - <"$TMPD/cut.ljm"
 is "$rc:$out" "3:HEAP SUMMARY:
 INTERNAL holds 32B: 1 allocs, 0 frees" "'-' reads standard input"
 
-out=$(cat "$TMPD/cut.ljm" | $MP report --leak-only - 2>/dev/null)
+out=$(cat "$TMPD/cut.ljm" | with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY:
 INTERNAL holds 32B: 1 allocs, 0 frees" "'-' reads a pipe"
-out=$(cat "$TMPD/cut.ljm" | TMPDIR="$TMPD/none" $MP report --leak-only - 2>/dev/null)
+out=$(cat "$TMPD/cut.ljm" | TMPDIR="$TMPD/none" with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY:
-INTERNAL holds 32B: 1 allocs, 0 frees" "a pipe without a usable TMPDIR is read into memory"
+INTERNAL holds 32B: 1 allocs, 0 frees" "a pipe is read as a stream: no temporary file, TMPDIR unused"
 
 # Usage errors.
 run $MP report --bogus "$good"

@@ -16,7 +16,7 @@ if ! make -s build/fuzz/report_fuzz >"$TMPD/build" 2>&1; then
   done_testing
 fi
 ok 0 "the fuzz target builds"
-scripts/fuzz-report.sh build/fuzz/report_fuzz "$secs" >"$TMPD/log" 2>&1
+with_timeout $((secs + 120)) scripts/fuzz-report.sh build/fuzz/report_fuzz "$secs" >"$TMPD/log" 2>&1
 rc=$?
 grep -q "^Done [0-9]* runs" "$TMPD/log"
 found=$?

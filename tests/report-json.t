@@ -23,7 +23,7 @@ local function write(path, text)
 end
 
 local function run(cmd)
-  local f = assert(io.popen(cmd .. "; echo \"rc=$?\""))
+  local f = assert(io.popen(t.timeout(cmd) .. "; echo \"rc=$?\""))
   local out = f:read("*a")
   f:close()
   return (out:gsub("rc=%d+\n$", "")), tonumber(out:match("rc=(%d+)\n$"))
@@ -109,14 +109,11 @@ collectgarbage()
 assert(mp.stop())
 ]])
 local kinds = TMP .. "/kinds.ljm"
-assert(os.execute("cd '" .. TMP .. "' && LUA_CPATH='" ..
-                  assert(io.popen("pwd")):read("*l") ..
-                  "/build/?.so;;' luajit kinds.lua kinds.ljm") == 0)
+assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
+                            assert(io.popen("pwd")):read("*l") ..
+                            "/build/?.so;;' luajit kinds.lua kinds.ljm")) == 0)
 
-local profiles = { kinds }
-local fixture = "../shared/fixtures/tarantool-v3-tiny.ljm"
-local fx = io.open(fixture, "rb")
-if fx then fx:close(); profiles[#profiles + 1] = fixture end
+local profiles = { kinds, "tests/fixtures/tarantool-v3-tiny.ljm" }
 
 -- Parse the text report into comparable lines.
 local function text_rows(text)
@@ -228,6 +225,22 @@ t.ok(info.complete == true and info.versions.events == 3 and
        info.symbols.in_header + info.symbols.in_stream and
      info.symbols.cfunc >= 1 and info.symbols.trace >= 1,
      "info --format json agrees with the report", cjson.encode(info))
+
+-- A damaged profile whose sizes also overflow: status 3, and the fields
+-- that say so match the schema.
+local P = dofile("tests/lib/mkprof.lua")
+local dmg = TMP .. "/damaged.ljm"
+write(dmg, P.head() .. P.alloc(0x100, 2^62) .. P.alloc(0x200, 2^62) ..
+      P.alloc(0x300, 2^62) .. "\255")
+local js, drc = run("build/ljmemprof report --format json '" .. dmg ..
+                    "' 2>/dev/null")
+local okd, ddoc = pcall(cjson.decode, js)
+t.ok(drc == 3 and okd and ddoc.complete == false and ddoc.damaged == true and
+     ddoc.overflow == true and ddoc.truncated_at == 15 + 3 * 12,
+     "damaged and overflowing: complete false, damaged, overflow, the offset",
+     js)
+t.ok(okd and #validate(ddoc) == 0, "and it matches the schema",
+     okd and table.concat(validate(ddoc), "\n") or "")
 
 -- The validator is not a rubber stamp.
 local bad = cjson.decode((run("build/ljmemprof report --format json '" ..

@@ -24,6 +24,7 @@
 #include "cli/mp_cli.h"
 
 #define ENV_OUT		"LJMEMPROF_RUN_FILE"
+#define ENV_NOTE	"LJMEMPROF_RUN_NOTE"
 
 const char mp_help_run[] =
 "NAME\n"
@@ -31,6 +32,8 @@ const char mp_help_run[] =
 "\n"
 "SYNOPSIS\n"
 "    ljmemprof run [-o FILE] [--luajit PATH] [REPORT OPTIONS] SCRIPT [ARGS...]\n"
+"    ljmemprof run [-o FILE] [REPORT OPTIONS] -- LUAJIT [LUAJIT OPTIONS]\n"
+"                  [SCRIPT [ARGS...]]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs `luajit SCRIPT ARGS...` with the ljmemprof agent recording from\n"
@@ -40,6 +43,14 @@ const char mp_help_run[] =
 "    output and error pass through unchanged, and the report follows its\n"
 "    output. Interrupting with Ctrl-C interrupts the script; the profile\n"
 "    of what ran is still reported.\n"
+"\n"
+"    After --, the rest is a whole LuaJIT command line, for LuaJIT's own\n"
+"    options (-joff, -jv, -O..., -l, -e): the agent starts before all of\n"
+"    them (`LUAJIT -e <start the agent> [LUAJIT OPTIONS] ...`).\n"
+"\n"
+"    If the script stops the profiler itself (ljmemprof.stop(), or\n"
+"    misc.memprof.stop() after compat()), the profile ends there: the\n"
+"    report covers the run until then, and a warning says so.\n"
 "\n"
 "    The agent module ljmemprof.so is looked up next to this executable,\n"
 "    then in ../lib/lua/5.1/ relative to it (as `make install` lays it\n"
@@ -53,33 +64,50 @@ const char mp_help_run[] =
 "    --luajit PATH\n"
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
-"        another one with an error.\n"
+"        another one with an error. (After --, the command names it.)\n"
 "    --format, --sort, --top, --leak-only, -H/--human-readable\n"
 "        As for 'ljmemprof report'.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
-"    Options end at SCRIPT (or after --); what follows goes to the script.\n"
+"    Options end at SCRIPT, or at --.\n"
 "\n"
 "ENVIRONMENT\n"
-"    The child gets LUA_CPATH with the module's directory first and\n"
-"    " ENV_OUT " naming the profile file.\n"
+"    The child gets LUA_CPATH with the module's directory first,\n"
+"    " ENV_OUT " naming the profile file and " ENV_NOTE " naming the\n"
+"    file where the start code notes a stop by the script.\n"
 "\n"
 "EXIT STATUS\n"
 "    The script's exit status if it is not 0 (128 + the signal number if\n"
 "    a signal killed it); otherwise that of the report: 0, 3 if the\n"
-"    profile was cut short, 2 on errors (127 if luajit cannot be run).\n"
+"    profile was cut short or damaged, 2 on errors (127 if luajit cannot\n"
+"    be run).\n"
 "\n"
 "EXAMPLES\n"
 "    ljmemprof run app.lua --port 8080\n"
-"    ljmemprof run -o app.ljm --leak-only --top 20 app.lua\n";
+"    ljmemprof run -o app.ljm --leak-only --top 20 app.lua\n"
+"    ljmemprof run --top 10 -- luajit -joff -e 'N = 100' app.lua\n";
 
-/* The Lua code that starts the agent before the script runs. */
+/* The Lua code that starts the agent before anything else runs. It wraps
+** the functions that stop the profiler so that a stop by the script is
+** noted in the file ENV_NOTE names (written after the stop: not
+** recorded), for the warning after the report. */
 static const char start_code[] =
   "local mp = require('ljmemprof') "
   "local ok, err = mp.start(os.getenv('" ENV_OUT "')) "
   "if not ok then "
   "io.stderr:write('ljmemprof run: cannot start the profiler: ', "
-  "tostring(err), '\\n') os.exit(2) end";
+  "tostring(err), '\\n') os.exit(2) end "
+  "local function noting(stop) return function(...) "
+  "local r = { stop(...) } "
+  "if r[1] then local f = io.open(os.getenv('" ENV_NOTE "'), 'w') "
+  "if f then f:write('stopped\\n') f:close() end end "
+  "return unpack(r, 1, table.maxn(r)) end end "
+  "mp.stop = noting(mp.stop) "
+  "local compat = mp.compat "
+  "mp.compat = function(...) local r = { compat(...) } "
+  "if misc and misc.memprof then "
+  "misc.memprof.stop = noting(misc.memprof.stop) end "
+  "return unpack(r, 1, table.maxn(r)) end";
 
 /* Directory of this executable into buf; 0, or -1 if unknown. */
 static int exe_dir(char *buf, size_t size)
@@ -130,21 +158,21 @@ static int set_cpath(void)
   return rc;
 }
 
-/* Run luajit with the agent on argv[0..argc) (SCRIPT ARGS); returns the
-** script's exit status as a shell would (128 + signal), 127 if it could
-** not be started. */
-static int run_child(const char *luajit, const char *out, int argc,
-		     char **argv)
+/* Run the LuaJIT command cmd[0..n) (the program, then its options, script
+** and arguments) with `-e <start the agent>` after the program; returns
+** the exit status as a shell would (128 + signal), 127 if it could not be
+** started. */
+static int run_child(char **cmd, int n, const char *out, const char *note)
 {
   struct sigaction ign, oint, oquit;
   char **cargv;
   pid_t pid;
   int st, i;
-  if (!(cargv = calloc((size_t)argc + 4, sizeof(char *)))) return 127;
-  cargv[0] = (char *)luajit;
+  if (!(cargv = calloc((size_t)n + 3, sizeof(char *)))) return 127;
+  cargv[0] = cmd[0];
   cargv[1] = "-e";
   cargv[2] = (char *)start_code;
-  for (i = 0; i < argc; i++) cargv[3 + i] = argv[i];
+  for (i = 1; i < n; i++) cargv[2 + i] = cmd[i];
   fflush(stdout);
   fflush(stderr);
   /* Like system(3): Ctrl-C and Ctrl-\ are for the script, not for us. */
@@ -157,12 +185,13 @@ static int run_child(const char *luajit, const char *out, int argc,
   if (pid == 0) {
     sigaction(SIGINT, &oint, NULL);
     sigaction(SIGQUIT, &oquit, NULL);
-    if (setenv(ENV_OUT, out, 1) < 0 || set_cpath() < 0) {
+    if (setenv(ENV_OUT, out, 1) < 0 || setenv(ENV_NOTE, note, 1) < 0 ||
+	set_cpath() < 0) {
       fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
       _exit(127);
     }
-    execvp(luajit, cargv);
-    fprintf(stderr, "ljmemprof run: cannot run %s: %s\n", luajit,
+    execvp(cmd[0], cargv);
+    fprintf(stderr, "ljmemprof run: cannot run %s: %s\n", cmd[0],
 	    strerror(errno));
     _exit(127);
   }
@@ -180,57 +209,61 @@ static int run_child(const char *luajit, const char *out, int argc,
   return WIFEXITED(st) ? WEXITSTATUS(st) : 127;
 }
 
-int mp_cli_run(int argc, char **argv)
+/* Make an empty temporary file named after tmpl ("ljmemprof-XXXXXX.ext",
+** ext of 3 letters) in $TMPDIR or /tmp, its name in path; 0 or -1. */
+static int temp_file(char *path, size_t size, const char *tmpl)
+{
+  const char *dir = getenv("TMPDIR");
+  int fd;
+  snprintf(path, size, "%s/%s", dir && *dir ? dir : "/tmp", tmpl);
+  if ((fd = mkstemps(path, 4)) < 0) {
+    fprintf(stderr, "ljmemprof run: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+int mp_cmd_run(int argc, char **argv)
 {
   mp_cli_opts o;
-  const char *out = NULL, *luajit = "luajit";
-  char tmp[PATH_MAX];
-  int i, status, rstatus, fd;
+  const char *out = NULL, *luajit = NULL;
+  char tmp[PATH_MAX], note[PATH_MAX], **cmd;
+  int i, n, status, rstatus, dashdash = 0;
   struct stat st;
   memset(&o, 0, sizeof(o));
   for (i = 0; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-    const char *a = argv[i];
+    const char *a = argv[i], *v;
     int r;
-    if (!strcmp(a, "--")) { i++; break; }
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(mp_help_run, stdout);
-      return MP_EXIT_OK;
-    }
-    if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
-	!strcmp(a, "--luajit")) {
-      if (i + 1 >= argc) {
-	fprintf(stderr, "ljmemprof run: option '%s' needs an argument (see "
-		"'ljmemprof run --help')\n", a);
-	return MP_EXIT_ERROR;
-      }
-      if (!strcmp(a, "--luajit")) luajit = argv[++i];
-      else out = argv[++i];
+    if (!strcmp(a, "--")) { i++; dashdash = 1; break; }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+      return mp_cli_help("run", stdout);
+    if ((r = mp_cli_opt_value("run", argc, argv, &i, "--output", "-o", &v))) {
+      if (r < 0) return MP_EXIT_ERROR;
+      out = v;
       continue;
     }
-    if (!strncmp(a, "--output=", 9)) { out = a + 9; continue; }
-    if (!strncmp(a, "--luajit=", 9)) { luajit = a + 9; continue; }
+    if ((r = mp_cli_opt_value("run", argc, argv, &i, "--luajit", NULL, &v))) {
+      if (r < 0) return MP_EXIT_ERROR;
+      luajit = v;
+      continue;
+    }
     r = mp_cli_report_opt("run", argc, argv, &i, &o);
     if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
     if (r == MP_OPT_TAKEN) continue;
-    fprintf(stderr, "ljmemprof run: unknown option '%s' (see 'ljmemprof "
-	    "run --help')\n", a);
-    return MP_EXIT_ERROR;
+    return mp_cli_unknown_opt("run", a);
   }
   if (i >= argc) {
-    fprintf(stderr, "ljmemprof run: missing SCRIPT (see 'ljmemprof run "
-	    "--help')\n");
+    fprintf(stderr, "ljmemprof run: missing %s (see 'ljmemprof run "
+	    "--help')\n", dashdash ? "LUAJIT command after --" : "SCRIPT");
     return MP_EXIT_ERROR;
   }
-  if (!out) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(tmp, sizeof(tmp), "%s/ljmemprof-XXXXXX.ljm",
-	     dir && *dir ? dir : "/tmp");
-    if ((fd = mkstemps(tmp, 4)) < 0) {
-      fprintf(stderr, "ljmemprof run: %s: %s\n", tmp, strerror(errno));
-      return MP_EXIT_ERROR;
-    }
-    close(fd);
-  } else if (!strcmp(out, "-")) {
+  if (dashdash && luajit) {
+    fprintf(stderr, "ljmemprof run: --luajit and a command after -- both "
+	    "name the LuaJIT to run (see 'ljmemprof run --help')\n");
+    return MP_EXIT_ERROR;
+  }
+  if (out && !strcmp(out, "-")) {
     fprintf(stderr, "ljmemprof run: -o needs a file name, not '-'\n");
     return MP_EXIT_ERROR;
   }
@@ -238,7 +271,21 @@ int mp_cli_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: %s: %s\n", out, strerror(errno));
     return MP_EXIT_ERROR;
   }
-  status = run_child(luajit, out ? out : tmp, argc - i, argv + i);
+  if ((!out && temp_file(tmp, sizeof(tmp), "ljmemprof-XXXXXX.ljm") < 0) ||
+      temp_file(note, sizeof(note), "ljmemprof-XXXXXX.not") < 0) {
+    if (!out) unlink(tmp);
+    return MP_EXIT_ERROR;
+  }
+  /* The command: as given after --, or luajit SCRIPT ARGS. */
+  n = argc - i + !dashdash;
+  if (!(cmd = calloc((size_t)n + 1, sizeof(char *)))) {
+    fprintf(stderr, "ljmemprof run: %s\n", strerror(ENOMEM));
+    return MP_EXIT_ERROR;
+  }
+  if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
+  memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
+  status = run_child(cmd, n, out ? out : tmp, note);
+  free(cmd);
   if (stat(out ? out : tmp, &st) < 0 || st.st_size == 0) {
     /* The agent did not start (its error is above), or the script was
     ** killed before the agent wrote its first buffer. */
@@ -247,6 +294,10 @@ int mp_cli_run(int argc, char **argv)
   } else {
     rstatus = mp_cli_report_file(out ? out : tmp, &o);
   }
+  if (stat(note, &st) == 0 && st.st_size > 0)
+    fprintf(stderr, "ljmemprof run: warning: the script stopped the "
+	    "profiler itself; the report covers the run until then\n");
+  unlink(note);
   if (!out) unlink(tmp);
   return status ? status : rstatus;
 }

@@ -1,37 +1,122 @@
 /*
-** mp_cli.h: what the subcommands of the ljmemprof command share.
+** mp_cli.h: what the commands of `ljmemprof` share.
+**
+** Each command is a file (cmd_*.c) with its manual and its function, and
+** a line in the command table of ljmemprof.c. Options common to several
+** commands are parsed in cli_opts.c; cli_read.c opens a profile, runs the
+** profile pass and prints the one line that says what went wrong.
+**
+** Errors: a command returns its exit status (MP_EXIT_*) after printing one
+** line on standard error that names the file, the byte offset and what was
+** expected there.
 */
 
 #ifndef MP_CLI_H
 #define MP_CLI_H
 
-#include "report/mp_report.h"
+#include <stdio.h>
+
+#include "analysis/mp_profile.h"
+#include "analysis/mp_sections.h"
+#include "reader/mp_input.h"
+#include "render/mp_render.h"
 
 /* Exit statuses (documented in --help and docs/REPORT.md). */
 #define MP_EXIT_OK		0	/* Complete profile, all reported. */
-#define MP_EXIT_ERROR		2	/* Usage, I/O or bad data. */
-#define MP_EXIT_TRUNCATED	3	/* Cut short; reported up to the cut. */
+#define MP_EXIT_ERROR		2	/* Usage, I/O, not a profile, memory. */
+#define MP_EXIT_TRUNCATED	3	/* Cut short or damaged; reported up
+					   to the cut or the damage. */
 
-/* Options of the report-printing subcommands. */
+/* A command: its name, a line for the main manual, its manual, and the
+** function that runs it on its arguments (argv[0] is the first one after
+** the command's name). */
+typedef struct mp_command {
+  const char *name;
+  const char *summary;
+  const char *help;
+  int (*run)(int argc, char **argv);
+} mp_command;
+
+/* The commands (cmd_*.c). */
+extern const char mp_help_report[], mp_help_info[], mp_help_events[],
+  mp_help_run[];
+int mp_cmd_report(int argc, char **argv);
+int mp_cmd_info(int argc, char **argv);
+int mp_cmd_events(int argc, char **argv);
+int mp_cmd_run(int argc, char **argv);
+
+/* Print the manual of a command (NULL: the main one); 0, or 2 if there is
+** no such command. */
+int mp_cli_help(const char *cmd, FILE *out);
+
+/* -- Options (cli_opts.c) ------------------------------------------------- */
+
+/* Options of the report-printing commands (report, run). */
 typedef struct mp_cli_opts {
-  mp_report_opts rep;
-  int json;		/* --format json. */
+  mp_sort sort;
+  mp_render_opts render;
+  const mp_renderer *format;	/* NULL: the default (the first). */
 } mp_cli_opts;
 
-/* Result of parsing one report option at argv[*i]. */
+/* Result of parsing one option at argv[*i]. */
 enum { MP_OPT_NONE, MP_OPT_TAKEN, MP_OPT_ERROR };
+
+/* If argv[*i] is option name (long, or short if given), store its value
+** (from "--name=value" or the next argument) in *val. Returns 1 if it
+** matched, 0 if not, -1 if the value is missing (after saying so). */
+int mp_cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+		     const char *name, const char *shortname,
+		     const char **val);
 
 /* Parse a report option (--format, --sort, --top, --leak-only,
 ** --human-readable) at argv[*i], advancing *i past its argument. Prints
-** the error itself (cmd names the subcommand). */
+** the error itself (cmd names the command). */
 int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
 		      mp_cli_opts *o);
+
+/* Say that an option is unknown; returns MP_EXIT_ERROR. */
+int mp_cli_unknown_opt(const char *cmd, const char *opt);
+
+/* Parse "[OPTIONS] FILE": --help, report options if o is not NULL, else
+** the options that opt() takes (it may be NULL; it returns MP_OPT_*).
+** Returns -1 to go on with *path set, else an exit status (the manual was
+** printed, or an error). */
+int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
+		     int (*opt)(const char *cmd, int argc, char **argv,
+				int *i, void *ctx),
+		     void *ctx, const char **path);
+
+/* Print "--format" values for a manual: the renderers, one a line. */
+void mp_cli_list_formats(FILE *out);
+
+/* -- Reading (cli_read.c) ------------------------------------------------- */
+
+/* Open path into *in and read it into *p (both must be freed by the caller
+** unless MP_EXIT_ERROR is returned). Returns MP_EXIT_OK; MP_EXIT_TRUNCATED
+** after a warning (the data ends early or is damaged: what came before is
+** in *p); or MP_EXIT_ERROR after the error line (not a profile, cannot be
+** read, out of memory), with *in and *p freed. */
+int mp_cli_read(const char *path, mp_input *in, mp_profile *p);
+
+/* Classify how reading stopped (rc from the pass or the decoder, with r
+** and the input) and print the warning or the error line; returns the
+** exit status as mp_cli_read() does. */
+int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
+		   const mp_input *in);
+
+/* Show a progress line on a terminal while a long read goes on (see
+** cli_read.c); events(ctx) counts the events so far. */
+void mp_cli_progress(mp_input *in, const char *path,
+		     uint64_t (*events)(const void *ctx), const void *ctx);
+
+/* Erase the progress line, if one was shown. */
+void mp_cli_progress_end(mp_input *in);
 
 /* Read path and print its report to stdout; returns the exit status. */
 int mp_cli_report_file(const char *path, const mp_cli_opts *o);
 
-/* ljmemprof run ... (cmd_run.c). */
-int mp_cli_run(int argc, char **argv);
-extern const char mp_help_run[];
+/* Flush stdout; a failure (disk full, closed pipe) turns status into
+** MP_EXIT_ERROR after saying so. */
+int mp_cli_finish_output(int status);
 
 #endif

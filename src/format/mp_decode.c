@@ -1,10 +1,14 @@
 /*
 ** mp_decode.c: pull decoder for memprof streams, versions 1 to 3.
 **
-** One pass over bytes in memory; no allocation. Every read is bounds
-** checked: running out of bytes is MP_ERR_TRUNC (the profiled process was
-** cut short), bytes that cannot be a stream are MP_ERR_DATA. Both leave the
-** offset and what was expected in the reader for one clear error line.
+** One pass over a window of bytes; no allocation. Events are decoded by
+** mp_event_decode() (mp_format.h), the only event decoder; symbols and
+** prologues, which are rare, by the bounds-checked readers below, which
+** also explain what is wrong when an event cannot be decoded. Running out
+** of bytes is MP_MORE while the stream goes on, MP_ERR_TRUNC at its end
+** (the profiled process was cut short); bytes that cannot be a stream are
+** MP_ERR_DATA. Both leave the offset and what was expected in the reader
+** for one clear error line.
 */
 
 #include <stdio.h>
@@ -12,51 +16,53 @@
 
 #include "mp_format.h"
 
-#define MP_STRING_MAX	((uint64_t)1 << 28)	/* Longer is not a name. */
+#define NO_ITEM		3	/* A step of the grammar that made no item. */
 
-/* Record an error of kind rc at offset off; returns rc. */
+/* Record an error of kind rc at at; returns rc. */
 static int fail(mp_reader *r, int rc, const uint8_t *at, const char *what)
 {
-  r->err_offset = (size_t)(at - r->base);
+  r->err_offset = r->origin + (size_t)(at - r->base);
   snprintf(r->err, sizeof(r->err), "%s", what);
-  r->phase = 2;
+  r->phase = MP_PH_DONE;
   return rc;
 }
 
-/* Read one ULEB128 into *v; what names the field for errors. */
-static inline int get_uleb(mp_reader *r, uint64_t *v, const char *what)
+/* Read one ULEB128 at *pp (not past r->end) into *v and advance *pp; what
+** names the field for errors, which are reported at its first byte. */
+static int get_uleb_at(mp_reader *r, const uint8_t **pp, uint64_t *v,
+		       const char *what)
 {
-  const uint8_t *p = r->p;
+  const uint8_t *p = *pp;
   uint64_t x = 0;
   unsigned shift = 0;
-  if (p < r->end && *p < 0x80) {	/* Most numbers are one byte. */
-    *v = *p;
-    r->p = p + 1;
-    return MP_OK;
-  }
+  char msg[120];
   for (;;) {
     uint8_t b;
     if (p >= r->end) {
-      char msg[120];
       snprintf(msg, sizeof(msg), "ULEB128 %s, found end of data", what);
-      return fail(r, MP_ERR_TRUNC, r->p, msg);
+      return fail(r, MP_ERR_TRUNC, *pp, msg);
     }
     b = *p++;
     if (shift == 63 && b > 1) {
-      char msg[120];
       snprintf(msg, sizeof(msg), "ULEB128 %s, found an overlong number", what);
-      return fail(r, MP_ERR_DATA, r->p, msg);
+      return fail(r, MP_ERR_DATA, *pp, msg);
     }
     x |= (uint64_t)(b & 0x7f) << shift;
     if (b < 0x80) break;
     shift += 7;
   }
   *v = x;
-  r->p = p;
+  *pp = p;
   return MP_OK;
 }
 
-/* Read a length-prefixed string; the item points into the data. */
+/* Read one ULEB128 at r->p. */
+static inline int get_uleb(mp_reader *r, uint64_t *v, const char *what)
+{
+  return get_uleb_at(r, &r->p, v, what);
+}
+
+/* Read a length-prefixed string; the item points into the window. */
 static int get_string(mp_reader *r, mp_item *it, const char *what)
 {
   uint64_t n;
@@ -108,29 +114,52 @@ static int get_prologue(mp_reader *r, const char *magic, int *ver)
   return MP_OK;
 }
 
-int mp_reader_init(mp_reader *r, const void *data, size_t len)
+void mp_reader_start(mp_reader *r)
 {
   memset(r, 0, sizeof(*r));
+  r->phase = MP_PH_LJS;
+}
+
+void mp_reader_window(mp_reader *r, const void *data, size_t len,
+		      size_t origin, int eof)
+{
+  static const uint8_t none[1];	/* No arithmetic on NULL. */
+  if (!data) data = none;
   r->base = r->p = (const uint8_t *)data;
   r->end = r->base + len;
-  return get_prologue(r, MP_LJS_MAGIC, &r->ljs_version);
+  r->origin = origin;
+  r->eof = eof;
+}
+
+int mp_reader_init(mp_reader *r, const void *data, size_t len)
+{
+  int rc;
+  mp_reader_start(r);
+  mp_reader_window(r, data, len, 0, 1);
+  rc = get_prologue(r, MP_LJS_MAGIC, &r->ljs_version);
+  if (rc == MP_OK) r->phase = MP_PH_SYMTAB;
+  return rc;
 }
 
 #define GET(v, what) \
   do { int rc_ = get_uleb(r, &(v), what); if (rc_ != MP_OK) return rc_; } while (0)
 
-/* Decode the payload of a Lua function, C function or trace symbol. */
-static int get_symbol(mp_reader *r, mp_item *it, mp_kind k)
+/* Decode the payload of a symbol of source src. */
+static int get_symbol(mp_reader *r, mp_item *it, int src)
 {
   int rc;
-  it->kind = k;
-  switch (k) {
-  case MP_K_SYM_LFUNC:
+  it->kind = MP_AEV_SYMTAB;
+  it->src = (uint8_t)src;
+  it->proto = it->line = 0;
+  it->name = NULL;
+  it->name_len = 0;
+  switch (src) {
+  case MP_SRC_LFUNC:
     GET(it->id, "prototype address");
     if ((rc = get_string(r, it, "chunk name")) != MP_OK) return rc;
     GET(it->line, "first line");
     break;
-  case MP_K_SYM_CFUNC:
+  case MP_SRC_CFUNC:
     GET(it->id, "C function address");
     if ((rc = get_string(r, it, "C function name")) != MP_OK) return rc;
     break;
@@ -143,7 +172,8 @@ static int get_symbol(mp_reader *r, mp_item *it, mp_kind k)
   return MP_OK;
 }
 
-/* Decode one symbol of the symtab header, or its end marker. */
+/* Decode one symbol of the symtab header; NO_ITEM at its end marker (the
+** event stream's prologue comes next). */
 static int next_header_sym(mp_reader *r, mp_item *it)
 {
   const uint8_t *at = r->p;
@@ -153,20 +183,16 @@ static int next_header_sym(mp_reader *r, mp_item *it)
     return fail(r, MP_ERR_TRUNC, at, "symtab entry or end marker");
   h = *r->p++;
   if (h & MP_FINAL) {
-    int rc;
-    r->phase = 1;
-    if ((rc = get_prologue(r, MP_LJM_MAGIC, &r->ljm_version)) != MP_OK)
-      return rc;
-    return 0;	/* No item; caller loops on. */
+    r->phase = MP_PH_LJM;
+    return NO_ITEM;
   }
   t = h & MP_SYMTYPE_MASK;
-  it->offset = (size_t)(at - r->base);
+  it->offset = r->origin + (size_t)(at - r->base);
   it->in_header = 1;
-  it->src = 0;
-  if (t == MP_SYM_LFUNC) return get_symbol(r, it, MP_K_SYM_LFUNC);
-  if (v == 2 && t == MP_SYM_TRACE_V2) return get_symbol(r, it, MP_K_SYM_TRACE);
-  if (v >= 3 && t == MP_SYM_CFUNC_V3) return get_symbol(r, it, MP_K_SYM_CFUNC);
-  if (v >= 3 && t == MP_SYM_TRACE_V3) return get_symbol(r, it, MP_K_SYM_TRACE);
+  if (t == MP_SYM_LFUNC) return get_symbol(r, it, MP_SRC_LFUNC);
+  if (v == 2 && t == MP_SYM_TRACE_V2) return get_symbol(r, it, MP_SRC_TRACE);
+  if (v >= 3 && t == MP_SYM_CFUNC_V3) return get_symbol(r, it, MP_SRC_CFUNC);
+  if (v >= 3 && t == MP_SYM_TRACE_V3) return get_symbol(r, it, MP_SRC_TRACE);
   {
     char msg[120];
     snprintf(msg, sizeof(msg), "symtab entry header valid in version %d, "
@@ -175,95 +201,94 @@ static int next_header_sym(mp_reader *r, mp_item *it)
   }
 }
 
-/* Decode one event of the event stream. */
-static int next_event(mp_reader *r, mp_item *it)
+/* Headers of the symbols inside the event stream of version v (bit set):
+** Lua functions and traces from version 2, C functions from version 3. */
+static uint32_t symbol_headers(int v)
 {
-  const uint8_t *at = r->p;
-  uint8_t h;
-  int ev, src, v = r->ljm_version;
-  if (at >= r->end)
-    return fail(r, MP_ERR_TRUNC, at, "event header or epilogue");
-  h = *r->p++;
-  it->offset = (size_t)(at - r->base);
-  if (h == MP_FINAL) {
-    r->phase = 2;
-    return MP_END;
-  }
-  ev = h & MP_AEV_MASK;
-  src = h & MP_SRC_MASK;
-  if (h & 0xe0 || (src == MP_SRC_TRACE && v < 2) ||
-      src > MP_SRC_TRACE || (ev == MP_AEV_SYMTAB && v < 2) || src == 0 ||
-      (ev == MP_AEV_SYMTAB && (src == MP_SRC_INTERNAL ||
-			       (src == MP_SRC_CFUNC && v < 3)))) {
-    char msg[120];
-    snprintf(msg, sizeof(msg), "event header valid in version %d, found 0x%02x",
-	     v, h);
-    return fail(r, MP_ERR_DATA, at, msg);
-  }
-  if (ev == MP_AEV_SYMTAB) {
-    it->in_header = 0;
-    it->src = 0;
-    return get_symbol(r, it, src == MP_SRC_LFUNC ? MP_K_SYM_LFUNC :
-		      src == MP_SRC_CFUNC ? MP_K_SYM_CFUNC : MP_K_SYM_TRACE);
-  }
-  it->src = (uint8_t)src;
-  it->id = it->line = 0;
-  if (src != MP_SRC_INTERNAL) {
-    GET(it->id, src == MP_SRC_TRACE ? "trace number" : "function address");
-    if (src == MP_SRC_LFUNC) GET(it->line, "line number");
-  }
-  it->oaddr = it->osize = it->naddr = it->nsize = 0;
-  if (ev & MP_AEV_FREE) {
-    GET(it->oaddr, "old address");
-    GET(it->osize, "old size");
-  }
-  if (ev & MP_AEV_ALLOC) {
-    GET(it->naddr, "new address");
-    GET(it->nsize, "new size");
-  }
-  it->kind = ev == MP_AEV_ALLOC ? MP_K_ALLOC :
-	     ev == MP_AEV_FREE ? MP_K_FREE : MP_K_REALLOC;
-  return MP_OK;
+  uint32_t s = 0;
+  if (v >= 2) s |= 1u << (MP_AEV_SYMTAB | MP_SRC_LFUNC) |
+		   1u << (MP_AEV_SYMTAB | MP_SRC_TRACE);
+  if (v >= 3) s |= 1u << (MP_AEV_SYMTAB | MP_SRC_CFUNC);
+  return s;
 }
 
-/* -- Fast path ------------------------------------------------------------ */
-
-/* Decode an allocation event when the longest one fits in what is left:
-** no bounds checks. Returns MP_OK, or 0 to leave anything else (symbols,
-** the epilogue, errors) to next_event(), which reports them. */
-static inline int next_event_fast(mp_reader *r, mp_item *it)
+/* Say what is wrong with the allocation event at at (header h valid), which
+** mp_event_decode() refused or which runs past the window: walk its
+** numbers, in the order of the grammar, with bounds checks. Returns
+** MP_ERR_DATA (an overlong number) or MP_ERR_TRUNC (the data ends). */
+static int explain_event(mp_reader *r, const uint8_t *at, unsigned h)
 {
-  const uint8_t *p = r->p;
-  unsigned h = *p++, ev = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
-  if (h >= 0x20 || !(mp_event_headers(r->ljm_version) >> h & 1))
-    return 0;
-  it->id = it->line = 0;
-  if (src != MP_SRC_INTERNAL) {
-    if (!mp_uleb_fast(&p, &it->id)) return 0;
-    if (src == MP_SRC_LFUNC && !mp_uleb_fast(&p, &it->line)) return 0;
+  const char *name[6];
+  const uint8_t *q = at + 1;
+  unsigned src = h & MP_SRC_MASK, k = h & MP_AEV_MASK;
+  int n = 0, i, rc;
+  uint64_t v;
+  if (src != MP_SRC_INTERNAL)
+    name[n++] = src == MP_SRC_TRACE ? "trace number" : "function address";
+  if (src == MP_SRC_LFUNC) name[n++] = "line number";
+  if (k & MP_AEV_FREE) { name[n++] = "old address"; name[n++] = "old size"; }
+  if (k & MP_AEV_ALLOC) { name[n++] = "new address"; name[n++] = "new size"; }
+  for (i = 0; i < n; i++)
+    if ((rc = get_uleb_at(r, &q, &v, name[i])) != MP_OK) return rc;
+  return fail(r, MP_ERR_DATA, at, "a decodable event");	/* Unreachable. */
+}
+
+/* Decode one item of the event stream. */
+static int next_event(mp_reader *r, mp_item *it)
+{
+  const uint8_t *at = r->p, *q;
+  size_t left = (size_t)(r->end - at);
+  unsigned h;
+  mp_event e;
+  if (!left) return fail(r, MP_ERR_TRUNC, at, "event header or epilogue");
+  h = *at;
+  it->offset = r->origin + (size_t)(at - r->base);
+  if (h == MP_FINAL) {
+    r->p++;
+    r->phase = MP_PH_DONE;
+    return MP_END;
   }
-  it->oaddr = it->osize = it->naddr = it->nsize = 0;
-  if ((ev & MP_AEV_FREE) &&
-      (!mp_uleb_fast(&p, &it->oaddr) || !mp_uleb_fast(&p, &it->osize)))
-    return 0;
-  if ((ev & MP_AEV_ALLOC) &&
-      (!mp_uleb_fast(&p, &it->naddr) || !mp_uleb_fast(&p, &it->nsize)))
-    return 0;
-  it->src = (uint8_t)src;
-  it->kind = (mp_kind)ev;	/* MP_K_ALLOC/FREE/REALLOC = MP_AEV_*. */
-  it->offset = (size_t)(r->p - r->base);
-  r->p = p;
+  if (h >= 0x20 || !((r->headers | symbol_headers(r->ljm_version)) >> h & 1)) {
+    char msg[120];
+    snprintf(msg, sizeof(msg), "event header valid in version %d, found 0x%02x",
+	     r->ljm_version, h);
+    return fail(r, MP_ERR_DATA, at, msg);
+  }
+  if ((h & MP_AEV_MASK) == MP_AEV_SYMTAB) {
+    r->p++;
+    it->in_header = 0;
+    return get_symbol(r, it, (int)(h & MP_SRC_MASK));
+  }
+  if (left >= MP_EVENT_LONGEST) {
+    q = mp_event_decode(at, &e, r->headers);
+  } else {	/* The last bytes of the window, zero-padded. */
+    uint8_t tail[MP_EVENT_LONGEST + 8];
+    memset(tail, 0, sizeof(tail));
+    memcpy(tail, at, left);
+    q = mp_event_decode(tail, &e, r->headers);
+    if (q && e.len > left) q = NULL;
+  }
+  if (!q) return explain_event(r, at, h);
+  r->p = at + e.len;
+  it->kind = e.kind;
+  it->src = e.src;
+  it->id = e.id;
+  it->line = e.line;
+  it->oaddr = e.oaddr;
+  it->osize = e.osize;
+  it->naddr = e.naddr;
+  it->nsize = e.nsize;
   return MP_OK;
 }
 
 size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n)
 {
   const uint8_t *p = r->p, *lim, *q;
-  uint32_t valid;
+  uint32_t valid = r->headers;	/* Not reloaded after each store. */
   size_t i;
-  if (r->phase != 1 || (size_t)(r->end - p) < MP_EVENT_LONGEST) return 0;
+  if (r->phase != MP_PH_EVENTS || (size_t)(r->end - p) < MP_EVENT_LONGEST)
+    return 0;
   lim = r->end - MP_EVENT_LONGEST;
-  valid = mp_event_headers(r->ljm_version);
   for (i = 0; i < n && p <= lim && (q = mp_event_decode(p, &ev[i], valid));
        i++)
     p = q;
@@ -271,48 +296,66 @@ size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n)
   return i;
 }
 
+/* One step of the grammar: an item (MP_OK), the end, an error, or NO_ITEM
+** when a prologue or the symtab's end marker was read. */
+static int step(mp_reader *r, mp_item *it)
+{
+  int rc;
+  switch (r->phase) {
+  case MP_PH_LJS:
+    if ((rc = get_prologue(r, MP_LJS_MAGIC, &r->ljs_version)) != MP_OK)
+      return rc;
+    r->phase = MP_PH_SYMTAB;
+    return NO_ITEM;
+  case MP_PH_SYMTAB:
+    return next_header_sym(r, it);
+  case MP_PH_LJM:
+    if ((rc = get_prologue(r, MP_LJM_MAGIC, &r->ljm_version)) != MP_OK)
+      return rc;
+    r->headers = mp_event_headers(r->ljm_version);
+    r->phase = MP_PH_EVENTS;
+    return NO_ITEM;
+  case MP_PH_EVENTS:
+    return next_event(r, it);
+  }
+  return MP_ERR_DATA;	/* Read on after the end or an error. */
+}
+
 int mp_reader_next(mp_reader *r, mp_item *it)
 {
   for (;;) {
-    int rc;
-    if (r->phase == 1) {
-      if ((size_t)(r->end - r->p) >= MP_EVENT_LONGEST &&
-	  next_event_fast(r, it) == MP_OK)
-	return MP_OK;
-      return next_event(r, it);
+    const uint8_t *at = r->p;
+    int phase = r->phase, rc = step(r, it);
+    if (rc == NO_ITEM) continue;
+    if (rc == MP_ERR_TRUNC && !r->eof) {	/* Wait for more bytes. */
+      r->p = at;
+      r->phase = phase;
+      r->err[0] = '\0';
+      r->err_offset = 0;
+      return MP_MORE;
     }
-    if (r->phase != 0) return MP_ERR_DATA;
-    rc = next_header_sym(r, it);
-    if (rc != 0) return rc;
+    return rc;
   }
 }
 
-int mp_reader_read(mp_reader *r, mp_item *it, size_t n, size_t *got)
+const char *mp_kind_name(int kind)
 {
-  size_t i = 0;
-  int rc = MP_OK;
-  while (i < n) {
-    if (r->phase == 1 && (size_t)(r->end - r->p) >= MP_EVENT_LONGEST &&
-	next_event_fast(r, &it[i]) == MP_OK) {
-      i++;
-      continue;
-    }
-    if ((rc = mp_reader_next(r, &it[i])) != MP_OK) break;
-    i++;
+  switch (kind) {
+  case MP_AEV_ALLOC: return "alloc";
+  case MP_AEV_FREE: return "free";
+  case MP_AEV_REALLOC: return "realloc";
+  case MP_AEV_SYMTAB: return "symbol";
   }
-  *got = i;
-  return rc;
+  return "?";
 }
 
-const char *mp_kind_name(mp_kind k)
+const char *mp_src_name(int src)
 {
-  switch (k) {
-  case MP_K_ALLOC: return "alloc";
-  case MP_K_FREE: return "free";
-  case MP_K_REALLOC: return "realloc";
-  case MP_K_SYM_LFUNC: return "sym-lfunc";
-  case MP_K_SYM_CFUNC: return "sym-cfunc";
-  case MP_K_SYM_TRACE: return "sym-trace";
+  switch (src) {
+  case MP_SRC_INTERNAL: return "internal";
+  case MP_SRC_LFUNC: return "lua";
+  case MP_SRC_CFUNC: return "cfunc";
+  case MP_SRC_TRACE: return "trace";
   }
   return "?";
 }

@@ -32,7 +32,8 @@
 **
 ** Numbers are ULEB128 (7 bits per byte, low groups first, high bit = more),
 ** at most 10 bytes for a 64-bit value. Symbol type numbers differ between
-** versions (see mp_symtype_*); event and source numbers do not.
+** versions (MP_SYM_*; the decoder turns them into MP_SRC_*); event and
+** source numbers do not.
 */
 
 #ifndef MP_FORMAT_H
@@ -79,6 +80,7 @@
 #define MP_SYM_TRACE_V3		2
 
 #define MP_ULEB_MAX		10	/* Bytes of the longest 64-bit ULEB128. */
+#define MP_STRING_MAX		((uint64_t)1 << 28)	/* Longer is not a name. */
 
 /* The longest name (chunk name, C function name) the agent writes. Code
 ** loaded from a string has its whole source as chunk name, repeated in the
@@ -138,75 +140,119 @@ static inline uint8_t *mp_put_prologue(uint8_t *p, const char *magic, int ver)
   return p + MP_PROLOGUE_SIZE;
 }
 
+/* Sources and symbol kinds as array indexes: src >> MP_SRC_SHIFT is 1
+** (internal) to 4 (trace). A symbol is described by the source whose
+** events it names: MP_SRC_LFUNC, MP_SRC_CFUNC or MP_SRC_TRACE, as in the
+** header of a symbol inside the event stream. */
+#define MP_SRC_SHIFT		2
+#define MP_SRC_N		5
+/* Event kinds as array indexes: MP_AEV_ALLOC, MP_AEV_FREE, MP_AEV_REALLOC
+** (MP_AEV_SYMTAB, 0, is a symbol, not an event). */
+#define MP_AEV_N		4
+
 /* -- Decoding ------------------------------------------------------------- */
 
-/* What one decoded item is. */
-typedef enum mp_kind {
-  MP_K_ALLOC = 1, MP_K_FREE, MP_K_REALLOC,	/* Allocation events. */
-  MP_K_SYM_LFUNC, MP_K_SYM_CFUNC, MP_K_SYM_TRACE	/* Symbols. */
-} mp_kind;
-
-/* One decoded item: an allocation event or a symbol. */
+/* One decoded item: an allocation event (kind MP_AEV_ALLOC, _FREE or
+** _REALLOC) or a symbol (kind MP_AEV_SYMTAB). */
 typedef struct mp_item {
-  mp_kind kind;
-  uint8_t src;		/* Event: MP_SRC_*; symbol: 0. */
+  uint8_t kind;		/* MP_AEV_*. */
+  uint8_t src;		/* MP_SRC_*: the event's source, or what the symbol
+			   describes (MP_SRC_LFUNC, _CFUNC or _TRACE). */
   uint8_t in_header;	/* Symbol: 1 if it came from the symtab header. */
   uint64_t id;		/* Location: proto/cfunc address or trace number;
 			   symbol: its address (or trace number). */
   uint64_t line;	/* Location line (Lua) or symbol line. */
   uint64_t proto;	/* Trace symbol: its starting prototype's address. */
   uint64_t oaddr, osize, naddr, nsize;	/* Event addresses and sizes. */
-  const char *name;	/* Symbol name or chunk name (not NUL-terminated). */
+  const char *name;	/* Symbol name or chunk name (not NUL-terminated;
+			   points into the reader's window). */
   size_t name_len;
-  size_t offset;	/* Byte offset of the item's first byte. */
+  size_t offset;	/* Stream offset of the item's first byte. */
 } mp_item;
 
-/* Result of mp_reader_next(). */
+/* Results of the decoder. */
 enum {
+  MP_MORE = 2,		/* Not an error: the window ends inside an item and
+			   the stream goes on (see mp_reader_window()). */
   MP_OK = 1,		/* An item was decoded. */
   MP_END = 0,		/* The epilogue was read: the stream is complete. */
   MP_ERR_DATA = -1,	/* Malformed data (see reader.err, err_offset). */
   MP_ERR_TRUNC = -2	/* The data ends before the epilogue. */
 };
 
-/* Pull decoder over a stream held in memory (e.g. an mmap'd file). */
+/* Where the decoder is in the grammar. */
+enum {
+  MP_PH_LJS,		/* Before the symtab prologue. */
+  MP_PH_SYMTAB,		/* In the symtab header. */
+  MP_PH_LJM,		/* Before the event stream prologue. */
+  MP_PH_EVENTS,		/* In the event stream. */
+  MP_PH_DONE		/* After the epilogue or an error. */
+};
+
+/* Pull decoder over a window of the stream: the whole stream in memory
+** (an mmap'd file) or the part of it that an input has read so far. It
+** never allocates. Offsets in items and errors count from the start of
+** the stream, whatever window they were decoded from. */
 typedef struct mp_reader {
-  const uint8_t *base, *p, *end;
+  const uint8_t *base, *p, *end;	/* The window; p: next byte. */
+  size_t origin;	/* Stream offset of base. */
+  int eof;		/* 1 if the stream ends at end. */
   int ljs_version, ljm_version;
-  int phase;		/* 0: symtab, 1: events, 2: done. */
+  int phase;		/* MP_PH_*. */
+  uint32_t headers;	/* Event headers valid in this version (bit set). */
   size_t err_offset;	/* Where the error or the truncation was seen. */
   char err[160];	/* What was expected there. */
 } mp_reader;
 
-/* Start reading len bytes at data. Returns MP_OK or an MP_ERR_* code. */
+/* Get ready to read a stream from its first byte; no window yet. */
+void mp_reader_start(mp_reader *r);
+
+/* Decode from len bytes at data, which hold the stream from offset
+** origin on (the unread bytes of the previous window, then what follows);
+** eof says whether the stream ends with them. Until eof, running out of
+** bytes in the middle of an item returns MP_MORE with nothing consumed. */
+void mp_reader_window(mp_reader *r, const void *data, size_t len,
+		      size_t origin, int eof);
+
+/* Start reading a stream held whole in memory: len bytes at data. Returns
+** MP_OK, or the MP_ERR_* code of its first bytes (not a profile). */
 int mp_reader_init(mp_reader *r, const void *data, size_t len);
 
-/* Decode the next item into *it. Returns MP_OK, MP_END or MP_ERR_*. */
+/* Whether the stream is a profile at all: its symtab prologue was read
+** (magic and a known version). A stream that is not is never reported. */
+static inline int mp_reader_is_profile(const mp_reader *r)
+{
+  return r->ljs_version >= MP_VERSION_MIN && r->ljs_version <= MP_VERSION_MAX;
+}
+
+/* Stream offset of the next byte to decode. */
+static inline size_t mp_reader_offset(const mp_reader *r)
+{
+  return r->origin + (size_t)(r->p - r->base);
+}
+
+/* Decode the next item into *it. Returns MP_OK, MP_END, MP_MORE or
+** MP_ERR_*. */
 int mp_reader_next(mp_reader *r, mp_item *it);
 
-/* Decode up to n items into it[0..n); *got says how many. Returns MP_OK
-** if all n were decoded, else the code of mp_reader_next() that stopped
-** it (the *got items before are valid). Saves a call per item. */
-int mp_reader_read(mp_reader *r, mp_item *it, size_t n, size_t *got);
-
-/* An allocation event as mp_reader_events() decodes it: the fields of
+/* An allocation event as mp_event_decode() makes it: the fields of
 ** mp_item that events have, in a record half its size. */
 typedef struct mp_event {
   uint64_t id, line;	/* Location, as in mp_item. */
   uint64_t oaddr, osize, naddr, nsize;	/* 0 where the kind has none. */
   uint32_t len;		/* Bytes of the event in the stream. */
-  uint8_t kind;		/* MP_K_ALLOC, MP_K_FREE or MP_K_REALLOC. */
+  uint8_t kind;		/* MP_AEV_ALLOC, MP_AEV_FREE or MP_AEV_REALLOC. */
   uint8_t src;		/* MP_SRC_*. */
 } mp_event;
 
-/* -- Decoding without bounds checks -------------------------------------- */
+/* -- The event decoder ---------------------------------------------------- */
 
-/* The unchecked decoding of allocation events, for the bulk of a stream:
-** mp_reader_events() uses it, and so can a loop that aggregates events as
-** it decodes them. The caller makes sure of MP_EVENT_LONGEST bytes from
-** the start of an event; whatever these functions refuse (anything but an
-** allocation event, an overlong number) is left for mp_reader_next() to
-** decode or report. */
+/* The one decoder of allocation events: no bounds checks, for the bulk of
+** a stream. mp_reader_events() and the profile pass run it in place over
+** the window while MP_EVENT_LONGEST bytes are left; mp_reader_next() runs
+** it over a zero-padded copy of the last bytes. Whatever it refuses (not
+** an allocation event of this version, an overlong number) is left to
+** mp_reader_next() to decode or to report. */
 
 /* Longest allocation event: header and six 10-byte numbers. */
 #define MP_EVENT_LONGEST	(1 + 6 * MP_ULEB_MAX)
@@ -287,7 +333,7 @@ static inline const uint8_t *mp_event_decode(const uint8_t *p, mp_event *e,
       (!mp_uleb_fast(&q, &e->naddr) || !mp_uleb_fast(&q, &e->nsize)))
     return NULL;
   e->len = (uint32_t)(q - p);
-  e->kind = (uint8_t)k;	/* MP_K_ALLOC/FREE/REALLOC = MP_AEV_*. */
+  e->kind = (uint8_t)k;
   e->src = (uint8_t)src;
   return q;
 }
@@ -296,12 +342,14 @@ static inline const uint8_t *mp_event_decode(const uint8_t *p, mp_event *e,
 ** first is at r->p before the call. Stops early, without an error, at
 ** anything else: a symbol, the epilogue, bytes that are not an event, or
 ** fewer bytes left than the longest event has. A return of 0 means: read
-** the next item with mp_reader_next(), which decodes or reports it. This
-** is the path for the bulk of a stream: no bounds checks and no mp_item. */
+** the next item with mp_reader_next(), which decodes or reports it. */
 size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n);
 
-/* Name of a symbol type for messages. */
-const char *mp_kind_name(mp_kind k);
+/* Names for messages and output: "alloc", "free", "realloc" (MP_AEV_*;
+** "symbol" for MP_AEV_SYMTAB), and "internal", "lua", "cfunc", "trace"
+** (MP_SRC_*). */
+const char *mp_kind_name(int kind);
+const char *mp_src_name(int src);
 
 /* The ljmemprof extension (call stacks and what comes later). */
 #include "mp_ext.h"

@@ -16,7 +16,7 @@
 
 #include "ljmemprof.h"
 #include "format/mp_format.h"
-#include "report/mp_symtab.h"
+#include "reader/mp_symtab.h"
 
 static int n_test, n_failed;
 
@@ -75,12 +75,14 @@ static totals decode(const sink *s, unsigned line)
   mp_symtab_init(&st);
   rc = mp_reader_init(&r, s->data, s->len);
   while (rc == MP_OK && (rc = mp_reader_next(&r, &it)) == MP_OK) {
-    if (it.kind >= MP_K_SYM_LFUNC) { mp_symtab_add(&st, &it); continue; }
+    if (it.kind == MP_AEV_SYMTAB) { mp_symtab_add(&st, &it); continue; }
     t.events++;
     t.net += (long long)it.nsize - (long long)it.osize;
-    if (it.kind == MP_K_ALLOC && it.src == MP_SRC_LFUNC && it.line == line) {
-      uint32_t i = mp_symtab_find(&st, MP_K_SYM_LFUNC, it.id);
-      if (i && st.sym[i].name_len == 9 && !memcmp(st.sym[i].name, "@host.lua", 9)) {
+    if (it.kind == MP_AEV_ALLOC && it.src == MP_SRC_LFUNC && it.line == line) {
+      uint32_t i = mp_symtab_find(&st, MP_SRC_LFUNC, it.id);
+      size_t len = 0;
+      const char *name = i ? mp_symtab_name(&st, i, &len) : NULL;
+      if (name && len == 9 && !memcmp(name, "@host.lua", 9)) {
 	t.line_allocs++;
 	t.line_bytes += (long long)it.nsize;
       }

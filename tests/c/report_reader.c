@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "format/mp_format.h"
-#include "report/mp_profile.h"
-#include "report/mp_report.h"
+#include "analysis/mp_profile.h"
+#include "render/mp_render.h"
 
 /* -- TAP ------------------------------------------------------------------ */
 
@@ -57,12 +57,18 @@ typedef struct buf {
   size_t n;
 } buf;
 
-static void u8(buf *b, unsigned v) { b->b[b->n++] = (uint8_t)v; }
-static void uleb(buf *b, uint64_t v) { b->n = (size_t)(mp_put_uleb(b->b + b->n, v) - b->b); }
+/* Abort if n more bytes do not fit: a test stream too long for buf. */
+static void room(const buf *b, size_t n)
+{
+  if (b->n + n > sizeof(b->b)) abort();
+}
+static void u8(buf *b, unsigned v) { room(b, 1); b->b[b->n++] = (uint8_t)v; }
+static void uleb(buf *b, uint64_t v) { room(b, MP_ULEB_MAX); b->n = (size_t)(mp_put_uleb(b->b + b->n, v) - b->b); }
 static void str(buf *b, const char *s)
 {
   size_t n = strlen(s);
   uleb(b, n);
+  room(b, n);
   memcpy(b->b + b->n, s, n);
   b->n += n;
 }
@@ -146,7 +152,7 @@ static size_t read_events(mp_reader *r, mp_item *items, size_t n)
   size_t off = (size_t)(r->p - r->base), got = mp_reader_events(r, ev, n), i;
   for (i = 0; i < got; i++) {
     memset(&items[i], 0, sizeof(items[i]));
-    items[i].kind = (mp_kind)ev[i].kind;
+    items[i].kind = ev[i].kind;
     items[i].src = ev[i].src;
     items[i].id = ev[i].id;
     items[i].line = ev[i].line;
@@ -161,9 +167,8 @@ static size_t read_events(mp_reader *r, mp_item *items, size_t n)
 }
 
 /* One line per item, then how the stream ended. batch 0: mp_reader_next;
-** below 100: mp_reader_read with that batch size; 100 + n: batches of n
-** from mp_reader_events(), and mp_reader_next() whenever it has none (as
-** the profile pass reads). */
+** 100 + n: batches of n from mp_reader_events(), and mp_reader_next()
+** whenever it has none (as the profile pass reads). */
 static char *dump(const uint8_t *data, size_t len, size_t batch)
 {
   text t = { NULL, 0, 0 };
@@ -179,24 +184,25 @@ static char *dump(const uint8_t *data, size_t len, size_t batch)
 	rc = mp_reader_next(&r, &items[0]);
 	got = rc == MP_OK;
       }
-    } else if (batch) {
-      rc = mp_reader_read(&r, items, batch, &got);
     } else {
       rc = mp_reader_next(&r, &items[0]);
       got = rc == MP_OK;
     }
     for (i = 0; i < got; i++) {
       const mp_item *it = &items[i];
-      tput(&t, "@%zu %s ", it->offset, mp_kind_name(it->kind));
+      if (it->kind == MP_AEV_SYMTAB)
+	tput(&t, "@%zu sym-%s ", it->offset, mp_src_name(it->src));
+      else
+	tput(&t, "@%zu %s ", it->offset, mp_kind_name(it->kind));
       /* Only the fields that the item's kind defines. */
-      if (it->kind == MP_K_SYM_LFUNC)
+      if (it->kind == MP_AEV_SYMTAB && it->src == MP_SRC_LFUNC)
 	tput(&t, "%s id=%llx line=%llu name='%.*s'\n",
 	     it->in_header ? "hdr" : "stream", (unsigned long long)it->id,
 	     (unsigned long long)it->line, (int)it->name_len, it->name);
-      else if (it->kind == MP_K_SYM_CFUNC)
+      else if (it->kind == MP_AEV_SYMTAB && it->src == MP_SRC_CFUNC)
 	tput(&t, "%s id=%llx name='%.*s'\n", it->in_header ? "hdr" : "stream",
 	     (unsigned long long)it->id, (int)it->name_len, it->name);
-      else if (it->kind == MP_K_SYM_TRACE)
+      else if (it->kind == MP_AEV_SYMTAB)
 	tput(&t, "%s id=%llu proto=%llx line=%llu\n",
 	     it->in_header ? "hdr" : "stream", (unsigned long long)it->id,
 	     (unsigned long long)it->proto, (unsigned long long)it->line);
@@ -220,7 +226,7 @@ static char *dump(const uint8_t *data, size_t len, size_t batch)
 ** unchecked paths decode every event, as in the middle of a long file). */
 static void check_dump(const buf *b, const char *want, const char *name)
 {
-  static const size_t batches[] = { 0, 1, 3, 16, 64, 101, 103, 116, 164 };
+  static const size_t batches[] = { 0, 101, 103, 116, 164 };
   size_t i, pad;
   char label[200];
   buf c = *b;
@@ -251,7 +257,7 @@ static void test_v1(void)
   ev(&b, FREE(MP_SRC_INTERNAL), 2, U(0x100), U(32));
   u8(&b, MP_FINAL);
   check_dump(&b,
-    "@7 sym-lfunc hdr id=1000 line=7 name='@a.lua'\n"
+    "@7 sym-lua hdr id=1000 line=7 name='@a.lua'\n"
     "@26 alloc int id=0 line=0 o=0/0 n=100/32\n"
     "@30 alloc lua id=1000 line=9 o=0/0 n=200/300\n"
     "@38 realloc c id=5000 line=0 o=200/300 n=300/600\n"
@@ -275,10 +281,10 @@ static void test_v2(void)
   ev(&b, FREE(MP_SRC_TRACE), 3, U(4), U(0x100), U(16));
   u8(&b, MP_FINAL);
   check_dump(&b,
-    "@7 sym-lfunc hdr id=1000 line=7 name='@a.lua'\n"
+    "@7 sym-lua hdr id=1000 line=7 name='@a.lua'\n"
     "@18 sym-trace hdr id=3 proto=1000 line=8\n"
     "@31 alloc trace id=3 line=0 o=0/0 n=100/16\n"
-    "@36 sym-lfunc stream id=2000 line=1 name='@b.lua'\n"
+    "@36 sym-lua stream id=2000 line=1 name='@b.lua'\n"
     "@47 sym-trace stream id=4 proto=2000 line=2\n"
     "@52 free trace id=4 line=0 o=100/16 n=0/0\n"
     "versions 2/2 END\n", "v2: trace symbol type 1, trace locations, "
@@ -308,7 +314,7 @@ static void build_v3(buf *b)
 }
 
 static const char v3_dump[] =
-  "@7 sym-lfunc hdr id=1000 line=1 name='@a.lua'\n"
+  "@7 sym-lua hdr id=1000 line=1 name='@a.lua'\n"
   "@18 sym-cfunc hdr id=5000 name='cf'\n"
   "@25 sym-trace hdr id=2 proto=1000 line=3\n"
   "@38 alloc lua id=1000 line=3 o=0/0 n=7f00000100/32\n"
@@ -339,10 +345,10 @@ static void empty_head(buf *b, int ver)
 }
 
 /* Decode b and check only the last line (how it ended), the same by
-** mp_reader_next(), mp_reader_read() and mp_reader_events(). */
+** mp_reader_next() and mp_reader_events(). */
 static void check_end(const buf *b, const char *want, const char *name)
 {
-  static const size_t batches[] = { 0, 16, 116 };
+  static const size_t batches[] = { 0, 116 };
   size_t i;
   char label[200];
   for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
@@ -482,7 +488,7 @@ static void test_truncation(void)
     uint8_t *copy = malloc(len ? len : 1);	/* Exact size, for ASan. */
     char *got, *end;
     memcpy(copy, b.b, len);
-    got = dump(copy, len, len % 3 == 2 ? 116 : len % 3 ? 16 : 0);
+    got = dump(copy, len, len % 3 == 2 ? 116 : len % 3 ? 103 : 0);
     end = strstr(got, "versions ");
     if (strncmp(got, full, (size_t)(end - got)) || !strstr(end, "TRUNC at ")) {
       if (!bad++) { first_bad = len; why = strdup(got); }
@@ -527,7 +533,7 @@ static void test_random_numbers(void)
       num[k] = x >> (x & 63);
     }
     memset(w, 0, sizeof(*w));
-    w->kind = (mp_kind)(1 + num[0] % 3);
+    w->kind = (uint8_t)(1 + num[0] % 3);
     w->src = (uint8_t)srcs[(num[1] >> 3) % 4];
     w->offset = (size_t)(p - b);
     *p++ = (uint8_t)(w->kind | w->src);
@@ -552,9 +558,7 @@ static void test_random_numbers(void)
       if (path == 0) {
 	rc = mp_reader_next(&r, &it[0]);
 	got = rc == MP_OK;
-      } else if (path == 1) {
-	rc = mp_reader_read(&r, it, 37, &got);
-      } else if (!(got = read_events(&r, it, 45))) {
+      } else if (!(got = read_events(&r, it, path == 1 ? 37 : 45))) {
 	rc = mp_reader_next(&r, &it[0]);
 	got = rc == MP_OK;
       }
@@ -587,19 +591,31 @@ static void test_random_numbers(void)
 
 /* -- The profile pass and the report -------------------------------------- */
 
+/* Report options as the command line has them. */
+typedef struct opts {
+  mp_sort sort;
+  uint64_t top;
+  int leak_only, human;
+} opts;
+
 /* Render the report of a stream as text into a string. */
-static char *report(const buf *b, const mp_report_opts *o, int *rc)
+static char *report(const buf *b, const opts *o, int *rc)
 {
   mp_profile p;
-  mp_report rep;
+  mp_sections sec;
+  mp_render_opts ro;
   char *s = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&s, &n);
+  memset(&ro, 0, sizeof(ro));
+  ro.top = o->top;
+  ro.leak_only = o->leak_only;
+  ro.human = o->human;
   mp_profile_init(&p);
   *rc = mp_profile_read(&p, b->b, b->n);
-  if (mp_report_build(&rep, &p, o) == 0) {
-    mp_render_text(f, &rep, o);
-    mp_report_free(&rep);
+  if (mp_sections_build(&sec, &p, o->sort) == 0) {
+    mp_render_text(f, &sec, &ro);
+    mp_sections_free(&sec);
   }
   fclose(f);
   mp_profile_free(&p);
@@ -609,7 +625,7 @@ static char *report(const buf *b, const mp_report_opts *o, int *rc)
 static void test_report(void)
 {
   buf b = { {0}, 0 };
-  mp_report_opts o;
+  opts o;
   char *got;
   int rc;
   prologue(&b, "ljs", 3);
@@ -698,7 +714,7 @@ static void test_report(void)
   ** @a.lua:4, which reallocated it, holds nothing. */
   {
     buf c = b;
-    mp_report_opts l;
+    opts l;
     memset(&l, 0, sizeof(l));
     l.leak_only = 1;
     c.n -= 1 + 4 + 6;	/* Epilogue, the last free, the trace's free. */
@@ -772,19 +788,21 @@ static void test_profile_scattered(void)
   rc = mp_profile_read(&p, b, (size_t)(q - b));
   for (i = 0; i < p.nsite; i++) {	/* One site per definition of 7. */
     const mp_site *s = &p.site[i];
-    if (s->src == MP_SRC_TRACE &&
-	(s->n[MP_EV_FREE] != SEG || p.syms.sym[s->sym].line != 10 + i - 1))
+    if (s->loc.src == MP_SRC_TRACE &&
+	(s->n[MP_AEV_FREE] != SEG ||
+	 s->loc.aux != 10 + i - 1))
       bad++;
   }
   for (i = 0; i < p.nlink; i++)
-    if (p.link[i].owner != 0 || p.link[i].count != SEG) bad++;
+    if (p.link[i].owner != 0 || p.link[i].cost.n != SEG) bad++;
   ok(rc == MP_END && bad == 0 && p.nsite == 1 + NB / SEG &&
      p.nlink == NB / SEG && p.heap.count == 0 && p.heap.bytes == 0 &&
-     p.nev[MP_EV_FREE] == NB && p.free_bytes == total,
+     p.total[MP_AEV_FREE].n == NB && p.total[MP_AEV_FREE].minus == total,
      "60000 blocks on 16384 pages freed at random across 12 definitions "
      "of a trace: each free found and charged in order", "rc %d, %zu bad, "
      "%u sites, %u links, %zu live, %llu freed of %llu", rc, bad, p.nsite,
-     p.nlink, p.heap.count, (unsigned long long)p.free_bytes,
+     p.nlink, p.heap.count,
+     (unsigned long long)p.total[MP_AEV_FREE].minus,
      (unsigned long long)total);
   mp_profile_free(&p);
   free(b);
@@ -794,7 +812,7 @@ static void test_profile_scattered(void)
 static void test_report_versions(void)
 {
   buf b = { {0}, 0 };
-  mp_report_opts o;
+  opts o;
   char *got;
   int rc;
   memset(&o, 0, sizeof(o));
@@ -818,6 +836,95 @@ static void test_report_versions(void)
   free(got);
 }
 
+/* Sources are told apart by their labels: a chunk loaded 200 times at
+** two alternating addresses is one source per line, a reused address with
+** another chunk is another source, and the symbol table keeps one
+** definition per address (redefinitions replace it). */
+static void test_sources_by_label(void)
+{
+  buf b = { {0}, 0 };
+  opts o;
+  mp_profile p;
+  char *got;
+  int rc, i;
+  memset(&o, 0, sizeof(o));
+  prologue(&b, "ljs", 3);
+  u8(&b, MP_FINAL);
+  prologue(&b, "ljm", 3);
+  for (i = 0; i < 200; i++) {	/* "return {}" loaded again and again. */
+    uint64_t at = 0x1000 + (uint64_t)(i % 2) * 0x100;
+    ev(&b, SYMEV(MP_SRC_LFUNC), 0);
+    uleb(&b, at); str(&b, "return {}"); uleb(&b, 1);
+    ev(&b, ALLOC(MP_SRC_LFUNC), 4, at, U(1), U(0x10000 + 64 * i), U(16));
+  }
+  ev(&b, SYMEV(MP_SRC_LFUNC), 0);	/* Another chunk at a reused address. */
+  uleb(&b, 0x1000); str(&b, "@b.lua"); uleb(&b, 1);
+  ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000), U(1), U(0x90000), U(8));
+  u8(&b, MP_FINAL);
+  got = report(&b, &o, &rc);
+  is_str(got,
+    "ALLOCATIONS\n"
+    "function_alias_1:1: 200 events\t+3200B\t-0B\n"
+    "@b.lua:1: 1 events\t+8B\t-0B\n"
+    "\n"
+    "REALLOCATIONS\n"
+    "\n"
+    "DEALLOCATIONS\n"
+    "\n"
+    "HEAP SUMMARY:\n"
+    "function_alias_1:1 holds 3200B: 200 allocs, 0 frees\n"
+    "@b.lua:1 holds 8B: 1 allocs, 0 frees\n"
+    "\n"
+    "ALIASES:\n"
+    "function_alias_1:\n"
+    "1\t| return {}\n"
+    "\n", "a chunk loaded 200 times is one source; a reused address with "
+    "another chunk is another");
+  free(got);
+  mp_profile_init(&p);
+  rc = mp_profile_read(&p, b.b, b.n);
+  ok(rc == MP_END && p.nsite == 2 && p.syms.nsym == 3 &&
+     p.syms.names.n == 3 && p.nsym[1][MP_SRC_LFUNC >> MP_SRC_SHIFT] == 201,
+     "201 definitions at 2 addresses keep 2 symbols and 2 names",
+     "rc %d, %u sites, %u symbols, %u names", rc, p.nsite, p.syms.nsym - 1,
+     p.syms.names.n - 1);
+  mp_profile_free(&p);
+}
+
+/* The profile pass over a stream read a few bytes at a time (the window
+** of pipes, slid and refilled in the middle of every kind of item) finds
+** exactly what it finds over the stream in memory. */
+static void test_windows(void)
+{
+  buf b;
+  size_t chunk, bad = 0;
+  char first[200] = "";
+  build_v3(&b);
+  for (chunk = 1; chunk <= 13; chunk++) {
+    mp_profile w, p;
+    mp_input in;
+    int rw, rp, k, same;
+    mp_profile_init(&w);
+    mp_profile_init(&p);
+    rw = mp_profile_read(&w, b.b, b.n - (chunk & 1));	/* Cut, or whole. */
+    mp_input_memory(&in, b.b, b.n - (chunk & 1), chunk);
+    rp = mp_profile_read_input(&p, &in);
+    same = rw == rp && w.nsite == p.nsite && w.nlink == p.nlink &&
+	   w.r.err_offset == p.r.err_offset && !strcmp(w.r.err, p.r.err);
+    for (k = 0; k < MP_AEV_N; k++)
+      same = same && !memcmp(&w.total[k], &p.total[k], sizeof(mp_cost));
+    if (!same && !bad++)
+      snprintf(first, sizeof(first), "chunk %zu: rc %d/%d, sites %u/%u, "
+	       "offset %zu/%zu", chunk, rw, rp, w.nsite, p.nsite,
+	       w.r.err_offset, p.r.err_offset);
+    mp_input_close(&in);
+    mp_profile_free(&w);
+    mp_profile_free(&p);
+  }
+  ok(bad == 0, "the pass over windows of 1 to 13 bytes finds what the pass "
+     "in memory finds", "%zu bad; first: %s", bad, first);
+}
+
 int main(void)
 {
   test_v1();
@@ -829,6 +936,8 @@ int main(void)
   test_report();
   test_report_versions();
   test_profile_scattered();
+  test_sources_by_label();
+  test_windows();
   printf("1..%d\n", n_test);
   return n_fail != 0;
 }

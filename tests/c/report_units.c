@@ -9,31 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_heap.h"
-#include "report/mp_report.h"
-#include "report/mp_symtab.h"
-
-static int n_test, n_fail;
-
-#define OK(cond, name, ...) \
-  do { \
-    n_test++; \
-    if (cond) printf("ok %d - %s\n", n_test, name); \
-    else { \
-      n_fail++; \
-      printf("not ok %d - %s\n# ", n_test, name); \
-      printf(__VA_ARGS__); \
-      printf("\n"); \
-    } \
-  } while (0)
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next(void)
-{
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-  return rng;
-}
+#include "analysis/mp_heap.h"
+#include "render/mp_render.h"
+#include "reader/mp_symtab.h"
+#include "tap.h"
 
 /* -- Heap ----------------------------------------------------------------- */
 
@@ -166,7 +145,8 @@ static uint32_t add_c(mp_symtab *t, uint64_t addr, const char *name)
 {
   mp_item it;
   memset(&it, 0, sizeof(it));
-  it.kind = MP_K_SYM_CFUNC;
+  it.kind = MP_AEV_SYMTAB;
+  it.src = MP_SRC_CFUNC;
   it.id = addr;
   it.name = name;
   it.name_len = strlen(name);
@@ -179,9 +159,11 @@ static const char *floor_name(const mp_symtab *t, uint64_t addr, char *buf,
 {
   uint64_t off = 0;
   uint32_t i = mp_symtab_cfloor(t, addr, &off);
+  size_t len;
+  const char *name;
   if (!i) return "-";
-  snprintf(buf, size, "%.*s+%llu", (int)t->sym[i].name_len, t->sym[i].name,
-	   (unsigned long long)off);
+  name = mp_symtab_name(t, i, &len);
+  snprintf(buf, size, "%.*s+%llu", (int)len, name, (unsigned long long)off);
   return buf;
 }
 

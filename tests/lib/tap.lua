@@ -46,6 +46,19 @@ function M.same(got, want, name)
   return M.ok(#diffs == 0, name, table.concat(diffs, "\n"))
 end
 
+-- Quote s for /bin/sh.
+function M.shq(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- The shell command that runs the command line cmd for at most secs
+-- seconds (default 60; then it is killed and the status is 124): every
+-- command a test starts that may wait goes through it, so that a test that
+-- hangs fails instead of stalling the suite.
+function M.timeout(cmd, secs)
+  return "timeout -k 5 " .. (secs or 60) .. " sh -c " .. M.shq(cmd)
+end
+
 function M.skip_all(why)
   io.write("1..0 # SKIP ", why, "\n")
   os.exit(0)

@@ -1,5 +1,10 @@
 # tap.sh: minimal TAP for shell tests. Source it from the repo root.
 #   ok COND_STATUS NAME; is GOT WANT NAME; done_testing
+#   with_timeout SECONDS CMD [ARGS...]: CMD's status, or 124 (and a TAP
+#     comment on stderr) if it ran longer than SECONDS; it is killed then (TERM, KILL
+#     5 s later), and so is everything it started in its process group.
+# Every command that may wait (on a pipe, a FIFO, a child, the network)
+# runs under with_timeout: a test that hangs is a failure, not a stall.
 tap_n=0
 tap_failed=0
 ok() {
@@ -20,6 +25,16 @@ done_testing() {
   echo "1..$tap_n"
   [ "$tap_failed" -eq 0 ]
   exit $?
+}
+with_timeout() {
+  _wt_secs=$1
+  shift
+  timeout -k 5 "$_wt_secs" "$@"
+  _wt_rc=$?
+  if [ "$_wt_rc" -eq 124 ] || [ "$_wt_rc" -eq 137 ]; then
+    echo "# timed out after ${_wt_secs} s: $*" >&2
+  fi
+  return "$_wt_rc"
 }
 # Run luajit with the freshly built module.
 lj() { LUA_CPATH="$PWD/build/?.so;;" luajit "$@"; }

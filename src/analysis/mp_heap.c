@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/mp_heap.h"
+#include "analysis/mp_heap.h"
 
 #define PAGE_MASK	((1u << MP_HPAGE_BITS) - 1)
 #define LG_MIN		2

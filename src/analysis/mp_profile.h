@@ -1,0 +1,136 @@
+/*
+** mp_profile.h: one pass over a profile into per-source aggregates.
+**
+** The model every analysis and renderer works from. A *site* is where
+** events come from: a Lua function's line, a C function, a JIT trace, or
+** the VM's internals, told apart by the code they name (mp_loc in
+** mp_label.h): the same line of code run by several prototypes (a chunk
+** loaded again) is one site, and a prototype address or trace number
+** reused by different code makes a new one. For every site and event kind
+** the pass
+** sums the events' cost (mp_cost); for reallocations and frees it links
+** the site to the sites that owned the blocks it resized or freed
+** (Tarantool's "Overrides"). Memory grows with live blocks (mp_heap),
+** distinct sites, distinct (site, owner) links and distinct names, never
+** with the number of events or of symbols.
+**
+** Errors: mp_profile_read() returns how the stream ended (MP_END) or why
+** the pass stopped (MP_ERR_*); everything decoded before that is
+** aggregated, and p->r says where and what was expected.
+*/
+
+#ifndef MP_PROFILE_H
+#define MP_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/mp_format.h"
+#include "reader/mp_input.h"
+#include "reader/mp_label.h"
+#include "reader/mp_symtab.h"
+#include "analysis/mp_cost.h"
+#include "analysis/mp_heap.h"
+
+#define MP_ERR_NOMEM	(-3)	/* Out of memory for the aggregates. */
+#define MP_SMALL_BITS	24	/* Sizes below 16 MiB: see big_plus. */
+
+/* Where events come from, and what they cost there, by event kind: the
+** fields of an mp_cost (mp_site_cost()) as three arrays, so that the pass
+** reaches each with one scaled index. */
+typedef struct mp_site {
+  mp_loc loc;
+  uint64_t n[MP_AEV_N];		/* Events. */
+  uint64_t plus[MP_AEV_N];	/* New sizes (alloc, realloc). */
+  uint64_t minus[MP_AEV_N];	/* Old sizes (realloc, free). */
+} mp_site;
+
+/* What the events of kind k cost at site s. */
+static inline mp_cost mp_site_cost(const mp_site *s, int k)
+{
+  mp_cost c;
+  c.n = s->n[k];
+  c.plus = s->plus[k];
+  c.minus = s->minus[k];
+  return c;
+}
+
+/* Blocks owned by site `owner` that site `site` resized or freed. The sizes
+** are those of the blocks as the owner left them (Tarantool's accounting):
+** cost.n blocks, cost.plus their new sizes (realloc), cost.minus their
+** sizes before the event. */
+typedef struct mp_link {
+  uint32_t site, owner;
+  uint8_t kind;		/* MP_AEV_REALLOC or MP_AEV_FREE. */
+  mp_cost cost;
+} mp_link;
+
+/* Location -> site cache entry. */
+typedef struct mp_lcache {
+  uint64_t id, line;
+  uint64_t tag;		/* epoch << 8 | src; 0 = empty (epochs start at 1). */
+  uint32_t site;
+} mp_lcache;
+
+#define MP_LCACHE	256
+
+/* Link key -> link cache entry (direct-mapped). */
+typedef struct mp_lmru {
+  uint64_t key;		/* See link_note(); 0 = empty. */
+  uint32_t link;	/* Index in link[]. */
+} mp_lmru;
+
+#define MP_LMRU		64
+
+typedef struct mp_profile {
+  mp_reader r;
+  mp_symtab syms;
+  mp_heap heap;
+  mp_site *site;	/* Sites in order of first event. */
+  uint32_t nsite, capsite;
+  mp_hash smap;		/* Site records by hash of their location. */
+  mp_link *link;
+  uint32_t nlink, caplink;
+  mp_hash lmap;		/* Packed (kind, site, owner) -> link. */
+  /* The two caches start on cache lines, so that no entry straddles two
+  ** (that alone cost a twentieth of the time of a binary-trees profile). */
+  mp_lmru lmru[MP_LMRU] __attribute__((aligned(64)));	/* Recent links. */
+  mp_lcache lcache[MP_LCACHE] __attribute__((aligned(64)));
+  uint32_t epoch;	/* Bumped by every symbol: flushes lcache. */
+  uint32_t internal;	/* Site of MP_SRC_INTERNAL + 1, 0 until known. */
+  /* Totals. */
+  mp_cost total[MP_AEV_N];	/* By event kind. */
+  uint64_t nsym[2][MP_SRC_N];	/* Symbols by source >> MP_SRC_SHIFT: [0] in
+				   the symtab header, [1] inside events. */
+  uint64_t net;		/* Running alloc - free (read it as int64_t). */
+  int64_t peak;		/* Its maximum, at least 0. */
+  /* Sizes of 2^MP_SMALL_BITS or more, summed exactly. Smaller ones cost
+  ** one test an event: their sum is below their number times that, which
+  ** is enough to prove that no byte counter wrapped (for fewer than 2^39
+  ** events). */
+  unsigned __int128 big_plus, big_minus;
+  int overflow;		/* Sizes may sum to 2^63 or more: byte counters and
+			   their differences may have wrapped. */
+  /* Outcome of mp_profile_read(). */
+  int rc;		/* MP_END or an MP_ERR_* code. */
+  size_t len;		/* Bytes of the input read. */
+} mp_profile;
+
+void mp_profile_init(mp_profile *p);
+void mp_profile_free(mp_profile *p);
+
+/* Read the stream of in to its end or to the first error. Returns and
+** stores in p->rc: MP_END (complete), MP_ERR_TRUNC (the data ends early),
+** MP_ERR_DATA (bytes that are not a stream), MP_ERR_IO (a read failed),
+** MP_ERR_NOMEM; in every case what came before p->r.err_offset is
+** aggregated, and p->r.err says what was expected there. The stream is a
+** profile at all only if mp_reader_is_profile(&p->r). */
+int mp_profile_read_input(mp_profile *p, mp_input *in);
+
+/* The same over len bytes in memory at data. */
+int mp_profile_read(mp_profile *p, const void *data, size_t len);
+
+/* Events by kind counted so far (cheap enough for a progress line). */
+uint64_t mp_profile_events(const mp_profile *p);
+
+#endif

@@ -1,0 +1,192 @@
+/*
+** mp_sections.c: sort the sites of a profile into sections and compute the
+** heap summary (see mp_sections.h for the accounting).
+**
+** Everything here is proportional to the number of sites and links, so it
+** sorts with plain qsort over small keyed records.
+*/
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/mp_sections.h"
+
+/* A record to sort: two keys (descending), then the label, then index. */
+typedef struct sortrec {
+  uint64_t k1, k2;
+  const char *label;
+  uint32_t idx;
+} sortrec;
+
+static int cmp_rec(const void *a, const void *b)
+{
+  const sortrec *x = a, *y = b;
+  int c;
+  if (x->k1 != y->k1) return x->k1 > y->k1 ? -1 : 1;
+  if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
+  if ((c = strcmp(x->label, y->label)) != 0) return c;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Links in render order: kind, site, owner's label, owner. */
+static const mp_sections *link_sec;	/* qsort has no context argument. */
+
+static int cmp_link(const void *a, const void *b)
+{
+  const mp_link *x = &link_sec->p->link[*(const uint32_t *)a];
+  const mp_link *y = &link_sec->p->link[*(const uint32_t *)b];
+  int c;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (x->site != y->site) return x->site < y->site ? -1 : 1;
+  if ((c = strcmp(link_sec->label[x->owner], link_sec->label[y->owner])))
+    return c;
+  return x->owner < y->owner ? -1 : x->owner > y->owner;
+}
+
+void mp_sections_free(mp_sections *sec)
+{
+  int k;
+  free(sec->label);
+  mp_strtab_free(&sec->labels);
+  for (k = 0; k < MP_AEV_N; k++) free(sec->row[k]);
+  free(sec->link);
+  free(sec->held);
+  memset(sec, 0, sizeof(*sec));
+}
+
+/* Sort the sites with events of kind k into sec->row[k]; 0 or -1. */
+static int build_rows(mp_sections *sec, int k, sortrec *rec)
+{
+  const mp_profile *p = sec->p;
+  uint32_t i, n = 0, l = 0;
+  for (i = 0; i < p->nsite; i++) {
+    mp_cost c = mp_site_cost(&p->site[i], k);
+    uint64_t bytes = k == MP_AEV_FREE ? c.minus : c.plus;
+    if (!c.n) continue;
+    rec[n].k1 = sec->sort == MP_SORT_COUNT ? c.n : bytes;
+    rec[n].k2 = sec->sort == MP_SORT_COUNT ? bytes : c.n;
+    rec[n].label = sec->label[i];
+    rec[n].idx = i;
+    n++;
+  }
+  qsort(rec, n, sizeof(*rec), cmp_rec);
+  if (!(sec->row[k] = calloc(n ? n : 1, sizeof(mp_row)))) return -1;
+  sec->nrow[k] = n;
+  for (i = 0; i < n; i++) sec->row[k][i].site = rec[i].idx;
+  if (k == MP_AEV_ALLOC) return 0;
+  /* Links are sorted by kind then site: find each row's range. */
+  {
+    uint32_t *first = malloc((size_t)p->nsite * sizeof(*first) + 1);
+    uint32_t *count = calloc((size_t)p->nsite + 1, sizeof(*count));
+    if (!first || !count) { free(first); free(count); return -1; }
+    for (l = 0; l < p->nlink; l++) {
+      const mp_link *lk = &p->link[sec->link[l]];
+      if (lk->kind != k) continue;
+      if (!count[lk->site]) first[lk->site] = l;
+      count[lk->site]++;
+    }
+    for (i = 0; i < n; i++) {
+      mp_row *r = &sec->row[k][i];
+      r->nlink = count[r->site];
+      r->link0 = r->nlink ? first[r->site] : 0;
+    }
+    free(first);
+    free(count);
+  }
+  return 0;
+}
+
+/* Heap summary: Tarantool's accounting per owner; 0 or -1. */
+static int build_held(mp_sections *sec, sortrec *rec)
+{
+  const mp_profile *p = sec->p;
+  mp_held *h = calloc(p->nsite ? p->nsite : 1, sizeof(*h));
+  uint32_t i, n = 0;
+  if (!h) return -1;
+  for (i = 0; i < p->nsite; i++) {
+    mp_cost a = mp_site_cost(&p->site[i], MP_AEV_ALLOC);
+    h[i].site = i;
+    if (a.plus) {
+      h[i].cost.plus += a.plus;
+      h[i].cost.n += a.n;
+    }
+  }
+  for (i = 0; i < p->nlink; i++) {
+    const mp_link *l = &p->link[i];
+    mp_held *x = &h[l->owner];
+    if (l->cost.plus) { x->cost.plus += l->cost.plus; x->cost.n += l->cost.n; }
+    if (l->cost.minus) { x->cost.minus += l->cost.minus; x->nfree += l->cost.n; }
+  }
+  for (i = 0; i < p->nsite; i++) {
+    uint64_t bytes = mp_held_bytes(&h[i]);
+    if ((int64_t)bytes <= 0) continue;
+    rec[n].k1 = sec->sort == MP_SORT_COUNT ? h[i].cost.n : bytes;
+    rec[n].k2 = sec->sort == MP_SORT_COUNT ? bytes : h[i].cost.n;
+    rec[n].label = sec->label[i];
+    rec[n].idx = i;
+    n++;
+  }
+  qsort(rec, n, sizeof(*rec), cmp_rec);
+  if (!(sec->held = calloc(n ? n : 1, sizeof(*sec->held)))) {
+    free(h);
+    return -1;
+  }
+  for (i = 0; i < n; i++) sec->held[i] = h[rec[i].idx];
+  sec->nheld = n;
+  free(h);
+  return 0;
+}
+
+/* Label every site, in site order (which numbers the aliases in the order
+** their chunks first had events). Sites of one chunk loaded many times
+** have one label: a small cache of recent labels by hash lets them share
+** a copy, so memory is a copy per label that did not repeat recently (a
+** table of all of them would cost more than it saves when they are all
+** different). 0 or -1. */
+static int make_labels(mp_sections *sec)
+{
+  enum { CACHE = 4096 };
+  const char **recent = calloc(CACHE, sizeof(*recent));
+  mp_profile *p = sec->p;
+  char buf[MP_LABEL_MAX];
+  uint32_t i;
+  if (!recent) return -1;
+  for (i = 0; i < p->nsite; i++) {
+    size_t n = mp_label(&p->syms.names, &p->site[i].loc, buf, sizeof(buf));
+    const char **c = &recent[mp_hash_bytes(buf, n) % CACHE];
+    if (!*c || strcmp(*c, buf))
+      if (!(*c = mp_strtab_copy(&sec->labels, buf, n + 1))) break;
+    sec->label[i] = *c;
+  }
+  free(recent);
+  return i == p->nsite ? 0 : -1;
+}
+
+int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort)
+{
+  sortrec *rec = NULL;
+  uint32_t i;
+  int k;
+  memset(sec, 0, sizeof(*sec));
+  sec->p = p;
+  sec->sort = sort;
+  mp_strtab_init(&sec->labels);
+  if (!(sec->label = calloc(p->nsite ? p->nsite : 1, sizeof(char *))) ||
+      make_labels(sec) < 0)
+    goto err;
+  if (!(sec->link = malloc(((size_t)p->nlink + 1) * sizeof(uint32_t))))
+    goto err;
+  for (i = 0; i < p->nlink; i++) sec->link[i] = i;
+  link_sec = sec;
+  qsort(sec->link, p->nlink, sizeof(uint32_t), cmp_link);
+  if (!(rec = malloc(((size_t)p->nsite + 1) * sizeof(*rec)))) goto err;
+  for (k = MP_AEV_ALLOC; k < MP_AEV_N; k++)
+    if (build_rows(sec, k, rec) < 0) goto err;
+  if (build_held(sec, rec) < 0) goto err;
+  free(rec);
+  return 0;
+err:
+  free(rec);
+  mp_sections_free(sec);
+  return -1;
+}

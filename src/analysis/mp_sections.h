@@ -1,0 +1,64 @@
+/*
+** mp_sections.h: the sections of a report, from one mp_profile.
+**
+** By site: ALLOCATIONS, REALLOCATIONS and DEALLOCATIONS, each sorted, each
+** reallocating or freeing site with the sites whose blocks it resized or
+** freed; and the HEAP SUMMARY: per site, what it allocated and what of it
+** was not freed within the profile. The summary keeps the accounting of
+** Tarantool's memprof parser so both tools print the same numbers: a site
+** is charged with its allocations and with the growth of its blocks by
+** reallocations anywhere, and credited with its blocks' sizes when they
+** are freed or resized anywhere; a reallocated block belongs afterwards to
+** the reallocating site.
+*/
+
+#ifndef MP_SECTIONS_H
+#define MP_SECTIONS_H
+
+#include <stdint.h>
+
+#include "analysis/mp_profile.h"
+#include "reader/mp_strtab.h"
+
+typedef enum mp_sort { MP_SORT_BYTES, MP_SORT_COUNT } mp_sort;
+
+/* A site in a section, with its links in [link0, link0 + nlink). */
+typedef struct mp_row {
+  uint32_t site;
+  uint32_t link0, nlink;
+} mp_row;
+
+/* A heap summary line: what a site was charged (cost.n allocations,
+** cost.plus bytes) and credited (nfree frees, cost.minus bytes); it holds
+** the difference, more than 0. */
+typedef struct mp_held {
+  uint32_t site;
+  uint64_t nfree;
+  mp_cost cost;
+} mp_held;
+
+typedef struct mp_sections {
+  mp_profile *p;
+  mp_sort sort;
+  const char **label;	/* By site; stored in labels. */
+  mp_strtab labels;
+  mp_row *row[MP_AEV_N];	/* Sections by event kind. */
+  uint32_t nrow[MP_AEV_N];
+  uint32_t *link;	/* Link indexes by kind, site, owner's label. */
+  mp_held *held;
+  uint32_t nheld;
+} mp_sections;
+
+/* Build the sections of p (which must outlive them), sorted by sort. Labels
+** are made here (and aliases numbered) in site order. Returns 0, or -1
+** when out of memory. */
+int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort);
+void mp_sections_free(mp_sections *sec);
+
+/* Bytes a heap summary line holds. */
+static inline uint64_t mp_held_bytes(const mp_held *h)
+{
+  return h->cost.plus - h->cost.minus;
+}
+
+#endif

@@ -1,0 +1,123 @@
+/*
+** cli_opts.c: options shared by the commands. An unknown option, a missing
+** or bad value is an error that names the option and points to --help.
+*/
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/mp_cli.h"
+
+int mp_cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+		     const char *name, const char *shortname,
+		     const char **val)
+{
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (!strncmp(a, name, n) && a[n] == '=') { *val = a + n + 1; return 1; }
+  if (strcmp(a, name) && !(shortname && !strcmp(a, shortname))) return 0;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "ljmemprof %s: option '%s' needs an argument "
+	    "(see 'ljmemprof %s --help')\n", cmd, a, cmd);
+    return -1;
+  }
+  *val = argv[++*i];
+  return 1;
+}
+
+/* Say that v is not a value of option name; returns MP_OPT_ERROR. */
+static int bad_value(const char *cmd, const char *name, const char *v)
+{
+  fprintf(stderr, "ljmemprof %s: bad value '%s' for option '%s' (see "
+	  "'ljmemprof %s --help')\n", cmd, v, name, cmd);
+  return MP_OPT_ERROR;
+}
+
+int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
+		      mp_cli_opts *o)
+{
+  const char *a = argv[*i], *v;
+  int m;
+  if (!strcmp(a, "--leak-only")) {
+    o->render.leak_only = 1;
+    return MP_OPT_TAKEN;
+  }
+  if (!strcmp(a, "--human-readable") || !strcmp(a, "-H")) {
+    o->render.human = 1;
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--format", NULL, &v))) {
+    if (m < 0) return MP_OPT_ERROR;
+    if (!(o->format = mp_renderer_find(v)))
+      return bad_value(cmd, "--format", v);
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--sort", NULL, &v))) {
+    if (m < 0) return MP_OPT_ERROR;
+    if (!strcmp(v, "bytes")) o->sort = MP_SORT_BYTES;
+    else if (!strcmp(v, "count")) o->sort = MP_SORT_COUNT;
+    else return bad_value(cmd, "--sort", v);
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--top", NULL, &v))) {
+    char *end;
+    unsigned long long n;
+    if (m < 0) return MP_OPT_ERROR;
+    errno = 0;
+    n = strtoull(v, &end, 10);
+    if (!*v || *end || errno || *v == '-') return bad_value(cmd, "--top", v);
+    o->render.top = n;
+    return MP_OPT_TAKEN;
+  }
+  return MP_OPT_NONE;
+}
+
+int mp_cli_unknown_opt(const char *cmd, const char *opt)
+{
+  fprintf(stderr, "ljmemprof %s: unknown option '%s' (see 'ljmemprof %s "
+	  "--help')\n", cmd, opt, cmd);
+  return MP_EXIT_ERROR;
+}
+
+int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
+		     int (*opt)(const char *cmd, int argc, char **argv,
+				int *i, void *ctx),
+		     void *ctx, const char **path)
+{
+  int i, dashdash = 0;
+  *path = NULL;
+  for (i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!dashdash && a[0] == '-' && a[1]) {
+      int r = MP_OPT_NONE;
+      if (!strcmp(a, "--")) { dashdash = 1; continue; }
+      if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+	return mp_cli_help(cmd, stdout);
+      if (o) r = mp_cli_report_opt(cmd, argc, argv, &i, o);
+      else if (opt) r = opt(cmd, argc, argv, &i, ctx);
+      if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
+      if (r == MP_OPT_TAKEN) continue;
+      return mp_cli_unknown_opt(cmd, a);
+    }
+    if (*path) {
+      fprintf(stderr, "ljmemprof %s: one FILE expected, got '%s' and '%s' "
+	      "(see 'ljmemprof %s --help')\n", cmd, *path, a, cmd);
+      return MP_EXIT_ERROR;
+    }
+    *path = a;
+  }
+  if (!*path) {
+    fprintf(stderr, "ljmemprof %s: missing FILE (see 'ljmemprof %s "
+	    "--help')\n", cmd, cmd);
+    return MP_EXIT_ERROR;
+  }
+  return -1;
+}
+
+void mp_cli_list_formats(FILE *out)
+{
+  const mp_renderer *r;
+  for (r = mp_renderers; r->name; r++)
+    fprintf(out, "    %-8s %s\n", r->name, r->summary);
+}

@@ -1,0 +1,209 @@
+/*
+** cli_read.c: read a profile for a command: open it, run the profile
+** pass with a progress line on long reads, and say in one line what went
+** wrong, if anything.
+**
+** The progress line: reading a large profile takes seconds (60 million
+** events a second here), so on a terminal, once a read has taken more
+** than PROGRESS_DELAY seconds, stderr shows bytes, events and the rate,
+** updated four times a second and erased when the read ends. Nothing is
+** shown when stderr is not a terminal. LJMEMPROF_PROGRESS changes that:
+** "never", "always" (also without a terminal, from the start, one line an
+** update: for tests and logs), or the delay in seconds.
+*/
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/mp_cli.h"
+
+#define PROGRESS_DELAY	1.5	/* Seconds before the line appears. */
+#define PROGRESS_EVERY	0.25	/* Seconds between updates. */
+
+/* -- Progress ------------------------------------------------------------- */
+
+typedef struct progress {
+  const char *path;
+  uint64_t (*events)(const void *ctx);
+  const void *ctx;
+  double start, last, delay;
+  int tty;		/* Rewrite one line (else a line per update). */
+  int shown;		/* Something was printed. */
+} progress;
+
+static progress prog;	/* One read at a time. */
+
+/* Seconds on a monotonic clock. */
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* mp_input's progress hook: print the line when it is time. */
+static void progress_step(void *ctx, size_t offset)
+{
+  progress *g = ctx;
+  double t = now(), secs = t - g->start;
+  uint64_t n;
+  if (secs < g->delay || (g->shown && t - g->last < PROGRESS_EVERY)) return;
+  n = g->events(g->ctx);
+  fprintf(stderr, "%sljmemprof: reading %s: %.1f MB, %.1fM events, "
+	  "%.1fM events/s%s", g->tty ? "\r" : "", g->path,
+	  (double)offset / 1e6, (double)n / 1e6,
+	  secs > 0 ? (double)n / 1e6 / secs : 0.0, g->tty ? "\033[K" : "\n");
+  fflush(stderr);
+  g->shown = 1;
+  g->last = t;
+}
+
+void mp_cli_progress(mp_input *in, const char *path,
+		     uint64_t (*events)(const void *ctx), const void *ctx)
+{
+  const char *mode = getenv("LJMEMPROF_PROGRESS");
+  int tty = isatty(2), on = tty;
+  double delay = PROGRESS_DELAY;
+  if (mode && *mode && strcmp(mode, "auto")) {
+    char *end;
+    if (!strcmp(mode, "never")) {
+      on = 0;
+    } else if (!strcmp(mode, "always")) {
+      on = 1;
+      delay = 0;
+    } else {
+      delay = strtod(mode, &end);
+      if (*end || delay < 0) {
+	fprintf(stderr, "ljmemprof: LJMEMPROF_PROGRESS: bad value '%s' "
+		"(never, always, auto or seconds); using auto\n", mode);
+	delay = PROGRESS_DELAY;
+      }
+    }
+  }
+  in->progress = NULL;
+  if (!on) return;
+  memset(&prog, 0, sizeof(prog));
+  prog.path = path;
+  prog.events = events;
+  prog.ctx = ctx;
+  prog.delay = delay;
+  prog.tty = tty;
+  prog.start = now();
+  in->progress = progress_step;
+  in->ctx = &prog;
+}
+
+void mp_cli_progress_end(mp_input *in)
+{
+  if (in->progress && prog.shown && prog.tty) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
+  in->progress = NULL;
+}
+
+/* -- Reading -------------------------------------------------------------- */
+
+int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
+		   const mp_input *in)
+{
+  if (rc == MP_END) return MP_EXIT_OK;
+  if (rc == MP_ERR_NOMEM) {
+    fprintf(stderr, "ljmemprof: %s: out of memory at byte %zu: expected "
+	    "%s\n", path, r->err_offset, r->err);
+    return MP_EXIT_ERROR;
+  }
+  if (!mp_reader_is_profile(r)) {	/* Its first bytes are not a profile's. */
+    if (rc == MP_ERR_IO)
+      fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(in->err));
+    else if (rc == MP_ERR_TRUNC && r->err_offset == 0)
+      fprintf(stderr, "ljmemprof: %s: not a memprof profile: it is empty\n",
+	      path);
+    else
+      fprintf(stderr, "ljmemprof: %s: not a memprof profile: %s at byte "
+	      "%zu: expected %s\n", path, rc == MP_ERR_TRUNC ? "data ends" :
+	      "bad data", r->err_offset, r->err);
+    return MP_EXIT_ERROR;
+  }
+  if (rc == MP_ERR_TRUNC)
+    fprintf(stderr, "ljmemprof: %s: warning: data ends at byte %zu before "
+	    "the end of the profile (expected %s); reporting what came "
+	    "before\n", path, r->err_offset, r->err);
+  else if (rc == MP_ERR_IO)
+    fprintf(stderr, "ljmemprof: %s: warning: read error at byte %zu (%s); "
+	    "reporting what came before\n", path, r->err_offset,
+	    strerror(in->err));
+  else
+    fprintf(stderr, "ljmemprof: %s: warning: bad data at byte %zu (expected "
+	    "%s); reporting what came before\n", path, r->err_offset, r->err);
+  return MP_EXIT_TRUNCATED;
+}
+
+/* Events aggregated so far, for the progress line. */
+static uint64_t profile_events(const void *ctx)
+{
+  return mp_profile_events(ctx);
+}
+
+int mp_cli_read(const char *path, mp_input *in, mp_profile *p)
+{
+  int rc, status;
+  mp_profile_init(p);
+  if (mp_input_open(in, path) < 0) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
+    mp_profile_free(p);
+    return MP_EXIT_ERROR;
+  }
+  mp_cli_progress(in, path, profile_events, p);
+  rc = mp_profile_read_input(p, in);
+  mp_cli_progress_end(in);
+  status = mp_cli_outcome(path, rc, &p->r, in);
+  if (status != MP_EXIT_ERROR && p->overflow) {
+    fprintf(stderr, "ljmemprof: %s: warning: the sizes in the profile add "
+	    "up to 2^63 bytes or more (absurd data): byte totals and "
+	    "differences are not exact\n", path);
+    status = MP_EXIT_TRUNCATED;
+  }
+  if (status == MP_EXIT_ERROR) {
+    mp_profile_free(p);
+    mp_input_close(in);
+  }
+  return status;
+}
+
+int mp_cli_finish_output(int status)
+{
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "ljmemprof: standard output: %s\n", strerror(errno));
+    return MP_EXIT_ERROR;
+  }
+  return status;
+}
+
+int mp_cli_report_file(const char *path, const mp_cli_opts *o)
+{
+  mp_input in;
+  mp_profile p;
+  mp_sections sec;
+  mp_render_opts ro = o->render;
+  const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
+  int status = mp_cli_read(path, &in, &p);
+  if (status == MP_EXIT_ERROR) return status;
+  ro.file = path;
+  if (mp_sections_build(&sec, &p, o->sort) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
+    status = MP_EXIT_ERROR;
+  } else {
+    if (r->render(stdout, &sec, &ro) < 0 && !ferror(stdout)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
+      status = MP_EXIT_ERROR;
+    }
+    mp_sections_free(&sec);
+  }
+  mp_profile_free(&p);
+  mp_input_close(&in);
+  return mp_cli_finish_output(status);
+}

@@ -1,0 +1,125 @@
+/*
+** cmd_events.c: `ljmemprof events`: every event, resolved, as JSON lines.
+**
+** The agent's tests read profiles through this command, so it resolves and
+** labels with the report's own code (mp_label, mp_json): what they check
+** is what users see.
+*/
+
+#include <errno.h>
+#include <string.h>
+
+#include "cli/mp_cli.h"
+#include "reader/mp_label.h"
+#include "render/mp_json.h"
+
+const char mp_help_events[] =
+"NAME\n"
+"    ljmemprof events - print every event of a profile as JSON lines\n"
+"\n"
+"SYNOPSIS\n"
+"    ljmemprof events FILE\n"
+"\n"
+"DESCRIPTION\n"
+"    One JSON object per allocation event, in stream order, with fields\n"
+"    event (alloc, realloc, free), source (internal, lua, cfunc, trace),\n"
+"    label, line and chunk (Lua), name (C), trace, start_line and\n"
+"    start_chunk (traces), oaddr, osize, naddr, nsize; then a last line\n"
+"    {\"complete\":true} or {\"complete\":false}. Labels are those of the\n"
+"    report (the same resolver: C addresses inside a symbol as name+0xoff,\n"
+"    code loaded from strings as function_alias_N); names are cut at 4096\n"
+"    bytes.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 complete; 3 cut short or damaged (events up to the cut or the\n"
+"    damage); 2 error.\n";
+
+_Static_assert(MP_NAME_SHOWN == 4096, "the manual above gives the cut");
+
+/* Print the location fields of an event. */
+static void json_loc(FILE *out, mp_symtab *t, const mp_item *it)
+{
+  char label[MP_LABEL_MAX];
+  mp_loc l = mp_loc_of(t, it->src, it->id, it->line);
+  const mp_name *nm = l.name ? mp_strtab_get(&t->names, l.name) : NULL;
+  mp_label(&t->names, &l, label, sizeof(label));
+  fprintf(out, "\"source\":\"%s\",\"label\":", mp_src_name(it->src));
+  mp_json_cstr(out, label);
+  switch (it->src) {
+  case MP_SRC_LFUNC:
+    fprintf(out, ",\"line\":%llu,\"chunk\":", (unsigned long long)it->line);
+    if (nm) mp_json_name(out, nm, MP_NAME_SHOWN);
+    else fputs("null", out);
+    break;
+  case MP_SRC_CFUNC:
+    fputs(",\"name\":", out);
+    if (nm) mp_json_name(out, nm, MP_NAME_SHOWN);
+    else fputs("null", out);
+    break;
+  case MP_SRC_TRACE:
+    fprintf(out, ",\"trace\":%llu", (unsigned long long)it->id);
+    if (nm) {
+      fprintf(out, ",\"start_line\":%llu,\"start_chunk\":",
+	      (unsigned long long)l.aux);
+      mp_json_name(out, nm, MP_NAME_SHOWN);
+    }
+    break;
+  }
+}
+
+/* Events printed so far, for the progress line. */
+static uint64_t count_events(const void *ctx)
+{
+  return *(const uint64_t *)ctx;
+}
+
+int mp_cmd_events(int argc, char **argv)
+{
+  const char *path;
+  mp_input in;
+  mp_reader r;
+  mp_item it;
+  mp_symtab t;
+  uint64_t n = 0;
+  size_t mark = 0;
+  int rc, status;
+  FILE *out = stdout;
+  if ((rc = mp_cli_file_args("events", argc, argv, NULL, NULL, NULL,
+			     &path)) >= 0)
+    return rc;
+  if (mp_input_open(&in, path) < 0) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
+    return MP_EXIT_ERROR;
+  }
+  mp_symtab_init(&t);
+  mp_cli_progress(&in, path, count_events, &n);
+  mp_input_start(&in, &r);
+  while ((rc = mp_input_next(&in, &r, &it)) == MP_OK) {
+    if (it.offset >= mark) {	/* Drop pages read, show progress. */
+      mp_input_consumed(&in, it.offset);
+      mark = it.offset + ((size_t)1 << 20);
+    }
+    if (it.kind == MP_AEV_SYMTAB) {
+      if (!mp_symtab_add(&t, &it)) {
+	rc = MP_ERR_NOMEM;
+	r.err_offset = it.offset;
+	snprintf(r.err, sizeof(r.err), "memory for the symbols");
+	break;
+      }
+      continue;
+    }
+    n++;
+    fprintf(out, "{\"event\":\"%s\",", mp_kind_name(it.kind));
+    json_loc(out, &t, &it);
+    fprintf(out, ",\"oaddr\":%llu,\"osize\":%llu,\"naddr\":%llu,"
+	    "\"nsize\":%llu}\n",
+	    (unsigned long long)it.oaddr, (unsigned long long)it.osize,
+	    (unsigned long long)it.naddr, (unsigned long long)it.nsize);
+  }
+  mp_cli_progress_end(&in);
+  fprintf(out, "{\"complete\":%s}\n", rc == MP_END ? "true" : "false");
+  status = mp_cli_outcome(path, rc, &r, &in);
+  mp_symtab_free(&t);
+  mp_input_close(&in);
+  return mp_cli_finish_output(status);
+}

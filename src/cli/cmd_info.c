@@ -1,0 +1,139 @@
+/*
+** cmd_info.c: `ljmemprof info`: versions, counts and totals of a profile.
+*/
+
+#include <string.h>
+
+#include "cli/mp_cli.h"
+#include "render/mp_json.h"
+
+const char mp_help_info[] =
+"NAME\n"
+"    ljmemprof info - summarise a memprof profile\n"
+"\n"
+"SYNOPSIS\n"
+"    ljmemprof info [--format text|json] FILE\n"
+"\n"
+"DESCRIPTION\n"
+"    Prints the format versions of the symtab and of the event stream,\n"
+"    whether the stream is complete (ends with its epilogue) or where it\n"
+"    was cut, the events by kind, the symbols by kind (in the symtab\n"
+"    header and met inside the stream), the number of distinct sources,\n"
+"    the bytes allocated (new sizes of alloc and realloc events) and freed\n"
+"    (old sizes of realloc and free events), the net change and its peak\n"
+"    during the run, and the blocks allocated within the profile that were\n"
+"    still live at its end. When the sizes add up to 2^63 bytes or more\n"
+"    (absurd data), it says so: the byte figures are then not exact.\n"
+"\n"
+"OPTIONS\n"
+"    --format text|json   Text (default) or one JSON object.\n"
+"    -h, --help           Print this manual.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 complete; 3 cut short or damaged (summarised up to the cut or the\n"
+"    damage); 2 error.\n";
+
+/* info's own option: --format text|json. */
+static int info_opt(const char *cmd, int argc, char **argv, int *i,
+		    void *ctx)
+{
+  int *json = ctx, m;
+  const char *v;
+  if (!(m = mp_cli_opt_value(cmd, argc, argv, i, "--format", NULL, &v)))
+    return MP_OPT_NONE;
+  if (m < 0) return MP_OPT_ERROR;
+  if (strcmp(v, "json") && strcmp(v, "text")) {
+    fprintf(stderr, "ljmemprof %s: bad value '%s' for option '--format' "
+	    "(see 'ljmemprof %s --help')\n", cmd, v, cmd);
+    return MP_OPT_ERROR;
+  }
+  *json = v[0] == 'j';
+  return MP_OPT_TAKEN;
+}
+
+/* Where reading stopped, for "complete:". */
+static const char *stop_word(int rc)
+{
+  return rc == MP_ERR_DATA ? "bad data at byte" :
+	 rc == MP_ERR_IO ? "read error at byte" : "data ends at byte";
+}
+
+int mp_cmd_info(int argc, char **argv)
+{
+  mp_input in;
+  mp_profile p;
+  const char *path;
+  uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev, alloc, freed;
+  int rc, k, json = 0;
+  if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
+			     &path)) >= 0)
+    return rc;
+  if ((rc = mp_cli_read(path, &in, &p)) == MP_EXIT_ERROR) return rc;
+  for (k = 0; k < MP_SRC_N; k++) {
+    nsym[k] = p.nsym[0][k] + p.nsym[1][k];
+    total += nsym[k];
+    hdr += p.nsym[0][k];
+  }
+  nev = p.total[MP_AEV_ALLOC].n + p.total[MP_AEV_REALLOC].n +
+	p.total[MP_AEV_FREE].n;
+  alloc = p.total[MP_AEV_ALLOC].plus + p.total[MP_AEV_REALLOC].plus;
+  freed = p.total[MP_AEV_REALLOC].minus + p.total[MP_AEV_FREE].minus;
+  if (json) {
+    fputs("{\"file\":", stdout);
+    mp_json_cstr(stdout, path);
+    printf(",\"size\":%zu,\"versions\":{\"symtab\":%d,\"events\":%d},"
+	   "\"complete\":%s", p.len, p.r.ljs_version, p.r.ljm_version,
+	   p.rc == MP_END ? "true" : "false");
+    if (p.rc != MP_END) printf(",\"truncated_at\":%zu", p.r.err_offset);
+    if (p.rc == MP_ERR_DATA) fputs(",\"damaged\":true", stdout);
+    if (p.overflow) fputs(",\"overflow\":true", stdout);
+    printf(",\"events\":{\"alloc\":%llu,\"realloc\":%llu,\"free\":%llu}",
+	   (unsigned long long)p.total[MP_AEV_ALLOC].n,
+	   (unsigned long long)p.total[MP_AEV_REALLOC].n,
+	   (unsigned long long)p.total[MP_AEV_FREE].n);
+    printf(",\"symbols\":{\"lua\":%llu,\"cfunc\":%llu,\"trace\":%llu,"
+	   "\"in_header\":%llu,\"in_stream\":%llu}",
+	   (unsigned long long)nsym[MP_SRC_LFUNC >> MP_SRC_SHIFT],
+	   (unsigned long long)nsym[MP_SRC_CFUNC >> MP_SRC_SHIFT],
+	   (unsigned long long)nsym[MP_SRC_TRACE >> MP_SRC_SHIFT],
+	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
+    printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu,"
+	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%zu,"
+	   "\"live_bytes\":%llu}\n", p.nsite, (unsigned long long)alloc,
+	   (unsigned long long)freed, (long long)(int64_t)p.net,
+	   (long long)p.peak, p.heap.count, (unsigned long long)p.heap.bytes);
+  } else {
+    printf("file:       %s (%zu bytes)\n", path, p.len);
+    printf("format:     memprof, symtab version %d, events version %d\n",
+	   p.r.ljs_version, p.r.ljm_version);
+    if (p.rc == MP_END) printf("complete:   yes\n");
+    else printf("complete:   no, %s %zu (expected %s)\n", stop_word(p.rc),
+		p.r.err_offset, p.r.err);
+    printf("events:     %llu (alloc %llu, realloc %llu, free %llu)\n",
+	   (unsigned long long)nev,
+	   (unsigned long long)p.total[MP_AEV_ALLOC].n,
+	   (unsigned long long)p.total[MP_AEV_REALLOC].n,
+	   (unsigned long long)p.total[MP_AEV_FREE].n);
+    printf("symbols:    %llu (", (unsigned long long)total);
+    for (k = MP_SRC_LFUNC; k <= MP_SRC_TRACE; k += 1 << MP_SRC_SHIFT)
+      printf("%s%s %llu", k != MP_SRC_LFUNC ? ", " : "", mp_src_name(k),
+	     (unsigned long long)nsym[k >> MP_SRC_SHIFT]);
+    printf("); %llu in the symtab, %llu in the event stream\n",
+	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
+    printf("sources:    %u\n", p.nsite);
+    printf("allocated:  %lluB (new sizes of alloc and realloc events)\n",
+	   (unsigned long long)alloc);
+    printf("freed:      %lluB (old sizes of realloc and free events)\n",
+	   (unsigned long long)freed);
+    if (p.overflow)
+      printf("overflow:   the sizes add up to 2^63 bytes or more: the byte "
+	     "figures are not exact\n");
+    printf("net:        %+lldB, peak %+lldB\n", (long long)(int64_t)p.net,
+	   (long long)p.peak);
+    printf("live:       %zu blocks, %lluB allocated within the profile and "
+	   "not freed\n", p.heap.count, (unsigned long long)p.heap.bytes);
+  }
+  mp_profile_free(&p);
+  mp_input_close(&in);
+  return mp_cli_finish_output(rc);
+}

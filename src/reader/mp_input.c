@@ -1,0 +1,178 @@
+/*
+** mp_input.c: a mapped file, or a stream read through a sliding window
+** (see mp_input.h for why and what it costs).
+*/
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader/mp_input.h"
+
+#define RELEASE_STEP	((size_t)8 << 20)	/* Bytes between madvise calls. */
+
+/* Map the regular file fd of size bytes; 0, or -1 to read it instead. */
+static int map(mp_input *in, int fd, size_t size)
+{
+  void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED) return -1;
+  madvise(p, size, MADV_SEQUENTIAL);
+  in->data = p;
+  in->len = in->total = size;
+  in->mapped = 1;
+  return 0;
+}
+
+int mp_input_open(mp_input *in, const char *path)
+{
+  struct stat st;
+  int fd;
+  memset(in, 0, sizeof(*in));
+  in->fd = -1;
+  if (strcmp(path, "-") == 0) {
+    fd = 0;
+  } else {
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    in->own_fd = 1;
+  }
+  if (fstat(fd, &st) < 0 || (S_ISDIR(st.st_mode) && (errno = EISDIR))) {
+    int e = errno;
+    if (in->own_fd) close(fd);
+    errno = e;
+    return -1;
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0 &&
+      map(in, fd, (size_t)st.st_size) == 0) {
+    if (in->own_fd) close(fd);	/* The mapping stays valid. */
+    in->own_fd = 0;
+    return 0;
+  }
+  in->fd = fd;	/* A stream (or a file that reads as one). */
+  return 0;
+}
+
+void mp_input_memory(mp_input *in, const void *data, size_t len,
+		     size_t chunk)
+{
+  memset(in, 0, sizeof(*in));
+  in->fd = -1;
+  if (!chunk) {
+    in->data = data;
+    in->len = in->total = len;
+    return;
+  }
+  in->src = data;
+  in->srclen = len;
+  in->chunk = chunk;
+}
+
+void mp_input_close(mp_input *in)
+{
+  if (in->mapped) munmap((void *)in->data, in->len);
+  if (in->own_fd) close(in->fd);
+  free(in->buf);
+  memset(in, 0, sizeof(*in));
+  in->fd = -1;
+}
+
+void mp_input_start(mp_input *in, mp_reader *r)
+{
+  mp_reader_start(r);
+  if (in->data || (!in->src && in->fd < 0))
+    mp_reader_window(r, in->data, in->len, 0, 1);
+  else
+    mp_reader_window(r, NULL, 0, 0, 0);	/* Filled by the first read. */
+}
+
+/* Read up to n bytes into dst: from the fd, or chunk bytes at a time from
+** memory. The count, 0 at the end, -1 on an error (errno set). */
+static ssize_t get(mp_input *in, uint8_t *dst, size_t n)
+{
+  ssize_t got;
+  if (in->src) {
+    size_t m = in->srclen - in->srcpos;
+    if (m > in->chunk) m = in->chunk;
+    if (m > n) m = n;
+    memcpy(dst, in->src + in->srcpos, m);
+    in->srcpos += m;
+    return (ssize_t)m;
+  }
+  do got = read(in->fd, dst, n); while (got < 0 && errno == EINTR);
+  return got;
+}
+
+int mp_input_fill(mp_input *in, mp_reader *r)
+{
+  size_t keep = (size_t)(r->end - r->p), have, origin = mp_reader_offset(r);
+  int eof = 0;
+  if (r->eof) return 0;
+  if (keep == in->cap || !in->buf) {	/* An item longer than the window. */
+    size_t cap = in->cap ? in->cap * 2 : MP_WINDOW;
+    uint8_t *b;
+    if (cap > MP_WINDOW_MAX) cap = MP_WINDOW_MAX;
+    if (cap <= keep) {
+      r->err_offset = origin;
+      snprintf(r->err, sizeof(r->err), "an item of at most %zu bytes",
+	       (size_t)MP_WINDOW_MAX);
+      return MP_ERR_DATA;
+    }
+    if (!(b = malloc(cap))) {
+      in->err = ENOMEM;
+      r->err_offset = origin;
+      snprintf(r->err, sizeof(r->err), "memory for a window of %zu bytes",
+	       cap);
+      return MP_ERR_IO;
+    }
+    if (keep) memcpy(b, r->p, keep);
+    free(in->buf);
+    in->buf = b;
+    in->cap = cap;
+  } else if (keep) {
+    memmove(in->buf, r->p, keep);
+  }
+  for (have = keep; have < in->cap; ) {	/* Fill the window. */
+    ssize_t got = get(in, in->buf + have, in->cap - have);
+    if (got < 0) {
+      in->err = errno;
+      mp_reader_window(r, in->buf, have, origin, 1);
+      r->err_offset = origin + have;
+      snprintf(r->err, sizeof(r->err), "more data, found a read error");
+      return MP_ERR_IO;
+    }
+    if (got == 0) { eof = 1; break; }
+    have += (size_t)got;
+    in->total += (size_t)got;
+    if (in->src) break;	/* In-memory streams: one chunk at a time. */
+  }
+  mp_reader_window(r, in->buf, have, origin, eof);
+  return 0;
+}
+
+int mp_input_next(mp_input *in, mp_reader *r, mp_item *it)
+{
+  int rc, frc;
+  while ((rc = mp_reader_next(r, it)) == MP_MORE)
+    if ((frc = mp_input_fill(in, r)) < 0) return frc;
+  return rc;
+}
+
+void mp_input_consumed(mp_input *in, size_t offset)
+{
+  if (in->mapped && offset >= in->released + RELEASE_STEP) {
+    /* Only what is new: the kernel walks every page of the range. */
+    long page = sysconf(_SC_PAGESIZE);
+    size_t n = offset - offset % (size_t)(page > 0 ? page : 4096);
+    if (n > in->released) {
+      madvise((char *)in->data + in->released, n - in->released,
+	      MADV_DONTNEED);
+      in->released = n;
+    }
+  }
+  if (in->progress) in->progress(in->ctx, offset);
+}

@@ -1,0 +1,104 @@
+/*
+** mp_label.c: labels of locations (see mp_label.h for their shapes).
+*/
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reader/mp_label.h"
+
+/* Append to out at *n (snprintf-style, never past size). */
+static void put(char *out, size_t size, size_t *n, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+static void put(char *out, size_t size, size_t *n, const char *fmt, ...)
+{
+  va_list ap;
+  int m;
+  if (*n + 1 >= size) return;
+  va_start(ap, fmt);
+  m = vsnprintf(out + *n, size - *n, fmt, ap);
+  va_end(ap);
+  if (m > 0) *n = *n + (size_t)m < size ? *n + (size_t)m : size - 1;
+}
+
+size_t mp_name_cut(const char *s, size_t n, size_t max)
+{
+  if (n <= max) return n;
+  while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--;
+  return max;
+}
+
+/* Append name nm, cut to MP_NAME_SHOWN bytes if longer (or at a NUL
+** byte: a label is a C string). */
+static void put_name(char *out, size_t size, size_t *n, const mp_name *nm)
+{
+  size_t shown = mp_name_cut(nm->s, nm->kept, MP_NAME_SHOWN);
+  shown = strnlen(nm->s, shown);
+  put(out, size, n, "%.*s", (int)shown, nm->s);
+  if (shown < nm->len)
+    put(out, size, n, "... (%llu bytes)", (unsigned long long)nm->len);
+}
+
+mp_loc mp_loc_of(const mp_symtab *t, int src, uint64_t id, uint64_t line)
+{
+  uint32_t i = mp_symtab_resolve(t, src, id);
+  mp_loc l;
+  l.src = (uint8_t)src;
+  l.id = id;
+  l.line = line;
+  l.aux = 0;
+  l.name = 0;
+  if (i) {
+    const mp_sym *s = &t->sym[i];
+    l.name = s->name;
+    l.aux = src == MP_SRC_CFUNC ? id - s->id : s->line;
+  }
+  return l;
+}
+
+/* Append "chunk:line", or "function_alias_N:line" for source text. */
+static void put_lua(mp_strtab *names, uint32_t chunk, uint64_t line,
+		    char *out, size_t size, size_t *n)
+{
+  const mp_name *nm = mp_strtab_get(names, chunk);
+  uint32_t alias = 0;
+  if (mp_name_is_text(nm->s, nm->kept))
+    alias = mp_strtab_alias(names, chunk);	/* 0: out of memory. */
+  if (alias) put(out, size, n, "function_alias_%u", alias);
+  else put_name(out, size, n, nm);
+  put(out, size, n, ":%llu", (unsigned long long)line);
+}
+
+size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
+{
+  size_t n = 0;
+  if (!size) return 0;
+  out[0] = '\0';
+  switch (l->src) {
+  case MP_SRC_LFUNC:
+    if (l->name) put_lua(names, l->name, l->line, out, size, &n);
+    else put(out, size, &n, "LFUNC 0x%llx:%llu", (unsigned long long)l->id,
+	     (unsigned long long)l->line);
+    break;
+  case MP_SRC_CFUNC:
+    if (!l->name) {
+      put(out, size, &n, "CFUNC 0x%llx", (unsigned long long)l->id);
+      break;
+    }
+    put_name(out, size, &n, mp_strtab_get(names, l->name));
+    if (l->aux) put(out, size, &n, "+0x%llx", (unsigned long long)l->aux);
+    break;
+  case MP_SRC_TRACE:
+    put(out, size, &n, "TRACE [%llu]", (unsigned long long)l->id);
+    if (l->name) {
+      put(out, size, &n, " started at ");
+      put_lua(names, l->name, l->aux, out, size, &n);
+    }
+    break;
+  default:
+    put(out, size, &n, "INTERNAL");
+    break;
+  }
+  return n;
+}

@@ -1,0 +1,144 @@
+/*
+** render_json.c: the report as one JSON object: the data of the text
+** report plus what a program needs to tell sites apart (kind, chunk, line,
+** addresses). docs/REPORT.md and docs/report.schema.json describe it field
+** by field.
+*/
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader/mp_label.h"
+#include "render/mp_json.h"
+#include "render/mp_render.h"
+
+static const char *const jsection[MP_AEV_N] = {
+  NULL, "allocations", "deallocations", "reallocations"
+};
+
+/* A Lua chunk (or its alias) as "chunk" and maybe "alias" fields. */
+static void jchunk(FILE *out, const mp_strtab *names, const char *field,
+		   uint32_t chunk)
+{
+  const mp_name *nm = mp_strtab_get(names, chunk);
+  fprintf(out, ",\"%s\":", field);
+  mp_json_name(out, nm, MP_NAME_SHOWN);
+  if (nm->alias) fprintf(out, ",\"alias\":\"function_alias_%u\"", nm->alias);
+}
+
+/* The source object of site i. */
+static void jsource(FILE *out, const mp_sections *sec, uint32_t i)
+{
+  const mp_strtab *names = &sec->p->syms.names;
+  const mp_loc *l = &sec->p->site[i].loc;
+  fprintf(out, "{\"kind\":\"%s\",\"label\":", mp_src_name(l->src));
+  mp_json_cstr(out, sec->label[i]);
+  switch (l->src) {
+  case MP_SRC_LFUNC:
+    fprintf(out, ",\"address\":%llu,\"line\":%llu",
+	    (unsigned long long)l->id, (unsigned long long)l->line);
+    if (l->name) {
+      jchunk(out, names, "chunk", l->name);
+      fprintf(out, ",\"function_line\":%llu", (unsigned long long)l->aux);
+    }
+    break;
+  case MP_SRC_CFUNC:
+    fprintf(out, ",\"address\":%llu", (unsigned long long)l->id);
+    if (l->name) {
+      fputs(",\"name\":", out);
+      mp_json_name(out, mp_strtab_get(names, l->name), MP_NAME_SHOWN);
+      fprintf(out, ",\"offset\":%llu", (unsigned long long)l->aux);
+    }
+    break;
+  case MP_SRC_TRACE:
+    fprintf(out, ",\"trace\":%llu", (unsigned long long)l->id);
+    if (l->name) {
+      jchunk(out, names, "start_chunk", l->name);
+      fprintf(out, ",\"start_line\":%llu", (unsigned long long)l->aux);
+    }
+    break;
+  }
+  fputc('}', out);
+}
+
+int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
+{
+  const mp_profile *p = sec->p;
+  const mp_strtab *names = &p->syms.names;
+  uint8_t *used = calloc((size_t)names->nalias + 1, 1);
+  uint32_t i, j, n;
+  int x, k;
+  if (!used) return -1;
+  fputs("{\"format\":\"ljmemprof-report\",\"format_version\":1,\"file\":", out);
+  mp_json_cstr(out, o->file ? o->file : "");
+  fprintf(out, ",\"complete\":%s", p->rc == MP_END ? "true" : "false");
+  if (p->rc != MP_END)
+    fprintf(out, ",\"truncated_at\":%zu", p->r.err_offset);
+  if (p->rc == MP_ERR_DATA) fputs(",\"damaged\":true", out);
+  if (p->overflow) fputs(",\"overflow\":true", out);
+  fprintf(out, ",\"versions\":{\"symtab\":%d,\"events\":%d}",
+	  p->r.ljs_version, p->r.ljm_version);
+  fprintf(out, ",\"sort\":\"%s\",\"top\":%llu",
+	  sec->sort == MP_SORT_COUNT ? "count" : "bytes",
+	  (unsigned long long)o->top);
+  fprintf(out, ",\"totals\":{\"alloc_events\":%llu,\"realloc_events\":%llu,"
+	  "\"free_events\":%llu,\"alloc_bytes\":%llu,\"free_bytes\":%llu}",
+	  (unsigned long long)p->total[MP_AEV_ALLOC].n,
+	  (unsigned long long)p->total[MP_AEV_REALLOC].n,
+	  (unsigned long long)p->total[MP_AEV_FREE].n,
+	  (unsigned long long)(p->total[MP_AEV_ALLOC].plus +
+			       p->total[MP_AEV_REALLOC].plus),
+	  (unsigned long long)(p->total[MP_AEV_REALLOC].minus +
+			       p->total[MP_AEV_FREE].minus));
+  for (x = 0; x < 3 && !o->leak_only; x++) {
+    k = mp_section_order[x];
+    fprintf(out, ",\n\"%s\":[", jsection[k]);
+    for (i = 0, n = mp_rows_shown(sec->nrow[k], o); i < n; i++) {
+      const mp_row *r = &sec->row[k][i];
+      mp_cost c = mp_site_cost(&p->site[r->site], k);
+      fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+      jsource(out, sec, r->site);
+      used[mp_site_alias(sec, r->site)] = 1;
+      fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu,"
+	      "\"free_bytes\":%llu", (unsigned long long)c.n,
+	      (unsigned long long)c.plus, (unsigned long long)c.minus);
+      if (k != MP_AEV_ALLOC) {
+	fputs(",\"overrides\":[", out);
+	for (j = 0; j < r->nlink; j++) {
+	  const mp_link *l = &p->link[sec->link[r->link0 + j]];
+	  fputs(j ? ",{\"source\":" : "{\"source\":", out);
+	  jsource(out, sec, l->owner);
+	  used[mp_site_alias(sec, l->owner)] = 1;
+	  fprintf(out, ",\"blocks\":%llu,\"alloc_bytes\":%llu,"
+		  "\"free_bytes\":%llu}", (unsigned long long)l->cost.n,
+		  (unsigned long long)l->cost.plus,
+		  (unsigned long long)l->cost.minus);
+	}
+	fputc(']', out);
+      }
+      fputc('}', out);
+    }
+    fputs("]", out);
+  }
+  fputs(",\n\"heap_summary\":[", out);
+  for (i = 0, n = mp_rows_shown(sec->nheld, o); i < n; i++) {
+    const mp_held *h = &sec->held[i];
+    fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+    jsource(out, sec, h->site);
+    used[mp_site_alias(sec, h->site)] = 1;
+    fprintf(out, ",\"bytes\":%llu,\"allocs\":%llu,\"frees\":%llu}",
+	    (unsigned long long)mp_held_bytes(h), (unsigned long long)h->cost.n,
+	    (unsigned long long)h->nfree);
+  }
+  fputs("],\n\"aliases\":[", out);
+  for (i = 1, j = 0; i < names->nalias; i++) {
+    if (!used[i]) continue;
+    fprintf(out, "%s{\"name\":\"function_alias_%u\",\"text\":", j++ ? "," : "",
+	    i);
+    mp_json_name(out, mp_strtab_get(names, names->alias[i]), MP_NAME_KEEP);
+    fputc('}', out);
+  }
+  fputs("]}\n", out);
+  free(used);
+  return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,100 @@
+/*
+** render_text.c: the text report, in the layout of Tarantool's memprof
+** parser (sections, one line per site, tab-separated sizes, "Overrides:"
+** blocks, HEAP SUMMARY, ALIASES), so people and scripts used to it read
+** ours the same way. Labels and source text are escaped for a terminal
+** (mp_text.h).
+*/
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader/mp_label.h"
+#include "render/mp_render.h"
+#include "render/mp_text.h"
+
+static const char *const section[MP_AEV_N] = {
+  NULL, "ALLOCATIONS", "DEALLOCATIONS", "REALLOCATIONS"
+};
+
+/* Write site i's label. */
+static void label(FILE *out, const mp_sections *sec, uint32_t i)
+{
+  mp_text_put(out, sec->label[i], strlen(sec->label[i]), 0);
+}
+
+/* Note that site i's alias (if any) is printed. */
+static void mark_alias(const mp_sections *sec, uint32_t i, uint8_t *used)
+{
+  used[mp_site_alias(sec, i)] = 1;
+}
+
+/* Print an alias's text with line numbers. */
+static void text_alias(FILE *out, const mp_name *nm, uint32_t num)
+{
+  size_t i = 0, line = 1;
+  fprintf(out, "function_alias_%u:\n", num);
+  while (i < nm->kept) {
+    const char *nl = memchr(nm->s + i, '\n', nm->kept - i);
+    size_t end = nl ? (size_t)(nl - nm->s) : nm->kept;
+    fprintf(out, "%zu\t| ", line++);
+    mp_text_put(out, nm->s + i, end - i, MP_TEXT_TABS);
+    fputc('\n', out);
+    i = end + 1;
+  }
+  if (nm->kept < nm->len)
+    fprintf(out, "... (%llu bytes in all)\n", (unsigned long long)nm->len);
+  fputc('\n', out);
+}
+
+int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
+{
+  const mp_profile *p = sec->p;
+  const mp_strtab *names = &p->syms.names;
+  uint8_t *used = calloc((size_t)names->nalias + 1, 1);
+  char b1[64], b2[64];
+  uint32_t i, j, n;
+  int x, k;
+  if (!used) return -1;
+  for (x = 0; x < 3 && !o->leak_only; x++) {
+    k = mp_section_order[x];
+    fprintf(out, "%s\n", section[k]);
+    for (i = 0, n = mp_rows_shown(sec->nrow[k], o); i < n; i++) {
+      const mp_row *r = &sec->row[k][i];
+      mp_cost c = mp_site_cost(&p->site[r->site], k);
+      label(out, sec, r->site);
+      fprintf(out, ": %llu events\t+%s\t-%s\n", (unsigned long long)c.n,
+	      mp_fmt_bytes(b1, sizeof(b1), c.plus, o->human),
+	      mp_fmt_bytes(b2, sizeof(b2), c.minus, o->human));
+      mark_alias(sec, r->site, used);
+      if (!r->nlink) continue;
+      fputs("\tOverrides:\n", out);
+      for (j = 0; j < r->nlink; j++) {
+	uint32_t owner = p->link[sec->link[r->link0 + j]].owner;
+	fputs("\t\t", out);
+	label(out, sec, owner);
+	fputc('\n', out);
+	mark_alias(sec, owner, used);
+      }
+      fputc('\n', out);
+    }
+    fputc('\n', out);
+  }
+  fputs("HEAP SUMMARY:\n", out);
+  for (i = 0, n = mp_rows_shown(sec->nheld, o); i < n; i++) {
+    const mp_held *h = &sec->held[i];
+    label(out, sec, h->site);
+    fprintf(out, " holds %s: %llu allocs, %llu frees\n",
+	    mp_fmt_bytes(b1, sizeof(b1), mp_held_bytes(h), o->human),
+	    (unsigned long long)h->cost.n, (unsigned long long)h->nfree);
+    mark_alias(sec, h->site, used);
+  }
+  fputc('\n', out);
+  for (i = 1, j = 0; i < names->nalias; i++) {
+    if (!used[i]) continue;
+    if (!j++) fputs("ALIASES:\n", out);
+    text_alias(out, mp_strtab_get(names, names->alias[i]), i);
+  }
+  free(used);
+  return ferror(out) ? -1 : 0;
+}
