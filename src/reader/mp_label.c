@@ -87,6 +87,8 @@ size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
       break;
     }
     put_name(out, size, &n, mp_strtab_get(names, l->name));
+    if (mp_strtab_get(names, l->name)->cshared)
+      put(out, size, &n, "@0x%llx", (unsigned long long)(l->id - l->aux));
     if (l->aux) put(out, size, &n, "+0x%llx", (unsigned long long)l->aux);
     break;
   case MP_SRC_TRACE:

@@ -8,6 +8,10 @@
 **   TRACE [3] started at @app.lua:41  a JIT trace, by where it started
 **   TRACE [3]                         a trace without a symbol
 **   json_encode                       a C function, by its symbol
+**   encode@0x7f3a9c2b1040             a C function whose name other C
+**                                     functions of the profile have too
+**                                     (two modules' static encode): the
+**                                     name and the symbol's address
 **   lj_tab_new+0x1c                   a C address inside a symbol
 **   LFUNC 0x7f00...:12, CFUNC 0x7f... locations without a symbol
 **
@@ -39,8 +43,8 @@
 ** same line of the function starting on the same line of the same chunk
 ** (by name), however many prototypes ran it (a chunk loaded again and
 ** again, at new or reused addresses); for a trace, the same number
-** started at the same place; for C, the same offset in a symbol of the
-** same name. A prototype address or trace number reused by different code
+** started at the same place; for C, the same address (two functions with
+** one name are two sources). A prototype address or trace number reused by different code
 ** is a different source. Two functions on one line are two sources with
 ** equal labels (the JSON report tells them apart by function_line). */
 typedef struct mp_loc {
@@ -66,7 +70,7 @@ static inline void mp_loc_key(const mp_loc *l, uint64_t *k1, uint64_t *k2)
     *k2 = l->line;
     break;
   case MP_SRC_CFUNC:
-    *k1 = l->name ? l->aux : l->id;
+    *k1 = l->id;
     *k2 = 0;
     break;
   case MP_SRC_TRACE:

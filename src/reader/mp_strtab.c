@@ -87,6 +87,8 @@ uint32_t mp_strtab_intern(mp_strtab *t, const char *s, uint64_t len)
   nm->len = len;
   nm->kept = kept;
   nm->alias = 0;
+  nm->caddr = 0;
+  nm->cshared = 0;
   mp_hash_insert(&t->map, h, i);	/* Cannot fail: room reserved. */
   return i;
 }

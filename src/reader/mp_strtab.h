@@ -32,6 +32,10 @@ typedef struct mp_name {
   uint64_t len;		/* Its length in the stream. */
   uint32_t kept;	/* Bytes at s: len, or MP_NAME_KEEP if longer. */
   uint32_t alias;	/* Alias number, 0 until one is given. */
+  uint64_t caddr;	/* A C symbol's name: the address of the first C
+			   symbol with it, and... */
+  uint8_t cshared;	/* ...1 once C symbols at two addresses have it
+			   (labels then say which, see mp_label.h). */
 } mp_name;
 
 typedef struct mp_strtab {

@@ -113,6 +113,11 @@ uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
   s->id = it->id;
   s->line = it->line;
   s->name = name;
+  if (it->src == MP_SRC_CFUNC) {	/* Is the name shared by two functions? */
+    mp_name *nm = &t->names.name[name];
+    if (!nm->caddr) nm->caddr = it->id + 1;
+    else if (nm->caddr != it->id + 1) nm->cshared = 1;
+  }
   return i;
 }
 
