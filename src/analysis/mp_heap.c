@@ -300,6 +300,44 @@ static int raw_take(mp_heap *h, uint64_t addr, mp_hval *out)
   return 1;
 }
 
+/* -- Iteration ------------------------------------------------------------ */
+
+/* The size of a block of the big heap at addr, without taking it. */
+static uint64_t big_size(const mp_heap *h, uint64_t addr)
+{
+  uint64_t k = (addr >> MP_HPAGE_BITS) + 1;
+  uint32_t off = (uint32_t)addr & PAGE_MASK, j, d;
+  mp_hpage *g = h->big ? mp_heap_peek(h->big, k) : NULL;
+  if (!g) return MP_HEAP_BIG;
+  j = page_probe(g, off, &d);
+  if (!mp_hpage_key(g)[j]) return MP_HEAP_BIG;
+  return ((uint64_t)mp_hpage_val(g)[j].site << 32) | mp_hpage_val(g)[j].size;
+}
+
+void mp_heap_foreach(const mp_heap *h, void (*fn)(void *ctx, uint64_t addr,
+						   uint64_t size,
+						   uint32_t site),
+		     void *ctx)
+{
+  size_t i;
+  for (i = 0; h->dir && i <= h->dmask; i++) {
+    mp_hpage *g = h->dir[i].pg;
+    uint64_t page = (h->dir[i].key - 1) << MP_HPAGE_BITS;
+    uint32_t j;
+    if (!h->dir[i].key) continue;
+    for (j = 0; j < (1u << g->lg); j++) {
+      uint16_t key = mp_hpage_key(g)[j];
+      mp_hval v;
+      uint64_t addr;
+      if (!key) continue;
+      v = mp_hpage_val(g)[j];
+      addr = page + key - 1u;
+      fn(ctx, addr, v.size == MP_HEAP_BIG ? big_size(h, addr) : v.size,
+	 v.site);
+    }
+  }
+}
+
 /* -- Sizes and the big heap ----------------------------------------------- */
 
 uint64_t mp_heap_take_big(mp_heap *h, uint64_t addr)

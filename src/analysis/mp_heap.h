@@ -123,6 +123,13 @@ uint64_t mp_heap_take_big(mp_heap *h, uint64_t addr);
 void mp_heap_init(mp_heap *h);
 void mp_heap_free(mp_heap *h);
 
+/* Call fn(ctx, addr, size, site) for every block, in no particular order;
+** the heap must not change meanwhile. */
+void mp_heap_foreach(const mp_heap *h, void (*fn)(void *ctx, uint64_t addr,
+						   uint64_t size,
+						   uint32_t site),
+		     void *ctx);
+
 /* Record block addr (never 0) of size bytes owned by site, replacing any
 ** block at addr (one whose free was missed). Returns 0, or -1 when out of
 ** memory (nothing changed). Inline: the common case is a slot in the page

@@ -190,3 +190,11 @@ err:
   mp_sections_free(sec);
   return -1;
 }
+
+/* See mp_sections.h. */
+uint32_t mp_site_alias(const mp_sections *sec, uint32_t i)
+{
+  const mp_loc *l = &sec->p->site[i].loc;
+  if (!l->name || l->src == MP_SRC_CFUNC) return 0;
+  return mp_strtab_get(&sec->p->syms.names, l->name)->alias;
+}

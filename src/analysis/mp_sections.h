@@ -55,6 +55,9 @@ typedef struct mp_sections {
 int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort);
 void mp_sections_free(mp_sections *sec);
 
+/* Alias number of the chunk in site i's label, 0 if none. */
+uint32_t mp_site_alias(const mp_sections *sec, uint32_t i);
+
 /* Bytes a heap summary line holds. */
 static inline uint64_t mp_held_bytes(const mp_held *h)
 {

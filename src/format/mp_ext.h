@@ -72,7 +72,9 @@ enum {
   MP_FK_C = 3,
   MP_FK_TRACE = 4,
   MP_FK_HOST = 5,
-  MP_FK_CUT = 6
+  MP_FK_CUT = 6,
+  MP_FK_INTERNAL = 7	/* Not written: what readers call the VM's own
+			   events, which carry no stack. */
 };
 
 /* Zigzag: signed differences as small unsigned numbers (0, -1, 1, -2, ...

@@ -45,9 +45,3 @@ const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human)
   return buf;
 }
 
-uint32_t mp_site_alias(const mp_sections *sec, uint32_t i)
-{
-  const mp_loc *l = &sec->p->site[i].loc;
-  if (!l->name || l->src == MP_SRC_CFUNC) return 0;
-  return mp_strtab_get(&sec->p->syms.names, l->name)->alias;
-}

@@ -58,9 +58,6 @@ static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)
   return o->top && o->top < n ? (uint32_t)o->top : n;
 }
 
-/* Alias number of the chunk in site i's label, 0 if none. */
-uint32_t mp_site_alias(const mp_sections *sec, uint32_t i);
-
 /* The section order of the text layout (Tarantool's): allocations,
 ** reallocations, deallocations. */
 extern const uint8_t mp_section_order[3];
