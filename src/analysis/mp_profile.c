@@ -79,6 +79,65 @@ static inline uint32_t site_of(mp_profile *p, uint8_t src, uint64_t id,
   return site_miss(p, c, tag, src, id, line);
 }
 
+/* -- Stack nodes (the extension) ------------------------------------------ */
+
+/* Add the node of item it: its frame resolved now, and the site its
+** events are billed to, as the one-frame mode bills them: a builtin to
+** the frame that called it, the line inside a trace to the trace, the rest
+** to their own location. MP_OK or MP_ERR_NOMEM. */
+static int node_add(mp_profile *p, const mp_item *it)
+{
+  mp_pnode *n, *parent;
+  mp_loc l;
+  uint32_t site;
+  if (it->id != (uint64_t)p->nnode + 1 ||
+      mp_array_grow((void **)&p->node, p->nnode, &p->capnode,
+		    sizeof(*p->node)) < 0)
+    return MP_ERR_NOMEM;
+  parent = it->parent ? &p->node[it->parent - 1] : NULL;
+  memset(&l, 0, sizeof(l));
+  switch (it->fkind) {
+  case MP_FK_LUA: l = mp_loc_of(&p->syms, MP_SRC_LFUNC, it->fa, it->line); break;
+  case MP_FK_C: l = mp_loc_of(&p->syms, MP_SRC_CFUNC, it->fa, 0); break;
+  case MP_FK_TRACE: l = mp_loc_of(&p->syms, MP_SRC_TRACE, it->fa, 0); break;
+  case MP_FK_HOST: l = mp_loc_of(&p->syms, MP_SRC_CFUNC, 0, 0); break;
+  case MP_FK_BUILTIN:
+    l.id = it->line;
+    l.name = mp_symtab_builtin(&p->syms, it->line);
+    break;
+  default: l.id = it->fa; break;	/* A cut: the depth limit. */
+  }
+  if ((it->fkind == MP_FK_BUILTIN && parent) ||
+      (it->fkind == MP_FK_LUA && parent && parent->kind == MP_FK_TRACE)) {
+    site = parent->site;
+  } else {
+    mp_loc s = l;
+    if (it->fkind == MP_FK_BUILTIN || it->fkind == MP_FK_CUT)
+      memset(&s, 0, sizeof(s));	/* Called from nowhere: internal. */
+    if ((site = site_find(p, &s)) > SITE_MAX) return MP_ERR_NOMEM;
+  }
+  n = &p->node[p->nnode++];
+  memset(n, 0, sizeof(*n));
+  n->loc = l;
+  n->parent = (uint32_t)it->parent;
+  n->kind = it->fkind;
+  n->site = site;
+  return MP_OK;
+}
+
+/* Note a setting of the agent (MP_X_INFO). */
+static void info_add(mp_profile *p, const mp_item *it)
+{
+  if (it->name_len == 6 && !memcmp(it->name, "stacks", 6)) {
+    size_t i;
+    unsigned v = 0;
+    for (i = 0; i < it->value_len && i < 9; i++)
+      if (it->value[i] >= '0' && it->value[i] <= '9')
+	v = v * 10 + (unsigned)(it->value[i] - '0');
+    p->stacks = v;
+  }
+}
+
 /* -- Links ---------------------------------------------------------------- */
 
 /* Account a block of owner's that site resized or freed, the link being
@@ -150,15 +209,29 @@ void mp_profile_free(mp_profile *p)
   mp_hash_free(&p->lmap);
   free(p->site);
   free(p->link);
+  free(p->node);
   memset(p, 0, sizeof(*p));
+}
+
+/* Stop the pass at byte offset off for an event that on_event() refused
+** (rc): no memory for the tables, or a stack node the stream has not
+** defined. Returns rc. */
+static int stop_at(mp_profile *p, int rc, size_t off)
+{
+  p->r.err_offset = off;
+  if (rc == MP_ERR_DATA)
+    snprintf(p->r.err, sizeof(p->r.err), "a stack node among the %u read "
+	     "so far", p->nnode);
+  else
+    snprintf(p->r.err, sizeof(p->r.err), "memory for the report's tables");
+  p->r.phase = MP_PH_DONE;
+  return rc;
 }
 
 /* Stop the pass for lack of memory at byte offset off. */
 static int nomem(mp_profile *p, size_t off)
 {
-  p->r.err_offset = off;
-  snprintf(p->r.err, sizeof(p->r.err), "memory for the report's tables");
-  return MP_ERR_NOMEM;
+  return stop_at(p, MP_ERR_NOMEM, off);
 }
 
 /* Aggregate one allocation event; MP_OK or MP_ERR_NOMEM. Inlined by force
@@ -168,10 +241,22 @@ static inline __attribute__((always_inline))
 int on_event(mp_profile *p, const mp_event *e)
 {
   unsigned k = e->kind;
-  uint32_t si = site_of(p, e->src, e->id, e->line), owner;
+  uint32_t si, owner, put = 0;
   uint64_t size;
   mp_site *s;
-  if (si > SITE_MAX) return MP_ERR_NOMEM;
+  if (__builtin_expect(e->src == MP_SRC_STACK, 0)) {
+    mp_pnode *n;
+    if (e->id - 1 >= p->nnode) return MP_ERR_DATA;	/* No such node. */
+    n = &p->node[e->id - 1];
+    n->alloc.n++;
+    n->alloc.plus += e->nsize;
+    si = n->site;
+    put = MP_OWNER_NODE | (uint32_t)e->id;
+  } else {
+    si = site_of(p, e->src, e->id, e->line);
+    if (si > SITE_MAX) return MP_ERR_NOMEM;
+    put = si;
+  }
   s = &p->site[si];
   s->n[k]++;
   s->plus[k] += e->nsize;
@@ -184,10 +269,10 @@ int on_event(mp_profile *p, const mp_event *e)
   if ((int64_t)p->net > p->peak) p->peak = (int64_t)p->net;
   if ((e->kind & MP_AEV_FREE) &&
       mp_heap_take(&p->heap, e->oaddr, &size, &owner) &&
-      link_note(p, k, si, owner, e->nsize, size) < 0)
+      link_note(p, k, si, mp_owner_site(p, owner), e->nsize, size) < 0)
     return MP_ERR_NOMEM;
   if ((e->kind & MP_AEV_ALLOC) && e->naddr &&
-      mp_heap_put(&p->heap, e->naddr, e->nsize, si) < 0)
+      mp_heap_put(&p->heap, e->naddr, e->nsize, put) < 0)
     return MP_ERR_NOMEM;
   return MP_OK;
 }
@@ -195,6 +280,7 @@ int on_event(mp_profile *p, const mp_event *e)
 /* Aggregate one item from mp_reader_next(); MP_OK or MP_ERR_NOMEM. */
 static int on_item(mp_profile *p, const mp_item *it)
 {
+  int rc;
   if (it->kind != MP_AEV_SYMTAB) {
     mp_event e;
     e.id = it->id;
@@ -205,7 +291,18 @@ static int on_item(mp_profile *p, const mp_item *it)
     e.nsize = it->nsize;
     e.kind = it->kind;
     e.src = it->src;
-    return on_event(p, &e) == MP_OK ? MP_OK : nomem(p, it->offset);
+    rc = on_event(p, &e);
+    return rc == MP_OK ? MP_OK : stop_at(p, rc, it->offset);
+  }
+  switch (it->src) {	/* The extension's records. */
+  case MP_SRC_STACK:
+    return (rc = node_add(p, it)) == MP_OK ? MP_OK : stop_at(p, rc, it->offset);
+  case MP_SRC_BUILTIN:
+    return mp_symtab_builtin_add(&p->syms, it) == 0 ? MP_OK
+						    : nomem(p, it->offset);
+  case MP_SRC_INFO:
+    info_add(p, it);
+    return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;
@@ -222,7 +319,8 @@ static int on_events(mp_profile *p, const mp_event *ev, size_t n, size_t off)
 {
   size_t i;
   for (i = 0; i < n; i++) {
-    if (on_event(p, &ev[i]) != MP_OK) return nomem(p, off);
+    int rc = on_event(p, &ev[i]);
+    if (rc != MP_OK) return stop_at(p, rc, off);
     off += ev[i].len;
   }
   return MP_OK;
@@ -283,11 +381,14 @@ static int direct_batch(mp_profile *p, size_t *n)
     return MP_OK;
   lim = r->end - MP_EVENT_LONGEST;
   for (i = 0; i < BATCH && at <= lim && (q = mp_event_decode(at, &e, valid));
-       i++, at = q)
-    if (on_event(p, &e) != MP_OK) {
+       i++, at = q) {
+    int rc;
+    if (r->ext) mp_event_undelta(r, &e);
+    if ((rc = on_event(p, &e)) != MP_OK) {
       r->p = at;
-      return nomem(p, mp_reader_offset(r));
+      return stop_at(p, rc, mp_reader_offset(r));
     }
+  }
   r->p = at;
   *n = i;
   return MP_OK;

@@ -65,6 +65,24 @@ typedef struct mp_link {
   mp_cost cost;
 } mp_link;
 
+/* A node of a profile with call stacks (the extension's MP_X_NODE): a
+** frame under its parent, resolved against the symbols in force when it
+** was read, and what its events cost. */
+typedef struct mp_pnode {
+  mp_loc loc;		/* Lua, C, trace, host (a C location at 0): where;
+			   builtin: id its ffid, name its name; cut: id the
+			   depth limit (src 0 for both). */
+  mp_cost alloc;	/* Self: allocation and reallocation events, their
+			   new sizes. */
+  uint32_t parent;	/* Parent's id, 0 if none. */
+  uint32_t site;	/* The site its events are billed to: where the
+			   one-frame mode would bill them. */
+  uint8_t kind;		/* MP_FK_*. */
+} mp_pnode;
+
+/* Owners in the heap table: a site, or a node (this bit, and its id). */
+#define MP_OWNER_NODE	0x80000000u
+
 /* Location -> site cache entry. */
 typedef struct mp_lcache {
   uint64_t id, line;
@@ -98,6 +116,10 @@ typedef struct mp_profile {
   mp_lcache lcache[MP_LCACHE] __attribute__((aligned(64)));
   uint32_t epoch;	/* Bumped by every symbol: flushes lcache. */
   uint32_t internal;	/* Site of MP_SRC_INTERNAL + 1, 0 until known. */
+  mp_pnode *node;	/* Stack nodes by id - 1 (the extension). */
+  uint32_t nnode, capnode;
+  unsigned stacks;	/* Frames the agent recorded at most (its "stacks"
+			   setting), 0 without stacks. */
   /* Totals. */
   mp_cost total[MP_AEV_N];	/* By event kind. */
   uint64_t nsym[2][MP_SRC_N];	/* Symbols by source >> MP_SRC_SHIFT: [0] in
@@ -129,6 +151,13 @@ int mp_profile_read_input(mp_profile *p, mp_input *in);
 
 /* The same over len bytes in memory at data. */
 int mp_profile_read(mp_profile *p, const void *data, size_t len);
+
+/* The site that owns a block, from its owner in the heap table. */
+static inline uint32_t mp_owner_site(const mp_profile *p, uint32_t owner)
+{
+  return owner & MP_OWNER_NODE ? p->node[(owner & ~MP_OWNER_NODE) - 1].site
+			       : owner;
+}
 
 /* Events by kind counted so far (cheap enough for a progress line). */
 uint64_t mp_profile_events(const mp_profile *p);

@@ -19,8 +19,8 @@ static const char *keep(mp_stacktree *t, const char *s, size_t n)
 }
 
 /* Append a node under parent (children linked in order); its index, or 0
-** when out of memory. */
-static uint32_t add_node(mp_stacktree *t, uint32_t parent, uint32_t *last)
+** when out of memory. Node 0, the root, is made first with parent 0. */
+static uint32_t add_node(mp_stacktree *t, uint32_t parent)
 {
   mp_tnode *n;
   uint32_t i;
@@ -31,9 +31,10 @@ static uint32_t add_node(mp_stacktree *t, uint32_t parent, uint32_t *last)
   memset(n, 0, sizeof(*n));
   n->parent = parent;
   n->site = MP_NO_SITE;
-  if (*last) t->node[*last].next = i;
+  if (i == 0) return 0;
+  if (t->node[parent].last) t->node[t->node[parent].last].next = i;
   else t->node[parent].first = i;
-  *last = i;
+  t->node[parent].last = i;
   return i;
 }
 
@@ -81,58 +82,166 @@ static int name_site(mp_stacktree *t, mp_tnode *n, const mp_sections *sec,
 /* Context of the walk over the live blocks. */
 typedef struct live_ctx {
   mp_stacktree *t;
-  const uint32_t *node_of;	/* Owner (site) -> tree node, 0: none. */
+  const uint32_t *node_of;	/* Owner site -> tree node, 0: none. */
+  const uint32_t *tnode;	/* Stack node id - 1 -> tree node. */
 } live_ctx;
 
 static void add_live(void *ctx, uint64_t addr, uint64_t size, uint32_t owner)
 {
   live_ctx *c = ctx;
-  uint32_t i = c->node_of[owner];
+  uint32_t i = owner & MP_OWNER_NODE ? c->tnode[(owner & ~MP_OWNER_NODE) - 1]
+				     : c->node_of[owner];
   (void)addr;
   if (!i) return;
   c->t->node[i].live.n++;
   c->t->node[i].live.plus += size;
 }
 
-/* Whether site s allocated, or owns live blocks (counted by the walk). */
-static int site_counts(const mp_site *s)
+/* -- Stacks --------------------------------------------------------------- */
+
+/* Write the label of stack node n into buf (size bytes); its length. */
+static size_t node_label(const mp_profile *p, const mp_pnode *n, char *buf,
+			 size_t size)
 {
-  return s->n[MP_AEV_ALLOC] || s->n[MP_AEV_REALLOC];
+  mp_strtab *names = (mp_strtab *)&p->syms.names;
+  int m;
+  switch (n->kind) {
+  case MP_FK_BUILTIN:
+    if (n->loc.name) {
+      const mp_name *nm = mp_strtab_get(names, n->loc.name);
+      m = snprintf(buf, size, "%.*s",
+		   (int)mp_name_cut(nm->s, nm->kept, MP_NAME_SHOWN), nm->s);
+    } else {
+      m = snprintf(buf, size, "builtin#%llu", (unsigned long long)n->loc.id);
+    }
+    break;
+  case MP_FK_CUT:
+    m = snprintf(buf, size, "[deeper than %llu frames]",
+		 (unsigned long long)n->loc.id);
+    break;
+  default:
+    return mp_label(names, &n->loc, buf, size);
+  }
+  if (m < 0) m = 0;
+  return (size_t)m < size ? (size_t)m : size - 1;
+}
+
+/* Hash of a tree node's identity: its parent, kind and label. */
+static uint64_t child_hash(uint32_t parent, uint8_t kind, const char *label)
+{
+  return mp_hash_mix(((uint64_t)parent << 8 | kind) ^
+		     mp_hash_bytes(label, strlen(label)));
+}
+
+/* The tree node under parent with the frame of stack node n: found, or
+** made (with its names); 0 when out of memory. */
+static uint32_t child_of(mp_stacktree *t, mp_hash *index, uint32_t parent,
+			 const mp_profile *p, const mp_pnode *n)
+{
+  char buf[MP_LABEL_MAX];
+  size_t len = node_label(p, n, buf, sizeof(buf));
+  uint64_t h = child_hash(parent, n->kind, buf);
+  mp_hash_iter it;
+  uint32_t *v, k;
+  mp_tnode *c;
+  for (v = mp_hash_first(index, h, &it); v; v = mp_hash_next(index, &it)) {
+    c = &t->node[*v];
+    if (c->parent == parent && c->kind == n->kind && !strcmp(c->label, buf))
+      return *v;
+  }
+  if (!(k = add_node(t, parent)) || mp_hash_insert(index, h, k) < 0)
+    return 0;
+  c = &t->node[k];
+  c->kind = n->kind;
+  c->site = n->site;
+  c->label = keep(t, buf, len);
+  c->func = c->label;
+  if (n->kind == MP_FK_LUA && n->loc.name) {	/* File and function. */
+    const mp_name *nm = mp_strtab_get(&p->syms.names, n->loc.name);
+    char *colon = strrchr(buf, ':');
+    int m;
+    if (colon) *colon = '\0';	/* The label is "chunk:line". */
+    c->file = keep(t, buf, strlen(buf));
+    m = snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ":%llu",
+		 (unsigned long long)n->loc.aux);
+    c->func = m > 0 ? keep(t, buf, strlen(buf)) : NULL;
+    c->line = n->loc.line;
+    c->func_line = n->loc.aux;
+    (void)nm;
+    if (!c->file || !c->func) return 0;
+  }
+  return c->label ? k : 0;
+}
+
+/* Add the stack nodes of p to the tree, and their self allocations; *tnode
+** gets the tree node of each (by id - 1). 0, or -1 when out of memory. */
+static int add_stacks(mp_stacktree *t, const mp_profile *p, uint32_t **tnode,
+		      mp_cost *billed)
+{
+  mp_hash index;
+  uint32_t i;
+  int rc = -1;
+  mp_hash_init_map(&index);
+  if (!(*tnode = calloc((size_t)p->nnode + 1, sizeof(**tnode)))) goto done;
+  for (i = 0; i < p->nnode; i++) {
+    const mp_pnode *n = &p->node[i];
+    uint32_t parent = n->parent ? (*tnode)[n->parent - 1] : 0, k;
+    if (!(k = child_of(t, &index, parent, p, n))) goto done;
+    (*tnode)[i] = k;
+    mp_cost_add(&t->node[k].alloc, &n->alloc);
+    mp_cost_add(&billed[n->site], &n->alloc);
+  }
+  rc = 0;
+done:
+  mp_hash_free(&index);
+  return rc;
 }
 
 int mp_stacktree_build(mp_stacktree *t, const mp_sections *sec)
 {
   const mp_profile *p = sec->p;
-  uint32_t *node_of = NULL, last = 0, i;
+  uint32_t *node_of = NULL, *tnode = NULL, i;
+  mp_cost *billed = NULL;
   live_ctx c;
   memset(t, 0, sizeof(*t));
   mp_strtab_init(&t->text);
-  if (!add_node(t, 0, &last)) goto err;	/* The root. */
-  t->node[0].first = 0;
-  last = 0;
-  if (!(node_of = calloc((size_t)p->nsite + 1, sizeof(*node_of)))) goto err;
-  /* A profile without stacks: one node per site that allocated. */
+  add_node(t, 0);	/* The root. */
+  if (t->n != 1) goto err;
+  t->stacks = p->nnode > 0 || p->stacks > 0;
+  if (!(node_of = calloc((size_t)p->nsite + 1, sizeof(*node_of))) ||
+      !(billed = calloc((size_t)p->nsite + 1, sizeof(*billed))))
+    goto err;
+  if (p->nnode && add_stacks(t, p, &tnode, billed) < 0) goto err;
+  /* What no stack accounts for (every event of a profile without stacks;
+  ** the VM's own allocations in one with them): a node per site under the
+  ** root. */
   for (i = 0; i < p->nsite; i++) {
     const mp_site *s = &p->site[i];
-    mp_cost a = mp_site_cost(s, MP_AEV_ALLOC), r;
+    mp_cost a = mp_site_cost(s, MP_AEV_ALLOC), r = mp_site_cost(s, MP_AEV_REALLOC);
     uint32_t k;
-    if (!site_counts(s)) continue;
-    if (!(k = add_node(t, 0, &last))) goto err;
-    r = mp_site_cost(s, MP_AEV_REALLOC);
+    mp_cost_add(&a, &r);
+    a = mp_cost_sub(a, &billed[i]);
+    if (!a.n) continue;
+    if (!(k = add_node(t, 0))) goto err;
     t->node[k].kind = kind_of(&s->loc);
     t->node[k].site = i;
-    t->node[k].alloc.n = a.n + r.n;
-    t->node[k].alloc.plus = a.plus + r.plus;
+    t->node[k].alloc.n = a.n;
+    t->node[k].alloc.plus = a.plus;
     if (name_site(t, &t->node[k], sec, i) < 0) goto err;
     node_of[i] = k;
   }
   c.t = t;
   c.node_of = node_of;
+  c.tnode = tnode;
   mp_heap_foreach(&p->heap, add_live, &c);
   free(node_of);
+  free(tnode);
+  free(billed);
   return 0;
 err:
   free(node_of);
+  free(tnode);
+  free(billed);
   mp_stacktree_free(t);
   return -1;
 }

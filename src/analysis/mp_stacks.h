@@ -34,6 +34,7 @@ typedef struct mp_tnode {
   uint32_t parent;	/* Parent node (the root's is 0 too). */
   uint32_t first;	/* First child, 0 if none... */
   uint32_t next;	/* ...and this node's next sibling, 0 if last. */
+  uint32_t last;	/* Last child (while the tree is built). */
   uint8_t kind;		/* MP_FK_* (mp_ext.h); MP_FK_INTERNAL for the VM's
 			   own; 0 for the root. */
   const char *label;	/* What the frame is called (NUL-terminated):

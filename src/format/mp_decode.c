@@ -1,5 +1,6 @@
 /*
-** mp_decode.c: pull decoder for memprof streams, versions 1 to 3.
+** mp_decode.c: pull decoder for memprof streams, versions 1 to 3, and the
+** ljmemprof extension (mp_ext.h).
 **
 ** One pass over a window of bytes; no allocation. Events are decoded by
 ** mp_event_decode() (mp_format.h), the only event decoder; symbols and
@@ -105,9 +106,18 @@ static int get_prologue(mp_reader *r, const char *magic, int *ver)
     return fail(r, MP_ERR_TRUNC, r->p + left, msg);
   }
   *ver = r->p[3];
-  if (*ver < MP_VERSION_MIN || *ver > MP_VERSION_MAX) {
-    snprintf(msg, sizeof(msg), "%s version %d to %d, found version %d",
-	     magic, MP_VERSION_MIN, MP_VERSION_MAX, *ver);
+  if (*ver == MP_VERSION_EXT && magic[2] == 'm') {	/* The extension. */
+    if (r->p[4] != MP_EXT_MINOR) {
+      snprintf(msg, sizeof(msg), "ljmemprof extension revision %d, found "
+	       "revision %d (a newer ljmemprof wrote it)", MP_EXT_MINOR,
+	       r->p[4]);
+      return fail(r, MP_ERR_DATA, r->p + 4, msg);
+    }
+    r->ext = 1;
+  } else if (*ver < MP_VERSION_MIN || *ver > MP_VERSION_MAX) {
+    snprintf(msg, sizeof(msg), "%s version %d to %d%s, found version %d",
+	     magic, MP_VERSION_MIN, MP_VERSION_MAX,
+	     magic[2] == 'm' ? " or the ljmemprof extension (76)" : "", *ver);
     return fail(r, MP_ERR_DATA, r->p + 3, msg);
   }
   r->p += MP_PROLOGUE_SIZE;
@@ -202,14 +212,142 @@ static int next_header_sym(mp_reader *r, mp_item *it)
 }
 
 /* Headers of the symbols inside the event stream of version v (bit set):
-** Lua functions and traces from version 2, C functions from version 3. */
+** Lua functions and traces from version 2, C functions from version 3
+** (and in the extension, whose extended records start with 0x00). */
 static uint32_t symbol_headers(int v)
 {
   uint32_t s = 0;
   if (v >= 2) s |= 1u << (MP_AEV_SYMTAB | MP_SRC_LFUNC) |
 		   1u << (MP_AEV_SYMTAB | MP_SRC_TRACE);
   if (v >= 3) s |= 1u << (MP_AEV_SYMTAB | MP_SRC_CFUNC);
+  if (v == MP_VERSION_EXT) s |= 1u << MP_XREC;
   return s;
+}
+
+/* Read a length-prefixed string from [*pp, end) into *s, *n. */
+static int get_string_in(mp_reader *r, const uint8_t **pp,
+			 const uint8_t *end, const char **s, size_t *n,
+			 const char *what)
+{
+  uint64_t len;
+  const uint8_t *at = *pp, *save = r->end;
+  int rc;
+  r->end = end;
+  rc = get_uleb_at(r, pp, &len, what);
+  r->end = save;
+  if (rc != MP_OK) return rc;
+  if (len > (uint64_t)(end - *pp)) {
+    char msg[120];
+    snprintf(msg, sizeof(msg), "%s of %llu bytes inside its record", what,
+	     (unsigned long long)len);
+    return fail(r, MP_ERR_DATA, at, msg);
+  }
+  *s = (const char *)*pp;
+  *n = (size_t)len;
+  *pp += len;
+  return MP_OK;
+}
+
+/* Read a ULEB128 from [*pp, end): running past end is bad data (the record
+** said how long it is). */
+static int get_uleb_in(mp_reader *r, const uint8_t **pp, const uint8_t *end,
+		       uint64_t *v, const char *what)
+{
+  const uint8_t *save = r->end;
+  int rc;
+  r->end = end;
+  rc = get_uleb_at(r, pp, v, what);
+  r->end = save;
+  if (rc == MP_ERR_TRUNC) {
+    char msg[120];
+    snprintf(msg, sizeof(msg), "ULEB128 %s inside its record", what);
+    return fail(r, MP_ERR_DATA, *pp, msg);
+  }
+  return rc;
+}
+
+/* Decode an extended record (header 0x00 at r->p): a node, a builtin's
+** name, a setting; NO_ITEM for a type this reader does not know, which it
+** skips by its length. */
+static int get_xrec(mp_reader *r, mp_item *it)
+{
+  const uint8_t *at = r->p, *q = r->p + 1, *end;
+  uint64_t type, len, v;
+  int rc;
+  char msg[120];
+  it->offset = r->origin + (size_t)(at - r->base);
+  if ((rc = get_uleb_at(r, &q, &type, "extended record type")) != MP_OK ||
+      (rc = get_uleb_at(r, &q, &len, "extended record length")) != MP_OK)
+    return rc;
+  if (len > (uint64_t)(r->end - q)) {
+    snprintf(msg, sizeof(msg), "extended record of %llu bytes, found end "
+	     "of data", (unsigned long long)len);
+    return fail(r, MP_ERR_TRUNC, at, msg);
+  }
+  end = q + len;
+  it->kind = MP_AEV_SYMTAB;
+  it->in_header = 0;
+  it->name = it->value = NULL;
+  it->name_len = it->value_len = 0;
+  switch (type) {
+  case MP_X_NODE:
+    it->src = MP_SRC_STACK;
+    if ((rc = get_uleb_in(r, &q, end, &it->parent, "node parent")) != MP_OK)
+      return rc;
+    if (q >= end) return fail(r, MP_ERR_DATA, q, "node frame kind");
+    it->fkind = *q++;
+    it->fa = it->line = 0;
+    switch (it->fkind) {
+    case MP_FK_LUA:
+      if ((rc = get_uleb_in(r, &q, end, &it->fa, "prototype address")) !=
+	  MP_OK ||
+	  (rc = get_uleb_in(r, &q, end, &it->line, "line number")) != MP_OK)
+	return rc;
+      break;
+    case MP_FK_BUILTIN:
+      if ((rc = get_uleb_in(r, &q, end, &it->line, "builtin id")) != MP_OK)
+	return rc;
+      break;
+    case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT:
+      if ((rc = get_uleb_in(r, &q, end, &it->fa, "frame address or number"))
+	  != MP_OK)
+	return rc;
+      break;
+    case MP_FK_HOST:
+      break;
+    default:
+      snprintf(msg, sizeof(msg), "frame kind 1 to 6, found %d", it->fkind);
+      return fail(r, MP_ERR_DATA, q - 1, msg);
+    }
+    if (it->parent > r->nodes) {
+      snprintf(msg, sizeof(msg), "parent node 0 to %llu, found %llu",
+	       (unsigned long long)r->nodes, (unsigned long long)it->parent);
+      return fail(r, MP_ERR_DATA, at, msg);
+    }
+    it->id = ++r->nodes;
+    break;
+  case MP_X_BUILTIN:
+    it->src = MP_SRC_BUILTIN;
+    if ((rc = get_uleb_in(r, &q, end, &v, "builtin id")) != MP_OK ||
+	(rc = get_string_in(r, &q, end, &it->name, &it->name_len,
+			    "builtin name")) != MP_OK)
+      return rc;
+    it->id = v;
+    break;
+  case MP_X_INFO:
+    it->src = MP_SRC_INFO;
+    if ((rc = get_string_in(r, &q, end, &it->name, &it->name_len,
+			    "setting name")) != MP_OK ||
+	(rc = get_string_in(r, &q, end, &it->value, &it->value_len,
+			    "setting value")) != MP_OK)
+      return rc;
+    break;
+  default:	/* A later record: skipped. */
+    r->p = end;
+    return NO_ITEM;
+  }
+  r->p = end;	/* Payload bytes past what this reader knows: skipped. */
+  return MP_OK;
 }
 
 /* Say what is wrong with the allocation event at at (header h valid), which
@@ -224,7 +362,8 @@ static int explain_event(mp_reader *r, const uint8_t *at, unsigned h)
   int n = 0, i, rc;
   uint64_t v;
   if (src != MP_SRC_INTERNAL)
-    name[n++] = src == MP_SRC_TRACE ? "trace number" : "function address";
+    name[n++] = src == MP_SRC_TRACE ? "trace number" :
+		src == MP_SRC_STACK ? "node id" : "function address";
   if (src == MP_SRC_LFUNC) name[n++] = "line number";
   if (k & MP_AEV_FREE) { name[n++] = "old address"; name[n++] = "old size"; }
   if (k & MP_AEV_ALLOC) { name[n++] = "new address"; name[n++] = "new size"; }
@@ -254,6 +393,7 @@ static int next_event(mp_reader *r, mp_item *it)
 	     r->ljm_version, h);
     return fail(r, MP_ERR_DATA, at, msg);
   }
+  if (h == MP_XREC && r->ext) return get_xrec(r, it);
   if ((h & MP_AEV_MASK) == MP_AEV_SYMTAB) {
     r->p++;
     it->in_header = 0;
@@ -269,6 +409,7 @@ static int next_event(mp_reader *r, mp_item *it)
     if (q && e.len > left) q = NULL;
   }
   if (!q) return explain_event(r, at, h);
+  if (r->ext) mp_event_undelta(r, &e);
   r->p = at + e.len;
   it->kind = e.kind;
   it->src = e.src;
@@ -290,8 +431,10 @@ size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n)
     return 0;
   lim = r->end - MP_EVENT_LONGEST;
   for (i = 0; i < n && p <= lim && (q = mp_event_decode(p, &ev[i], valid));
-       i++)
+       i++) {
+    if (r->ext) mp_event_undelta(r, &ev[i]);
     p = q;
+  }
   r->p = p;
   return i;
 }
@@ -356,6 +499,7 @@ const char *mp_src_name(int src)
   case MP_SRC_LFUNC: return "lua";
   case MP_SRC_CFUNC: return "cfunc";
   case MP_SRC_TRACE: return "trace";
+  case MP_SRC_STACK: return "stack";
   }
   return "?";
 }

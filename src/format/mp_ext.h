@@ -58,6 +58,12 @@
 #define MP_SRC_STACK		(5 << 2)	/* Event location: a node id. */
 #define MP_XREC			0x00	/* Header of an extended record. */
 
+/* What a decoded item (mp_item.src, kind MP_AEV_SYMTAB) of an extended
+** record is: a node (MP_SRC_STACK), a builtin's name, a setting. The last
+** two are not sources on the wire. */
+#define MP_SRC_BUILTIN		(6 << 2)
+#define MP_SRC_INFO		(7 << 2)
+
 /* Extended record types. */
 enum {
   MP_X_NODE = 1,
@@ -88,5 +94,12 @@ static inline int64_t mp_unzigzag(uint64_t v)
 {
   return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
+
+/* Headers of the allocation events of the extension (bit set, as
+** mp_event_headers()): those of version 3, and allocations and
+** reallocations at a stack node. */
+#define MP_EXT_HEADERS	(0xeee0u | 0xe0000u | \
+			 1u << (MP_AEV_ALLOC | MP_SRC_STACK) | \
+			 1u << (MP_AEV_REALLOC | MP_SRC_STACK))
 
 #endif

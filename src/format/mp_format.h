@@ -44,6 +44,9 @@
 
 /* -- Constants ------------------------------------------------------------ */
 
+/* The ljmemprof extension (call stacks and what comes later). */
+#include "mp_ext.h"
+
 #define MP_LJS_MAGIC		"ljs"
 #define MP_LJM_MAGIC		"ljm"
 #define MP_PROLOGUE_SIZE	7	/* magic(3) + version(1) + reserved(3) */
@@ -165,8 +168,15 @@ typedef struct mp_item {
   uint64_t proto;	/* Trace symbol: its starting prototype's address. */
   uint64_t oaddr, osize, naddr, nsize;	/* Event addresses and sizes. */
   const char *name;	/* Symbol name or chunk name (not NUL-terminated;
-			   points into the reader's window). */
+			   points into the reader's window); builtin name;
+			   setting's key. */
   size_t name_len;
+  const char *value;	/* Setting (MP_SRC_INFO): its value. */
+  size_t value_len;
+  /* A stack node (MP_SRC_STACK): id is its id, line the frame's line or
+  ** ffid (b), fa its address or number (a), parent its parent's id. */
+  uint64_t parent, fa;
+  uint8_t fkind;	/* MP_FK_*. */
   size_t offset;	/* Stream offset of the item's first byte. */
 } mp_item;
 
@@ -198,8 +208,12 @@ typedef struct mp_reader {
   size_t origin;	/* Stream offset of base. */
   int eof;		/* 1 if the stream ends at end. */
   int ljs_version, ljm_version;
+  int ext;		/* 1 for the ljmemprof extension (mp_ext.h). */
   int phase;		/* MP_PH_*. */
   uint32_t headers;	/* Event headers valid in this version (bit set). */
+  uint64_t new_addr;	/* Extension: the last new address... */
+  uint64_t old_addr;	/* ...and old address (addresses are deltas). */
+  uint64_t nodes;	/* Extension: node records read (the last id). */
   size_t err_offset;	/* Where the error or the truncation was seen. */
   char err[160];	/* What was expected there. */
 } mp_reader;
@@ -305,9 +319,11 @@ static inline int mp_uleb_fast(const uint8_t **pp, uint64_t *v)
 
 /* Headers of the allocation events of version v, as a set of bits over
 ** 0..31: kinds 1 to 3 (bits 0-1) from sources 1 to 3, and 4 (traces) from
-** version 2 on. Source numbers 5 to 7 are in no version. */
+** version 2 on. Source numbers 5 to 7 are in no version of memprof; the
+** extension has 5 (stacks). */
 static inline uint32_t mp_event_headers(int v)
 {
+  if (v == MP_VERSION_EXT) return MP_EXT_HEADERS;
   return 0xeee0u | (v >= 2 ? 0xe0000u : 0);
 }
 
@@ -338,6 +354,17 @@ static inline const uint8_t *mp_event_decode(const uint8_t *p, mp_event *e,
   return q;
 }
 
+/* Events of the extension carry their addresses as differences
+** (mp_ext.h): make them addresses, in stream order, with the reader's
+** registers. Every decoder of events calls it after mp_event_decode(). */
+static inline void mp_event_undelta(mp_reader *r, mp_event *e)
+{
+  if (e->kind & MP_AEV_FREE)
+    e->oaddr = r->old_addr += (uint64_t)mp_unzigzag(e->oaddr);
+  if (e->kind & MP_AEV_ALLOC)
+    e->naddr = r->new_addr += (uint64_t)mp_unzigzag(e->naddr);
+}
+
 /* Decode up to n allocation events into ev[0..n) and return how many; the
 ** first is at r->p before the call. Stops early, without an error, at
 ** anything else: a symbol, the epilogue, bytes that are not an event, or
@@ -350,8 +377,5 @@ size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n);
 ** (MP_SRC_*). */
 const char *mp_kind_name(int kind);
 const char *mp_src_name(int src);
-
-/* The ljmemprof extension (call stacks and what comes later). */
-#include "mp_ext.h"
 
 #endif

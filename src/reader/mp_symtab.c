@@ -13,6 +13,7 @@ void mp_symtab_init(mp_symtab *t)
   int k;
   memset(t, 0, sizeof(*t));
   for (k = 0; k < MP_SRC_N; k++) mp_hash_init_map(&t->latest[k]);
+  mp_hash_init_map(&t->builtin);
   mp_strtab_init(&t->names);
 }
 
@@ -21,6 +22,7 @@ void mp_symtab_free(mp_symtab *t)
   int k;
   for (k = 0; k < MP_CRUNS; k++) free(t->crun[k]);
   for (k = 0; k < MP_SRC_N; k++) mp_hash_free(&t->latest[k]);
+  mp_hash_free(&t->builtin);
   mp_strtab_free(&t->names);
   free(t->sym);
   memset(t, 0, sizeof(*t));
@@ -119,6 +121,12 @@ uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
     else if (nm->caddr != it->id + 1) nm->cshared = 1;
   }
   return i;
+}
+
+int mp_symtab_builtin_add(mp_symtab *t, const mp_item *it)
+{
+  uint32_t name = mp_strtab_intern(&t->names, it->name, it->name_len);
+  return name && mp_hash_put(&t->builtin, it->id, name) >= 0 ? 0 : -1;
 }
 
 uint32_t mp_symtab_find(const mp_symtab *t, int src, uint64_t id)

@@ -50,6 +50,7 @@ typedef struct mp_symtab {
   mp_hash latest[MP_SRC_N];	/* By src >> MP_SRC_SHIFT: id -> serial of
 				   the latest definition. */
   mp_strtab names;	/* The names the symbols carry. */
+  mp_hash builtin;	/* Extension: ffid -> name id of a builtin. */
   /* C symbols sorted by address in runs of 2^k (a binary counter of sorted
   ** runs): adding is O(log n) amortised and a floor lookup O(log^2 n),
   ** however symbols and events interleave. */
@@ -75,6 +76,17 @@ uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off);
 ** one defined for id, or for a C address without one, the C symbol below
 ** it (the location is then inside that function). 0 if none. */
 uint32_t mp_symtab_resolve(const mp_symtab *t, int src, uint64_t id);
+
+/* Record the name of builtin ffid (an MP_SRC_BUILTIN item); 0, or -1 when
+** out of memory. */
+int mp_symtab_builtin_add(mp_symtab *t, const mp_item *it);
+
+/* The name id of builtin ffid, 0 if none was given. */
+static inline uint32_t mp_symtab_builtin(const mp_symtab *t, uint64_t ffid)
+{
+  const uint32_t *v = mp_hash_get(&t->builtin, ffid);
+  return v ? *v : 0;
+}
 
 /* The name of symbol i (its kept bytes, *len of them; see mp_strtab.h), or
 ** NULL if it has none. */

@@ -383,8 +383,9 @@ static void test_errors(void)
   check_end(&b, "versions 0/0 DATA at 3: ljs version 1 to 3, found version "
 	    "0\n", "unsupported symtab version 0");
   b.n = 0; prologue(&b, "ljs", 3); u8(&b, MP_FINAL); prologue(&b, "ljm", 9);
-  check_end(&b, "versions 3/9 DATA at 11: ljm version 1 to 3, found version "
-	    "9\n", "unsupported event stream version");
+  check_end(&b, "versions 3/9 DATA at 11: ljm version 1 to 3 or the "
+	    "ljmemprof extension (76), found version 9\n",
+	    "unsupported event stream version");
 
   /* Symbol headers: type 1 is unknown in v1, type 3 in every version. */
   b.n = 0; prologue(&b, "ljs", 1); hsym_cfunc(&b, 0x10, "f");
