@@ -61,40 +61,46 @@ function M.new(opts)
   -- below without allocating (preallocated arrays).
   self.cap = opts.logcap or 60000
   local tnew = require("table.new")
-  self.lk, self.lt, self.lf, self.lp = tnew(self.cap, 0), tnew(self.cap, 0),
-    tnew(self.cap, 0), tnew(self.cap, 0)
+  self.lk, self.lt, self.lf, self.lp, self.lx = tnew(self.cap, 0),
+    tnew(self.cap, 0), tnew(self.cap, 0), tnew(self.cap, 0), tnew(self.cap, 0)
   for i = 1, self.cap do
-    self.lk[i], self.lt[i], self.lf[i], self.lp[i] = 0, 0, false, 0
+    self.lk[i], self.lt[i], self.lf[i], self.lp[i], self.lx[i] = 0, 0, false, 0, 0
   end
   self.ln = 0
   self:attach()
+  -- What kind of object each INTERNAL block is (see objkind.lua); checked
+  -- on known objects first.
+  self.objkind = require("objkind")
+  self.sizes, self.objkind_error = self.objkind.selftest(self.mp, self.cli,
+    string.format("%s/ljmp-diff-objkind-%d.bin", self.tmp, M.pid))
   return self
 end
 
 -- The vmevent handlers: a code, the trace number, the function and the
 -- bytecode position of every trace start, stop, abort and recorded
--- instruction. They store into preallocated slots only, so they never
--- allocate while a program is profiled.
+-- instruction. They store into preallocated slots and existing fields only
+-- and call nothing, so they never allocate nor grow the stack they run on
+-- (the VM guarantees LUA_MINSTACK free slots to a handler) while a program
+-- is profiled.
 function Runner:attach()
-  local lk, lt, lf, lp, cap = self.lk, self.lt, self.lf, self.lp, self.cap
+  local lk, lt, lf, lp, lx, cap = self.lk, self.lt, self.lf, self.lp, self.lx, self.cap
   local runner = self
-  local function put(k, tr, fn, pc)
+  self.overflow = false
+  self.on_trace = function(what, tr, fn, pc, parent)
     local n = runner.ln + 1
-    if n <= cap then
-      lk[n], lt[n], lf[n], lp[n] = k, tr, fn, pc
-      runner.ln = n
-    else
-      runner.overflow = true
-    end
-  end
-  self.on_trace = function(what, tr, fn, pc)
-    if what == "start" then put(1, tr, fn, pc)
-    elseif what == "stop" then put(2, tr, false, 0)
-    elseif what == "abort" then put(3, tr, fn, pc)
-    elseif what == "flush" then put(4, 0, false, 0) end
+    if n > cap then runner.overflow = true; return end
+    runner.ln = n
+    lt[n], lf[n], lp[n], lx[n] = tr, fn, pc, parent
+    if what == "start" then lk[n] = 1
+    elseif what == "stop" then lk[n] = 2
+    elseif what == "abort" then lk[n] = 3
+    else lk[n] = 4 end
   end
   self.on_record = function(tr, fn, pc)
-    put(5, tr, fn, pc)
+    local n = runner.ln + 1
+    if n > cap then runner.overflow = true; return end
+    runner.ln = n
+    lk[n], lt[n], lf[n], lp[n] = 5, tr, fn, pc
   end
   jit.attach(self.on_trace, "trace")
   jit.attach(self.on_record, "record")
@@ -112,7 +118,7 @@ function Runner:run_once(fn, jit_on, prog, path)
   jit.flush()
   if jit_on then
     jit.on()	-- from off to on: the hot counters start afresh
-    jit.opt.start("hotloop=" .. prog.hotloop, "hotexit=" .. prog.hotexit)
+    jit.opt.start("hotloop=" .. prog.hotloop, "hotexit=" .. prog.hotexit, unpack(self.jitopts or {}))
   end
   collectgarbage()
   collectgarbage()
@@ -136,24 +142,34 @@ function Runner:run_once(fn, jit_on, prog, path)
   local run = { ok = ok, res = res, delta = (after - before) * 1024,
     stopped = stopped, stop_error = serr, overflow = self.overflow }
   run.traces = self:trace_log(nlog, prog.chunk)
+  -- The INTERNAL blocks still alive, and what they are, while the GC is
+  -- stopped and the traces exist.
+  if jit_on and stopped and self.sizes then
+    run.internal, run.internal_error = self.objkind.live(self.cli, path,
+      function(e) return e.source == "internal" end, self.sizes, self.timeout)
+  end
   jit.flush()
   collectgarbage("restart")
   return run
 end
 
--- What the JIT compiler did: per trace number, whether it was completed,
--- the lines it recorded in the program's chunk and whether it recorded
--- anything outside it; and the counts of starts, stops and aborts.
+-- What the JIT compiler did: per completed trace number, the lines it
+-- recorded in the program's chunk, whether it recorded code outside it, and
+-- its parent (a side trace starts with the allocations its parent sank and
+-- had not yet made at the exit: the lines they come from are its parent's);
+-- and the counts of starts, stops and aborts.
 function Runner:trace_log(n, chunk)
-  local lk, lt, lf, lp = self.lk, self.lt, self.lf, self.lp
+  local lk, lt, lf, lp, lx = self.lk, self.lt, self.lf, self.lp, self.lx
   local fi = require("jit.util").funcinfo
-  local out = { starts = 0, stops = 0, aborts = 0, flushes = 0, by = {} }
+  local out = { starts = 0, stops = 0, aborts = 0, flushes = 0, by = {},
+    overflow = self.overflow }
   local cur = {}	-- trace number -> attempt being recorded
   for i = 1, n do
     local k, tr = lk[i], lt[i]
     if k == 1 then
       out.starts = out.starts + 1
-      cur[tr] = { lines = {}, outside = false }
+      cur[tr] = { lines = {}, outside = false,
+        parent = type(lx[i]) == "number" and lx[i] > 0 and lx[i] or nil }
     elseif k == 5 then
       -- A builtin or C function being recorded (no bytecode position) is
       -- called from a recorded line; a Lua function of another chunk
@@ -178,12 +194,35 @@ function Runner:trace_log(n, chunk)
         else
           for l in pairs(a.lines) do t.lines[l] = true end
           t.outside = t.outside or a.outside
+          t.parents = t.parents or { t.parent }
+          t.parents[#t.parents + 1] = a.parent
         end
       end
     elseif k == 4 then
       out.flushes = out.flushes + 1
     end
   end
+  -- Each trace covers its own lines and those of its ancestors.
+  local function closure(t, seen)
+    local rec = out.by[t]
+    if not rec or seen[t] then return end
+    seen[t] = true
+    for _, p in ipairs(rec.parents or { rec.parent }) do
+      local prec = out.by[p]
+      if not prec then
+        rec.outside = true	-- a parent we know nothing of: any line
+      else
+        closure(p, seen)
+        for l in pairs(prec.cover or prec.lines) do rec.cover[l] = true end
+        rec.outside = rec.outside or prec.outside
+      end
+    end
+  end
+  for _, rec in pairs(out.by) do
+    rec.cover = {}
+    for l in pairs(rec.lines) do rec.cover[l] = true end
+  end
+  for t in pairs(out.by) do closure(t, {}) end
   return out
 end
 
@@ -312,12 +351,16 @@ local function fmt_counts(b)
   return string.format("%d alloc, %d realloc", b.a, b.r)
 end
 
--- Compare the two runs of prog; returns the list of failures, each
+-- Compare the two runs of prog (see the README for what each property
+-- means and why it holds); returns the list of failures, each
 -- { prop = "P1", msg = "..." }.
-function M.check(prog, off, on, poff, pon)
+function M.check(prog, off, on, poff, pon, runner)
   local fails = {}
   local function fail(prop, msg) fails[#fails + 1] = { prop = prop, msg = msg } end
   local lines = prog.lines
+  local function src(l)
+    return (prog.text[l] or "?"):gsub("^%s+", "")
+  end
 
   -- B: the program behaves the same in both runs (else the generator or
   -- the VM is wrong, and nothing else can be compared).
@@ -360,8 +403,8 @@ function M.check(prog, off, on, poff, pon)
   for _, l in ipairs(sorted_keys(poff.lines)) do
     local m = lines[l]
     if not m or m.kind == "none" then
-      fail("P0", string.format("JIT off: line %d (%s) billed %s", l,
-        m and "allocates nothing" or "not a line of the program", fmt_counts(poff.lines[l])))
+      fail("P0", string.format("JIT off: line %d (%s) billed %s: %s", l,
+        m and "allocates nothing" or "not a line of the program", fmt_counts(poff.lines[l]), src(l)))
     end
   end
 
@@ -384,7 +427,7 @@ function M.check(prog, off, on, poff, pon)
   for _, l in ipairs(sorted_keys(pon.lines)) do
     local a, b = poff.lines[l] or { a = 0, r = 0 }, pon.lines[l]
     if b.a > a.a or b.r > a.r then
-      fail("P1", string.format("line %d: JIT on %s > JIT off %s", l, fmt_counts(b), fmt_counts(a)))
+      fail("P1", string.format("line %d: JIT on %s > JIT off %s: %s", l, fmt_counts(b), fmt_counts(a), src(l)))
     end
   end
 
@@ -394,7 +437,7 @@ function M.check(prog, off, on, poff, pon)
   local tr = on.traces
   local function covers(t, l)
     local rec = tr.by[t]
-    return rec == nil or rec.outside or rec.lines[l]
+    return tr.overflow or rec == nil or rec.outside or rec.cover[l]
   end
   for _, kind in ipairs({ "a", "r" }) do
     local kname = kind == "a" and "alloc" or "realloc"
@@ -422,8 +465,8 @@ function M.check(prog, off, on, poff, pon)
         if dem[l] > 0 then
           local cov = {}
           for _, t in ipairs(edges[l]) do cov[#cov + 1] = t .. ":" .. supply[t] end
-          parts[#parts + 1] = string.format("line %d lost %d of %d (traces that recorded it: %s)",
-            l, demand[l], poff.lines[l][kind], #cov > 0 and table.concat(cov, " ") or "none")
+          parts[#parts + 1] = string.format("line %d lost %d of %d (traces that recorded it: %s): %s",
+            l, demand[l], poff.lines[l][kind], #cov > 0 and table.concat(cov, " ") or "none", src(l))
         end
       end
       fail("P2", string.format("%d %s events lost by lines are on no trace that recorded them: %s",
@@ -464,20 +507,49 @@ function M.check(prog, off, on, poff, pon)
     end
   end
 
-  -- P4: INTERNAL with the JIT on is the compiler's own work only.
-  local nint = pon.internal.a + pon.internal.r
-  local bound = M.internal_bound(tr)
-  if nint > bound then
-    fail("P4", string.format("JIT on: INTERNAL billed %s, more than the compiler's bound %d " ..
-      "(%d traces completed, %d aborted)", fmt_counts(pon.internal), bound, tr.stops, tr.aborts))
+  -- P4: INTERNAL with the JIT on is the compiler's own work only. What
+  -- the JIT compiler allocates (lj_trace.c, lj_record.c, lj_ffrecord.c,
+  -- lj_opt_*.c, lj_ir.c, lj_snap.c): one GCtrace per completed trace;
+  -- strings folded at compile time (IR constants); its IR, snapshot and
+  -- snapshot-map buffers and trace array, replaced when they grow; one
+  -- vector per loop optimisation, freed at once. Nothing else: tables,
+  -- closures, threads, upvalues are the program's (made by a line, a
+  -- builtin it calls, or a trace and its exits).
+  if on.internal_error or (not on.internal and off.ok) then
+    fail("P4", "cannot type the INTERNAL blocks: " .. tostring(on.internal_error or runner and runner.objkind_error))
+  elseif on.internal then
+    local kinds, freed = {}, 0
+    for _, b in ipairs(on.internal) do kinds[b.kind] = (kinds[b.kind] or 0) + 1 end
+    local live = #on.internal
+    freed = pon.internal.a + pon.internal.r - live
+    local bad = {}
+    for _, k in ipairs({ "tab", "func", "thread", "upval", "proto", "udata", "cdata" }) do
+      if kinds[k] then bad[#bad + 1] = kinds[k] .. " " .. k end
+    end
+    if #bad > 0 then
+      fail("P4", "JIT on: INTERNAL holds program objects: " .. table.concat(bad, ", ") ..
+        " (" .. fmt_counts(pon.internal) .. " INTERNAL in all)")
+    end
+    if (kinds.trace or 0) > tr.stops then
+      fail("P4", string.format("JIT on: INTERNAL holds %d trace objects, %d traces were completed",
+        kinds.trace, tr.stops))
+    end
+    if (kinds.raw or 0) > 4 then
+      fail("P4", string.format("JIT on: INTERNAL holds %d blocks that are not GC objects (sizes %s); " ..
+        "the JIT compiler keeps 4 (IR, snapshots, snapshot map, trace array)", kinds.raw,
+        (function()
+          local sz = {}
+          for _, b in ipairs(on.internal) do if b.kind == "raw" then sz[#sz + 1] = b.event.nsize end end
+          return table.concat(sz, " ", 1, math.min(#sz, 12))
+        end)()))
+    end
+    local bound = 2 * tr.starts + 32
+    if freed > bound then
+      fail("P4", string.format("JIT on: %d INTERNAL blocks made and freed while the program ran, " ..
+        "more than 2 per trace started + 32 = %d", freed, bound))
+    end
   end
   return fails
-end
-
--- The most INTERNAL allocations and reallocations the JIT compiler may make
--- for the traces it started (see tests/gen/README.md for the reasoning).
-function M.internal_bound(tr)
-  return 8 * tr.starts + 16
 end
 
 -- -- A program, both runs ------------------------------------------------
@@ -510,7 +582,7 @@ function Runner:run(seed)
     return res
   end
   res.off, res.on, res.poff, res.pon = off, on, poff, pon
-  res.failures = M.check(prog, off, on, poff, pon)
+  res.failures = M.check(prog, off, on, poff, pon, self)
   return res
 end
 

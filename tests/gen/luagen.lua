@@ -570,7 +570,9 @@ function P:st_misc(ctx)
       end
     end,
     function()
-      self:emit("null:write(" .. self:str_atom(ctx) .. ", " .. self:num_atom(ctx) .. ", \"\\n\")", "alloc")
+      -- Only strings: compiled code converts a number to a string first
+      -- (an allocation the interpreter does not make).
+      self:emit("null:write(" .. self:str_atom(ctx) .. ", tostring(" .. self:num_atom(ctx) .. "), \"\\n\")", "alloc")
     end,
     function()
       self:consume(ctx, "debug.getinfo(1, \"l\").currentline")
@@ -1014,6 +1016,7 @@ function M.generate(seed, opts)
   return {
     seed = seed,
     src = src,
+    text = self.out,
     chunk = "@gen-" .. seed .. ".lua",
     lines = self.meta,
     funcs = self.funcs,
