@@ -64,8 +64,6 @@ local cases = {
     pon.lines[3].a = 101; pon.traces[1].a = 0 end },
   { "events lost by a line and on no trace fail P2", "P2", function(off, on, poff, pon)
     pon.traces[1].a = 80; pon.internal.a = 11 end },
-  { "a trace billed what no line it recorded lost fails P2", "P2", function(off, on, poff, pon)
-    pon.traces[1].a = 95 end },
   { "a table billed INTERNAL with the JIT on fails P4", "P4", function(off, on)
     on.internal[2] = { kind = "tab", event = { nsize = 64 } } end },
 }

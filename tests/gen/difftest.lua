@@ -142,11 +142,26 @@ function Runner:run_once(fn, jit_on, prog, path)
   local run = { ok = ok, res = res, delta = (after - before) * 1024,
     stopped = stopped, stop_error = serr, overflow = self.overflow }
   run.traces = self:trace_log(nlog, prog.chunk)
-  -- The INTERNAL blocks still alive, and what they are, while the GC is
-  -- stopped and the traces exist.
-  if jit_on and stopped and self.sizes then
-    run.internal, run.internal_error = self.objkind.live(self.cli, path,
-      function(e) return e.source == "internal" end, self.sizes, self.timeout)
+  -- What the blocks still alive are, while the GC is stopped and the
+  -- traces exist: INTERNAL ones with the JIT on, the program's lines' with
+  -- it off (for the strings each line made).
+  if stopped and self.sizes then
+    local blocks, err = self.objkind.live(self.cli, path, function(e)
+      if jit_on then return e.source == "internal" end
+      return e.source == "lua" and e.chunk == prog.chunk
+    end, self.sizes, self.timeout)
+    if jit_on then
+      run.internal, run.internal_error = blocks, err
+    else
+      run.strings, run.strings_error = {}, err
+      for _, b in ipairs(blocks or {}) do
+        if b.kind == "str" then
+          local l = b.event.line
+          run.strings[l] = run.strings[l] or {}
+          run.strings[l][b.text] = true
+        end
+      end
+    end
   end
   jit.flush()
   collectgarbage("restart")
@@ -443,8 +458,20 @@ function M.check(prog, off, on, poff, pon, runner)
     local kname = kind == "a" and "alloc" or "realloc"
     -- P2a: every event a non-table line loses is found on a trace that
     -- recorded the line (tables may be sunk: they may vanish).
+    -- A string the JIT compiler made (folding constants) is INTERNAL; a
+    -- line that makes the same string later finds it: it may explain one
+    -- lost allocation of a line that made that string with the JIT off.
     local supply, demand, edges, lost = {}, {}, {}, 0
     for t, b in pairs(pon.traces) do supply[t] = b[kind] end
+    local kstrings = {}
+    if kind == "a" then
+      for _, b in ipairs(on.internal or {}) do
+        if b.kind == "str" then
+          kstrings[#kstrings + 1] = b.text
+          supply["k" .. #kstrings] = 1
+        end
+      end
+    end
     for l, b in pairs(poff.lines) do
       local d = b[kind] - ((pon.lines[l] or {})[kind] or 0)
       local m = lines[l]
@@ -456,55 +483,63 @@ function M.check(prog, off, on, poff, pon, runner)
           if covers(t, l) then edges[l][#edges[l] + 1] = t end
         end
         table.sort(edges[l])
+        local made = off.strings and off.strings[l]
+        for i, text in ipairs(kstrings) do
+          if made and made[text] then edges[l][#edges[l] + 1] = "k" .. i end
+        end
       end
     end
     local got, dem = maxflow(supply, demand, edges)
     if got < lost then
-      local parts = {}
-      for _, l in ipairs(sorted_keys(demand)) do
-        if dem[l] > 0 then
-          local cov = {}
-          for _, t in ipairs(edges[l]) do cov[#cov + 1] = t .. ":" .. supply[t] end
-          parts[#parts + 1] = string.format("line %d lost %d of %d (traces that recorded it: %s): %s",
-            l, demand[l], poff.lines[l][kind], #cov > 0 and table.concat(cov, " ") or "none", src(l))
+      -- Show each group of lines and traces linked by "recorded" that has
+      -- unmet losses: lines with their counts, traces with their events.
+      local parts, seen = {}, {}
+      for _, l0 in ipairs(sorted_keys(demand)) do
+        if dem[l0] > 0 and not seen[l0] then
+          local ls, ts, todo, tseen = {}, {}, { l0 }, {}
+          seen[l0] = true
+          while #todo > 0 do
+            local l = table.remove(todo)
+            ls[#ls + 1] = l
+            for _, t in ipairs(edges[l]) do
+              if type(t) == "number" and not tseen[t] then
+                tseen[t] = true
+                ts[#ts + 1] = t
+                for l2 in pairs(demand) do
+                  if not seen[l2] then
+                    for _, t2 in ipairs(edges[l2]) do
+                      if t2 == t then seen[l2] = true; todo[#todo + 1] = l2; break end
+                    end
+                  end
+                end
+              end
+            end
+          end
+          table.sort(ls)
+          table.sort(ts)
+          local unmet, ldesc, tdesc = 0, {}, {}
+          for _, l in ipairs(ls) do
+            unmet = unmet + dem[l]
+            local ks = 0
+            for _, t in ipairs(edges[l]) do if type(t) ~= "number" then ks = ks + 1 end end
+            ldesc[#ldesc + 1] = string.format("line %d lost %d of %d%s: %s", l, demand[l],
+              poff.lines[l][kind], ks > 0 and " (" .. ks .. " of its strings made by the compiler)" or "",
+              src(l))
+          end
+          for _, t in ipairs(ts) do tdesc[#tdesc + 1] = "trace " .. t .. " billed " .. supply[t] end
+          parts[#parts + 1] = string.format("%d unexplained among {%s} recorded by {%s}", unmet,
+            table.concat(ldesc, "; "), #tdesc > 0 and table.concat(tdesc, ", ") or "no trace")
         end
       end
       fail("P2", string.format("%d %s events lost by lines are on no trace that recorded them: %s",
-        lost - got, kname, table.concat(parts, "; ")))
+        lost - got, kname, table.concat(parts, " | ")))
     end
-    -- P2b: every event billed to a trace is one that a line it recorded
-    -- lost (a trace allocates nothing the interpreter would not have).
-    local supply2, demand2, edges2, total = {}, {}, {}, 0
-    for l, b in pairs(poff.lines) do
-      local d = b[kind] - ((pon.lines[l] or {})[kind] or 0)
-      if d > 0 then supply2[l] = d end
-    end
-    for t, b in pairs(pon.traces) do
-      if b[kind] > 0 then
-        demand2[t] = b[kind]
-        total = total + b[kind]
-        edges2[t] = {}
-        for l in pairs(supply2) do
-          if covers(t, l) then edges2[t][#edges2[t] + 1] = l end
-        end
-        table.sort(edges2[t])
-      end
-    end
-    local got2, dem2 = maxflow(supply2, demand2, edges2)
-    if got2 < total then
-      local parts = {}
-      for _, t in ipairs(sorted_keys(demand2)) do
-        if dem2[t] > 0 then
-          local ls = {}
-          for l in pairs(tr.by[t] and tr.by[t].lines or {}) do ls[#ls + 1] = l end
-          table.sort(ls)
-          parts[#parts + 1] = string.format("trace %d (started at line %s) billed %d, recorded lines %s",
-            t, tostring(pon.traces[t].start), demand2[t], table.concat(ls, ","))
-        end
-      end
-      fail("P2", string.format("%d %s events billed to traces match no loss of a line they recorded: %s",
-        total - got2, kname, table.concat(parts, "; ")))
-    end
+    -- Not checked: that what traces are billed matches what the lines they
+    -- recorded lost. A trace may allocate more than the interpreter would:
+    -- when a guard fails, the exit resumes at the last snapshot, which may
+    -- come before an allocation the trace has already made, and that
+    -- allocation is made again (seen: a loop whose root trace and side
+    -- trace each made the iteration's table, one of them wasted).
   end
 
   -- P4: INTERNAL with the JIT on is the compiler's own work only. What
@@ -515,8 +550,9 @@ function M.check(prog, off, on, poff, pon, runner)
   -- vector per loop optimisation, freed at once. Nothing else: tables,
   -- closures, threads, upvalues are the program's (made by a line, a
   -- builtin it calls, or a trace and its exits).
-  if on.internal_error or (not on.internal and off.ok) then
-    fail("P4", "cannot type the INTERNAL blocks: " .. tostring(on.internal_error or runner and runner.objkind_error))
+  if on.internal_error or off.strings_error or not on.internal or not off.strings then
+    fail("P4", "cannot type the blocks: " .. tostring(on.internal_error or off.strings_error or
+      runner and runner.objkind_error))
   elseif on.internal then
     local kinds, freed = {}, 0
     for _, b in ipairs(on.internal) do kinds[b.kind] = (kinds[b.kind] or 0) + 1 end
@@ -555,15 +591,37 @@ end
 -- -- A program, both runs ------------------------------------------------
 
 function Runner:run(seed)
-  local prog = self.gen.generate(seed, { budget = self.budget })
-  local res = { seed = seed, prog = prog, failures = {} }
+  local res = self:run_prog(self.gen.generate(seed, { budget = self.budget }))
+  res.seed = seed
+  return res
+end
+
+-- A program written by hand: src, its chunk name, and per line its kind
+-- ("none", "table", "alloc"; default "alloc"); the plain C functions it
+-- calls; hotloop and hotexit for the JIT.
+function M.program(src, chunk, kinds, opts)
+  opts = opts or {}
+  local text, lines = {}, {}
+  for l in (src .. "\n"):gmatch("([^\n]*)\n") do
+    text[#text + 1] = l
+    lines[#text] = { kind = kinds and kinds[#text] or "alloc" }
+  end
+  local cfuncs = {}
+  for _, c in ipairs(opts.cfuncs or {}) do cfuncs[c] = true end
+  return { src = src, chunk = chunk, text = text, lines = lines, cfuncs = cfuncs,
+    hotloop = opts.hotloop or 2, hotexit = opts.hotexit or 10, seed = 0 }
+end
+
+-- Both runs of a program and the checks.
+function Runner:run_prog(prog)
+  local res = { seed = prog.seed, prog = prog, failures = {} }
   local fn, err = loadstring(prog.src, prog.chunk)
   if not fn then
     res.failures[1] = { prop = "B", msg = "the program does not compile: " .. err }
     return res
   end
-  local poff_path = string.format("%s/ljmp-diff-%d-%d-off.bin", self.tmp, seed, M.pid)
-  local pon_path = string.format("%s/ljmp-diff-%d-%d-on.bin", self.tmp, seed, M.pid)
+  local poff_path = string.format("%s/ljmp-diff-%d-%d-off.bin", self.tmp, prog.seed, M.pid)
+  local pon_path = string.format("%s/ljmp-diff-%d-%d-on.bin", self.tmp, prog.seed, M.pid)
   local off = self:run_once(fn, false, prog, poff_path)
   local on = self:run_once(fn, true, prog, pon_path)
   fn = nil

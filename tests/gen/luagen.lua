@@ -11,8 +11,9 @@
 --   fn    the innermost function whose body holds the line (0: main chunk)
 --   fns   every function the line belongs to (a one-line closure: two)
 --   kind  "none"  cannot allocate (arithmetic, loop headers, `end`, ...)
---         "table" allocates tables only (a constructor of plain values):
---                 what the JIT's allocation sinking may remove
+--         "table" allocates tables or their parts only (a constructor of
+--                 values that exist, a store into a table): what the JIT's
+--                 allocation sinking may remove
 --         "alloc" may allocate anything
 --   cfuncs the plain C functions (ffid 1) the line calls, by the name the
 --         agent gives them (e.g. "package.seeall")
@@ -329,6 +330,14 @@ function P:consume(ctx, code)
   self:cost(ctx)
 end
 
+-- Use a new string so that the JIT cannot leave it out: its length alone
+-- may be folded from the operation that makes it (string.sub, string.char)
+-- and an unused result is dead code, but a table lookup with it as the key
+-- needs the string itself.
+function P:use_str(ctx, name)
+  self:consume(ctx, "#" .. name .. " + (K[" .. name .. "] or 1)")
+end
+
 function P:st_num(ctx)
   local name = self:newname("n")
   self:emit("local " .. name .. " = (" .. self:num_expr(ctx) .. ") % " .. MOD, "none")
@@ -349,7 +358,7 @@ function P:st_str(ctx)
   self:emit("local " .. name .. " = " .. code, "alloc")
   add_var(ctx, name, "s", { len = len })
   self:cost(ctx)
-  if self.r.chance(60) then self:consume(ctx, "#" .. name) end
+  self:use_str(ctx, name)
 end
 
 -- Reassign a string variable with something no longer than its bound.
@@ -360,6 +369,7 @@ function P:st_str_assign(ctx)
   if len > v.len then code = "(" .. code .. "):sub(1, " .. v.len .. ")" end
   self:emit(v.name .. " = " .. code, "alloc")
   self:cost(ctx)
+  self:use_str(ctx, v.name)
 end
 
 function P:st_table(ctx)
@@ -445,7 +455,7 @@ function P:st_list_use(ctx)
     self:consume(ctx, "#(rawget(" .. l.name .. ", 1) or \"\")")
   end
   forms[#forms + 1] = function()
-    self:emit("rawset(" .. l.name .. ", 1, " .. self:str_atom(ctx, 40) .. ")", "alloc")
+    self:emit("rawset(" .. l.name .. ", 1, " .. self:str_atom(ctx, 40) .. ")", "table")
   end
   r.pick(forms)()
   self:cost(ctx)
@@ -457,15 +467,20 @@ function P:st_hash_use(ctx)
   if not h then return self:st_hash(ctx) end
   local forms = {
     function()
-      self:emit(h.name .. ".k" .. r.int(1, 9) .. " = " .. self:num_atom(ctx), "alloc")
+      self:emit(h.name .. ".k" .. r.int(1, 9) .. " = " .. self:num_atom(ctx), "table")
       h.size = math.min(h.size + ctx.w, 30)
     end,
     function()
       self:consume(ctx, "(" .. h.name .. ".k" .. r.int(1, 5) .. " or 1)")
     end,
     function()
-      local key = r.pick({ "\"w\" .. " .. self:num_atom(ctx) .. " % 16", "\"k2\"", "\"zz\"" })
-      self:emit(h.name .. "[" .. key .. "] = " .. self:num_atom(ctx), "alloc")
+      local key = r.pick({ "w", "\"k2\"", "\"zz\"" })
+      if key == "w" then
+        key = self:newname("s")
+        self:emit("local " .. key .. " = \"w\" .. " .. self:num_atom(ctx) .. " % 16", "alloc")
+        self:use_str(ctx, key)
+      end
+      self:emit(h.name .. "[" .. key .. "] = " .. self:num_atom(ctx), "table")
       h.size = math.min(h.size + ctx.w, 30)
     end,
     function()
@@ -515,7 +530,9 @@ end
 function P:st_object(ctx)
   local name = self:newname("o")
   local mt = self.r.int(1, 2)
-  self:emit("local " .. name .. " = setmetatable({ v = " .. self:num_atom(ctx) .. " }, mt" .. mt .. ")", "table")
+  -- Objects of mt2 hold two strings for table.concat (their __concat).
+  self:emit("local " .. name .. " = setmetatable({ " .. (mt == 2 and "\"a\", " .. self:str_atom(ctx, 20) .. ", " or "") ..
+    "v = " .. self:num_atom(ctx) .. " }, mt" .. mt .. ")", "table")
   add_var(ctx, name, "o", { mt = mt })
   self:cost(ctx)
 end
@@ -529,7 +546,7 @@ function P:st_object_use(ctx)
   if o.mt == 1 then
     forms = {
       function() self:consume(ctx, "#" .. o.name .. ".key" .. r.int(1, 4)) end,
-      function() self:emit(o.name .. ".f" .. r.int(1, 3) .. " = " .. self:num_atom(ctx), "alloc") end,
+      function() self:emit(o.name .. ".f" .. r.int(1, 3) .. " = " .. self:num_atom(ctx), "table") end,
       function() self:consume(ctx, "(" .. o.name .. " + " .. self:num_atom(ctx) .. ")") end,
       function() self:consume(ctx, "#(" .. o.name .. " .. " .. self:str_atom(ctx) .. ")") end,
       function() self:consume(ctx, "#(" .. self:str_atom(ctx) .. " .. " .. o.name .. ")") end,
@@ -544,9 +561,11 @@ function P:st_object_use(ctx)
   else
     forms = {
       function() self:consume(ctx, "#" .. o.name .. ".key") end,
-      function() self:emit(o.name .. ".f" .. r.int(1, 3) .. " = " .. self:num_atom(ctx), "alloc") end,
+      function() self:emit(o.name .. ".f" .. r.int(1, 3) .. " = " .. self:num_atom(ctx), "table") end,
       function() self:consume(ctx, "((" .. o.name .. " + 1) and 1 or 0)") end,
-      function() self:consume(ctx, "#(" .. o.name .. " .. " .. self:str_atom(ctx) .. ")") end,
+      function() self:consume(ctx, "#(" .. o.name .. " .. " .. self:str_atom(ctx) .. ")"); self.meta[#self.out].kind = "alloc" end,
+      function() self:emit(o.name .. ".f" .. r.int(1, 3) .. " = " .. self:num_atom(ctx), "table") end,
+      function() self:consume(ctx, "((-" .. o.name .. ") and 1 or 0)"); self.meta[#self.out].kind = "alloc" end,
       function() self:consume(ctx, "#" .. o.name .. "(" .. self:num_atom(ctx) .. ")") end,
       function() self:consume(ctx, "(" .. o.name .. " == " .. o2.name .. " and 1 or 2)") end,
       function() self:consume(ctx, "(" .. o.name .. " < " .. o2.name .. " and 1 or 2)") end,
@@ -605,7 +624,11 @@ function P:st_misc(ctx)
     end,
     function()
       local s = self:var(ctx, "s")
-      if s then self:consume(ctx, "#(" .. s.name .. ":find(\"(%a)\") and \"y\" or \"n\")") end
+      if s then
+        -- A capture: find returns a new string.
+        self:consume(ctx, "#(" .. s.name .. ":find(\"(%a)\") and \"y\" or \"n\")")
+        self.meta[#self.out].kind = "alloc"
+      end
     end,
     function()
       self:consume(ctx, "collectgarbage(\"count\") > 0 and 1 or 0")
@@ -653,7 +676,9 @@ function P:st_call(ctx)
   elseif f.ret == "n" then
     self:consume(ctx, call)
   else
-    self:consume(ctx, "#" .. call)
+    local name = self:newname("s")
+    self:emit("local " .. name .. " = " .. call, "none")
+    self:use_str(ctx, name)
   end
   self.spent = self.spent + f.cost * ctx.w
 end
@@ -812,8 +837,8 @@ function P:block(ctx, n, depth)
         { 10, "st_num" }, { 5, "st_num_assign" }, { 16, "st_str" },
         { 6, "st_str_assign" }, { 5, "st_table" }, { 3, "st_hash" },
         { 6, "st_list_add" }, { 5, "st_list_use" }, { 4, "st_hash_use" },
-        { ctx.loops > 0 and 1 or 4, "st_closure" }, { 4, "st_closure_call" }, { 3, "st_object" },
-        { 7, "st_object_use" }, { 5, "st_misc" }, { 8, "st_call" },
+        { ctx.loops > 0 and 1 or 4, "st_closure" }, { 4, "st_closure_call" }, { 4, "st_object" },
+        { 10, "st_object_use" }, { 5, "st_misc" }, { 8, "st_call" },
         { 3, "st_coroutine" },
       }
       if depth < 4 then
@@ -872,7 +897,8 @@ function P:helper(kind)
   local ctx = { vars = {}, w = 1, fn = f, loops = 0 }
   for _, v in ipairs(self.shared) do ctx.vars[#ctx.vars + 1] = v end
   for i, ty in ipairs(f.params) do
-    ctx.vars[#ctx.vars + 1] = { name = "a" .. i, ty = ty, len = 30 }
+    -- The depth of a recursive helper is never changed.
+    ctx.vars[#ctx.vars + 1] = { name = "a" .. i, ty = ty, len = 30, ro = kind == "rec" and i == 1 }
   end
   local oldbudget = self.budget
   self.budget = math.floor(oldbudget / 12)
@@ -963,6 +989,7 @@ function P:header()
   self:emit("local acc = 0", "none")
   self:emit("local tnew, null, WARM = ENV.tnew, ENV.null, ENV.warm", "none")
   self:emit("math.randomseed(" .. self.seed % 1000 .. ")", "none")
+  self:emit("local K = { ab = 2, q = 3, Lua = 5, [\"42\"] = 7 }", "table")
   self:emit("local mt1 = {}", "table")
   local function mm(field, body, kind)
     local id = self:fn_begin("mt1." .. field)
@@ -983,7 +1010,8 @@ function P:header()
   mm("__len", "(t) return 3 end")
   -- mt2: builtins as metamethods.
   self:emit("local mt2 = { __index = type, __newindex = rawset, __add = rawequal, " ..
-    "__concat = type, __call = type, __eq = rawequal, __lt = rawequal, __tostring = type }", "table")
+    "__concat = table.concat, __call = type, __eq = rawequal, __lt = rawequal, __tostring = type, " ..
+    "__unm = tostring }", "table")
 end
 
 function M.generate(seed, opts)

@@ -52,6 +52,21 @@ function M.kind(addr, size, sizes)
   return k
 end
 
+-- The contents of the string at addr (a block of kind "str"), behind a
+-- "\1": a copy that is never the program's own string (holding that one
+-- would keep it interned for the next run, which would then not allocate it).
+local buf, bufsize = nil, 0
+function M.text(addr)
+  local len = ffi.cast(u32, addr + 20)[0]
+  if len + 1 > bufsize then
+    bufsize = len + 1
+    buf = ffi.new("uint8_t[?]", bufsize)
+  end
+  buf[0] = 1
+  ffi.copy(buf + 1, ffi.cast(u8, addr) + 24, len)
+  return ffi.string(buf, len + 1)
+end
+
 -- Live blocks of a profile that satisfy keep(e), with their kinds: reads
 -- the events of path with the CLI. The caller keeps the GC stopped and the
 -- JIT's traces alive until this returns. Returns a list of
@@ -80,7 +95,9 @@ function M.live(cli, path, keep, sizes, timeout)
   f:close()
   local out = {}
   for addr, i in pairs(blocks) do
-    out[#out + 1] = { event = order[i], kind = M.kind(addr, order[i].nsize, sizes), i = i }
+    local b = { event = order[i], kind = M.kind(addr, order[i].nsize, sizes), i = i }
+    if b.kind == "str" then b.text = M.text(addr) end
+    out[#out + 1] = b
   end
   table.sort(out, function(a, b) return a.i < b.i end)
   return out
