@@ -24,7 +24,8 @@ local u32 = ffi.typeof("const uint32_t *")
 local KIND = { [4] = "str", [5] = "upval", [6] = "thread", [7] = "proto",
   [8] = "func", [9] = "trace", [10] = "cdata", [11] = "tab", [12] = "udata" }
 
--- The kind of the live block at addr (a number) of size bytes.
+-- The kind of the live block at addr (a number) of size bytes. Every read
+-- stays inside the block: a raw block's bytes are anything.
 function M.kind(addr, size, sizes)
   if size < 16 then return "raw" end
   local p = ffi.cast(u8, addr)
@@ -32,12 +33,13 @@ function M.kind(addr, size, sizes)
   if not k then return "raw" end
   if k == "str" then
     -- GCstr: header, reserved, hashalg, sid, hash, len at 20; data at 24.
-    if size < 24 then return "raw" end
+    if size < 28 then return "raw" end
     local len = ffi.cast(u32, addr + 20)[0]
-    if size ~= 24 + bit.band(len + 4, -4) or p[24 + len] ~= 0 then return "raw" end
+    if len > size - 25 or size ~= 24 + len + 4 - len % 4 or p[24 + len] ~= 0 then return "raw" end
   elseif k == "tab" then
     -- GCtab: colo (int8) at 11, a colocated array of |colo| slots after the
     -- 64-byte header; asize at 48, hmask at 52 (a power of two minus 1).
+    if size < 64 then return "raw" end
     local colo = ffi.cast(i8, addr)[11]
     if colo < 0 then colo = -colo end
     local hmask = ffi.cast(u32, addr + 52)[0]
