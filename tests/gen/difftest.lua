@@ -15,6 +15,26 @@ local M = {}
 
 -- -- Set-up ---------------------------------------------------------------
 
+-- Chunk names of the standard library functions LuaJIT writes in Lua
+-- (table.remove, string.len, math.deg, ...: lib_*.c, LJLIB_LUA). A trace
+-- may start inside one of them (a loop in table.remove, an exit in it) and
+-- go on with the program's code: such a trace is the program's.
+local BUILTIN_LUA = {}
+do
+  local fi = require("jit.util").funcinfo
+  for _, lib in ipairs({ string, table, math, bit, coroutine, os, io, debug, _G }) do
+    for _, f in pairs(lib) do
+      if type(f) == "function" then
+        local info = fi(f)
+        if info.source and info.source ~= "=[C]" and info.linedefined == -1 then
+          BUILTIN_LUA[info.source] = true
+        end
+      end
+    end
+  end
+end
+M.BUILTIN_LUA = BUILTIN_LUA
+
 local Runner = {}
 Runner.__index = Runner
 
@@ -194,7 +214,7 @@ function Runner:trace_log(n, chunk)
         local info = fi(lf[i], lp[i])
         if info.source == chunk and info.currentline then
           a.lines[info.currentline] = true
-        elseif info.source ~= chunk then
+        elseif info.source ~= chunk and not BUILTIN_LUA[info.source] then
           a.outside = true
         end
       end
@@ -262,7 +282,7 @@ function Runner:read_profile(path, prog)
       local b = p.lines[src.line]
       if not b then b = { a = 0, r = 0 }; p.lines[src.line] = b end
       return b
-    elseif src.kind == "trace" and src.start_chunk == prog.chunk then
+    elseif src.kind == "trace" and (src.start_chunk == prog.chunk or BUILTIN_LUA[src.start_chunk]) then
       local b = p.traces[src.trace]
       if not b then b = { a = 0, r = 0, start = src.start_line }; p.traces[src.trace] = b end
       return b

@@ -363,10 +363,18 @@ end
 
 -- Reassign a string variable with something no longer than its bound.
 function P:st_str_assign(ctx)
-  local v = self:var(ctx, "s", function(x) return not x.ro end)
+  -- Not a variable bound to the empty string: (x):sub(1, 0) would make x
+  -- dead code (the JIT drops it).
+  local v = self:var(ctx, "s", function(x) return not x.ro and x.len > 0 end)
   if not v then return self:st_str(ctx) end
   local code, len = self:str_expr(ctx)
-  if len > v.len then code = "(" .. code .. "):sub(1, " .. v.len .. ")" end
+  -- Cut to the variable's bound; but not a string.sub result: the JIT
+  -- folds a sub of a sub into one, the first one is never made.
+  if len > v.len and code:find(":sub(", 1, true) then
+    code = self:str_atom(ctx, v.len)
+  elseif len > v.len then
+    code = "(" .. code .. "):sub(1, " .. v.len .. ")"
+  end
   self:emit(v.name .. " = " .. code, "alloc")
   self:cost(ctx)
   self:use_str(ctx, v.name)
@@ -392,15 +400,19 @@ function P:st_table(ctx)
   self:cost(ctx)
 end
 
+-- A hash table: keyed by strings, or by numbers (only those are traversed
+-- with pairs: a string's hash, hence the order of pairs, may differ between
+-- two runs in one process -- LuaJIT switches a string-table chain to a
+-- second hash function when it grows long).
 function P:st_hash(ctx)
   local r = self.r
   local name = self:newname("h")
-  local fields = {}
+  local fields, numeric = {}, r.chance(50)
   for i = 1, r.int(0, 4) do
-    fields[#fields + 1] = "k" .. i .. " = " .. self:num_atom(ctx)
+    fields[#fields + 1] = (numeric and "[" .. (100 + i) .. "]" or "k" .. i) .. " = " .. self:num_atom(ctx)
   end
   self:emit("local " .. name .. " = { " .. table.concat(fields, ", ") .. " }", "table")
-  add_var(ctx, name, "h", { size = #fields })
+  add_var(ctx, name, "h", { size = #fields, numeric = numeric })
   self:cost(ctx)
 end
 
@@ -465,15 +477,21 @@ function P:st_hash_use(ctx)
   local r = self.r
   local h = self:var(ctx, "h")
   if not h then return self:st_hash(ctx) end
+  local function field(i) return h.numeric and "[" .. (100 + i) .. "]" or ".k" .. i end
   local forms = {
     function()
-      self:emit(h.name .. ".k" .. r.int(1, 9) .. " = " .. self:num_atom(ctx), "table")
+      self:emit(h.name .. field(r.int(1, 9)) .. " = " .. self:num_atom(ctx), "table")
       h.size = math.min(h.size + ctx.w, 30)
     end,
     function()
-      self:consume(ctx, "(" .. h.name .. ".k" .. r.int(1, 5) .. " or 1)")
+      self:consume(ctx, "(" .. h.name .. field(r.int(1, 5)) .. " or 1)")
     end,
     function()
+      if h.numeric then
+        self:emit(h.name .. "[100 + " .. self:num_atom(ctx) .. " % 16] = " .. self:num_atom(ctx), "table")
+        h.size = math.min(h.size + ctx.w, 30)
+        return
+      end
       local key = r.pick({ "w", "\"k2\"", "\"zz\"" })
       if key == "w" then
         key = self:newname("s")
@@ -661,23 +679,28 @@ function P:st_call(ctx)
   if f.err then
     local ok, e = self:newname("ok"), self:newname("e")
     if r.chance(50) then
+      -- (a string is returned by a tail call of a builtin: billed here)
       self:emit("local " .. ok .. ", " .. e .. " = pcall(" .. f.name .. (#args > 0 and ", " or "") ..
-        table.concat(args, ", ") .. ")", "none")
+        table.concat(args, ", ") .. ")", f.ret == "s" and "alloc" or "none")
     else
       local handler = r.pick({ "tostring", "type", "tostring",
         ctx.loops == 0 and "function(m) return \"h\" .. tostring(m) end" or "type" })
       local extra
       if handler:sub(1, 8) == "function" then extra = { inner = self:fn_begin("handler") }; self:fn_end(#self.funcs) end
       self:emit("local " .. ok .. ", " .. e .. " = xpcall(" .. f.name .. ", " .. handler ..
-        (#args > 0 and ", " or "") .. table.concat(args, ", ") .. ")", extra and "alloc" or "none", extra)
+        (#args > 0 and ", " or "") .. table.concat(args, ", ") .. ")",
+        (extra or f.ret == "s") and "alloc" or "none", extra)
     end
     self:consume(ctx, "(" .. ok .. " and 1 or #tostring(" .. e .. "))")
     self.meta[#self.out].kind = "alloc"
   elseif f.ret == "n" then
     self:consume(ctx, call)
   else
+    -- A helper returning a string returns a builtin's result as a tail call
+    -- ((...):sub(1, 30), s:sub(i, j), ...): the builtin's allocation is
+    -- billed to this line, the caller's.
     local name = self:newname("s")
-    self:emit("local " .. name .. " = " .. call, "none")
+    self:emit("local " .. name .. " = " .. call, "alloc")
     self:use_str(ctx, name)
   end
   self.spent = self.spent + f.cost * ctx.w
@@ -739,7 +762,7 @@ function P:st_loop(ctx, depth, mintrips)
     return out
   end
   local l = kind == 6 and self:var(ctx, "l", function(x) return self:can_afford(ctx, 4 * math.max(1, x.size)) end)
-  local h = kind == 7 and self:var(ctx, "h", function(x) return self:can_afford(ctx, 4 * math.max(1, x.size)) end)
+  local h = kind == 7 and self:var(ctx, "h", function(x) return x.numeric and self:can_afford(ctx, 4 * math.max(1, x.size)) end)
   if kind <= 3 or (kind == 6 and not l) or (kind == 7 and not h) then
     if r.chance(20) then
       local step = r.pick({ 2, 3 })
@@ -775,7 +798,7 @@ function P:st_loop(ctx, depth, mintrips)
     self:emit("for " .. kv .. ", " .. iv .. " in pairs(" .. h.name .. ") do", "none")
     body.vars = without(body.vars, h)
     add_var(body, iv, "n", { ro = true })
-    add_var(body, kv, "s", { len = 8, ro = true })
+    add_var(body, kv, "n", { ro = true })
     body.w = ctx.w * math.max(1, h.size)
   else
     local s = self:var(ctx, "s", function(x) return self:can_afford(ctx, 4 * math.max(1, x.len)) end)
@@ -963,9 +986,9 @@ function P:helper(kind)
       ret = "return (" .. self:num_expr(ctx) .. ") % " .. MOD
     end
   else
-    local code, len = self:str_expr(ctx)
-    ret = "return (" .. code .. "):sub(1, 30)"
-    local _ = len
+    local code = self:str_expr(ctx)
+    -- Bounded, unless a string.sub result (a sub of a sub is one for the JIT).
+    ret = code:find(":sub(", 1, true) and "return " .. code or "return (" .. code .. "):sub(1, 30)"
   end
   if ret then self:emit(ret, (kind == "rec" or ret:find(" .. ", 1, true) or ret:find(":sub")) and "alloc" or "none") end
   self.indent = self.indent - 1

@@ -45,9 +45,10 @@ function M.kind(addr, size, sizes)
     local hmask = ffi.cast(u32, addr + 52)[0]
     if size ~= 64 + 8 * colo or bit.band(hmask, hmask + 1) ~= 0 then return "raw" end
   elseif k == "func" then
-    -- GCfunc: nupvalues at 11; a Lua closure has 8-byte upvalue refs after
-    -- 40 bytes, a C closure 8-byte TValues after 40.
-    if size ~= 40 + 8 * math.max(p[11], 1) then return "raw" end
+    -- GCfunc: ffid at 10, nupvalues at 11; a Lua closure (ffid 0) has
+    -- 8-byte upvalue references after 40 bytes, a C closure 8-byte TValues
+    -- after 48.
+    if size ~= (p[10] == 0 and 40 or 48) + 8 * p[11] then return "raw" end
   elseif sizes and sizes[k] and size ~= sizes[k] then
     return "raw"	-- thread, upvalue: fixed sizes, measured by selftest
   end
@@ -118,10 +119,12 @@ keep[2] = { 1, 2, 3 }
 keep[3] = {}
 local up = keep
 keep[4] = function() return up end
+keep[8] = function() return 1 end
 keep[5] = coroutine.create(print)
 keep[6] = string.rep("z", 1000)
 local t = { x = 1, y = 2, z = 3 }
 keep[7] = t
+keep[9] = coroutine.wrap(print)
 return keep
 ]], "=objkind"))
   assert(mp.start(path))
@@ -137,13 +140,14 @@ return keep
   collectgarbage("restart")
   local _ = keep
   -- Expected, by line: the strings (2), the tables (3, 4), the closure
-  -- and its upvalue (6), the coroutine (7, and its stack: raw), the long
-  -- string (8), the hash table (9, and its hash part: raw).
+  -- and its upvalue (6), a closure without upvalues (7), the coroutine (8,
+  -- and its stack: raw), the long string (9), the hash table (10, and its
+  -- hash part: raw), a C closure with one upvalue (12: coroutine.wrap).
   local text = table.concat(got, " ")
   local sizes = {}
-  sizes.thread = tonumber(text:match("7:thread:(%d+)"))
+  sizes.thread = tonumber(text:match("8:thread:(%d+)"))
   sizes.upval = tonumber(text:match("6:upval:(%d+)"))
-  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:", "6:upval:", "7:thread:", "8:str:", "9:tab:" }
+  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:48", "6:upval:", "7:func:40", "8:thread:", "9:str:", "10:tab:", "12:func:56" }
   for _, w in ipairs(want) do
     if not text:find(w, 1, true) then
       return nil, "objkind self-test: no " .. w .. " block among: " .. text
