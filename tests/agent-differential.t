@@ -32,7 +32,8 @@ local prog = {
 local function runs()
   local tr = { starts = 1, stops = 1, aborts = 0, by = { [1] = { lines = { [2] = true, [3] = true },
     cover = { [2] = true, [3] = true } } } }
-  local off = { ok = true, res = 100, delta = 1000, stopped = true, traces = { starts = 0, stops = 0, aborts = 0, by = {} } }
+  local off = { ok = true, res = 100, delta = 1000, stopped = true, strings = {},
+    traces = { starts = 0, stops = 0, aborts = 0, by = {} } }
   local on = { ok = true, res = 100, delta = 900, stopped = true, traces = tr,
     internal = { { kind = "trace", event = { nsize = 500 } } } }
   local poff = { complete = true, net = 1000, lines = { [1] = { a = 1, r = 0 }, [3] = { a = 100, r = 7 } },
@@ -64,6 +65,12 @@ local cases = {
     pon.lines[3].a = 101; pon.traces[1].a = 0 end },
   { "events lost by a line and on no trace fail P2", "P2", function(off, on, poff, pon)
     pon.traces[1].a = 80; pon.internal.a = 11 end },
+  { "a loss explained by a string the compiler made passes", "", function(off, on, poff, pon)
+    pon.traces[1].a = 89; off.strings[3] = { ["\1x7"] = true }
+    on.internal[2] = { kind = "str", text = "\1x7", event = { nsize = 28 } }; pon.internal.a = 2 end },
+  { "a loss the compiler's strings do not match fails P2", "P2", function(off, on, poff, pon)
+    pon.traces[1].a = 89; off.strings[3] = { ["\1x7"] = true }
+    on.internal[2] = { kind = "str", text = "\1x8", event = { nsize = 28 } }; pon.internal.a = 2 end },
   { "a table billed INTERNAL with the JIT on fails P4", "P4", function(off, on)
     on.internal[2] = { kind = "tab", event = { nsize = 64 } } end },
 }
