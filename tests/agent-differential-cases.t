@@ -83,6 +83,20 @@ local s = f(o)
 return #s]],
     kinds = { "table", "none", "alloc", "alloc", "none", "alloc", "table", "none", "none" },
   },
+  {
+    -- LuaJIT writes table.move (and table.remove, string.len, math.deg...)
+    -- in Lua (lib_table.c, LJLIB_LUA): a builtin all the same, billed to
+    -- the line that calls it, not to its own prototype ("move", line -1).
+    name = "a builtin written in Lua (table.move), JIT off too",
+    src = [[
+local a = { "x", "y", "z", "w" }
+local b = {}
+for i = 1, 30 do
+  table.move(a, 1, 4, #b + 1, b)
+end
+return #b]],
+    kinds = { "table", "table", "none", "alloc", "none", "none" },
+  },
 }
 
 t.plan(#cases)

@@ -19,15 +19,16 @@ local M = {}
 -- (table.remove, string.len, math.deg, ...: lib_*.c, LJLIB_LUA). A trace
 -- may start inside one of them (a loop in table.remove, an exit in it) and
 -- go on with the program's code: such a trace is the program's.
+-- BUILTIN_LUA[chunk] = the function's name ("table.move").
 local BUILTIN_LUA = {}
 do
   local fi = require("jit.util").funcinfo
-  for _, lib in ipairs({ string, table, math, bit, coroutine, os, io, debug, _G }) do
-    for _, f in pairs(lib) do
+  for _, name in ipairs({ "string", "table", "math", "bit", "coroutine", "os", "io", "debug" }) do
+    for k, f in pairs(_G[name]) do
       if type(f) == "function" then
         local info = fi(f)
         if info.source and info.source ~= "=[C]" and info.linedefined == -1 then
-          BUILTIN_LUA[info.source] = true
+          BUILTIN_LUA[info.source] = name .. "." .. k
         end
       end
     end
@@ -203,7 +204,7 @@ function Runner:trace_log(n, chunk)
     local k, tr = lk[i], lt[i]
     if k == 1 then
       out.starts = out.starts + 1
-      cur[tr] = { lines = {}, outside = false,
+      cur[tr] = { lines = {}, outside = false, builtins = {},
         parent = type(lx[i]) == "number" and lx[i] > 0 and lx[i] or nil }
     elseif k == 5 then
       -- A builtin or C function being recorded (no bytecode position) is
@@ -214,7 +215,9 @@ function Runner:trace_log(n, chunk)
         local info = fi(lf[i], lp[i])
         if info.source == chunk and info.currentline then
           a.lines[info.currentline] = true
-        elseif info.source ~= chunk and not BUILTIN_LUA[info.source] then
+        elseif BUILTIN_LUA[info.source] then
+          a.builtins[BUILTIN_LUA[info.source]] = true
+        elseif info.source ~= chunk then
           a.outside = true
         end
       end
@@ -228,6 +231,7 @@ function Runner:trace_log(n, chunk)
         if not t then out.by[tr] = a
         else
           for l in pairs(a.lines) do t.lines[l] = true end
+          for b in pairs(a.builtins) do t.builtins[b] = true end
           t.outside = t.outside or a.outside
           t.parents = t.parents or { t.parent }
           t.parents[#t.parents + 1] = a.parent
@@ -249,6 +253,7 @@ function Runner:trace_log(n, chunk)
       else
         closure(p, seen)
         for l in pairs(prec.cover or prec.lines) do rec.cover[l] = true end
+        for b in pairs(prec.builtins or {}) do rec.builtins[b] = true end
         rec.outside = rec.outside or prec.outside
       end
     end
@@ -470,9 +475,15 @@ function M.check(prog, off, on, poff, pon, runner)
   -- Traces that recorded code outside the chunk? Then the lines of
   -- the program they may hold are not known exactly: any line.
   local tr = on.traces
+  -- A trace that recorded a builtin written in Lua (table.move) may have
+  -- started inside it: it covers the lines that call it.
   local function covers(t, l)
     local rec = tr.by[t]
-    return tr.overflow or rec == nil or rec.outside or rec.cover[l]
+    if tr.overflow or rec == nil or rec.outside or rec.cover[l] then return true end
+    for name in pairs(rec.builtins or {}) do
+      if (prog.text[l] or ""):find(name .. "(", 1, true) then return true end
+    end
+    return false
   end
   for _, kind in ipairs({ "a", "r" }) do
     local kname = kind == "a" and "alloc" or "realloc"

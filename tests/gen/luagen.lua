@@ -427,8 +427,15 @@ function P:st_list_add(ctx)
     "table.insert(" .. l.name .. ", " .. s .. ")",
     "table.insert(" .. l.name .. ", 1, " .. s .. ")",
   }
+  -- table.move is written in Lua by LuaJIT (lib_table.c, LJLIB_LUA): its
+  -- allocations (the destination growing) are a builtin's, the line's.
+  local src = self:var(ctx, "l", function(x) return x ~= l end)
+  if src and l.size + 2 * ctx.w <= MAXLIST then
+    forms[#forms + 1] = "table.move(" .. src.name .. ", 1, 2, #" .. l.name .. " + 1, " .. l.name .. ")"
+    if src.len > ls then ls = src.len end
+  end
   self:emit(r.pick(forms), "alloc")
-  l.size = l.size + ctx.w
+  l.size = l.size + 2 * ctx.w
   if ls > l.len then l.len = ls end
   self:cost(ctx)
 end
@@ -635,6 +642,12 @@ function P:st_misc(ctx)
       self:emit("local _ = pcall(require, \"nomod_" .. r.int(1, 3) .. "\")", "alloc",
         { cfuncs = { "require", "package.loaders[1]", "package.loaders[2]",
           "package.loaders[3]", "package.loaders[4]" } })
+    end,
+    function()
+      local name = self:newname("p")
+      self:emit("local _, " .. name .. " = package.searchpath(\"nomod_" .. r.int(1, 3) ..
+        "\", \"./?.lua;./?/init.lua\")", "alloc", { cfuncs = { "package.searchpath" } })
+      self:consume(ctx, "#" .. name)
     end,
     function()
       local s = self:var(ctx, "s", function(x) return x.len <= 100 end)
