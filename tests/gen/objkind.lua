@@ -18,7 +18,9 @@ local M = {}
 
 local u8 = ffi.typeof("const uint8_t *")
 local i8 = ffi.typeof("const int8_t *")
+local u16 = ffi.typeof("const uint16_t *")
 local u32 = ffi.typeof("const uint32_t *")
+local u64 = ffi.typeof("const uint64_t *")
 
 -- gct: the type byte at offset 9 (after nextgc and marked), ~LJ_Txxx.
 local KIND = { [4] = "str", [5] = "upval", [6] = "thread", [7] = "proto",
@@ -49,6 +51,19 @@ function M.kind(addr, size, sizes)
     -- 8-byte upvalue references after 40 bytes, a C closure 8-byte TValues
     -- after 48.
     if size ~= (p[10] == 0 and 40 or 48) + 8 * p[11] then return "raw" end
+  elseif k == "trace" then
+    -- GCtrace (120 bytes), then its IR, snapshots (12 bytes each) and
+    -- snapshot map (4 bytes each) in one block (lj_trace_alloc): nsnap at
+    -- 10, nins at 12, ir at 32 (biased by nk), nk at 40, nsnapmap at 44.
+    if size < 120 then return "raw" end
+    local nsnap = ffi.cast(u16, addr + 10)[0]
+    local nins, nk = ffi.cast(u32, addr + 12)[0], ffi.cast(u32, addr + 40)[0]
+    local nsnapmap = ffi.cast(u32, addr + 44)[0]
+    local ir = tonumber(ffi.cast(u64, addr + 32)[0])
+    if nins < nk or size ~= 120 + (nins - nk) * 8 + nsnap * 12 + nsnapmap * 4 or
+       ir + nk * 8 ~= addr + 120 then
+      return "raw"
+    end
   elseif sizes and sizes[k] and size ~= sizes[k] then
     return "raw"	-- thread, upvalue: fixed sizes, measured by selftest
   end
@@ -155,6 +170,27 @@ return keep
   end
   if not sizes.thread or not sizes.upval then
     return nil, "objkind self-test: no thread or upvalue size in: " .. text
+  end
+  -- A trace object: the JIT compiler's, INTERNAL.
+  local wason = jit.status()
+  jit.on()
+  jit.flush()
+  collectgarbage()
+  collectgarbage("stop")
+  local g = assert(loadstring("local n = 0 for i = 1, 300 do n = n + i % 7 end return n", "=objkind2"))
+  assert(mp.start(path))
+  g()
+  assert(mp.stop())
+  blocks, err = M.live(cli, path, function(e) return e.source == "internal" end, sizes)
+  os.remove(path)
+  local traces = 0
+  for _, b in ipairs(blocks or {}) do if b.kind == "trace" then traces = traces + 1 end end
+  jit.flush()
+  if not wason then jit.off() end
+  collectgarbage("restart")
+  if not blocks then return nil, err end
+  if traces ~= 1 then
+    return nil, "objkind self-test: " .. traces .. " trace objects after one loop, not 1"
   end
   return sizes
 end
