@@ -19,6 +19,7 @@ local D = require("difftest")
 
 local opts = { seeds = {} }
 local i = 1
+-- The value of option k (the next argument).
 local function need(k)
   local v = arg[i + 1]
   if not v then io.stderr:write("difftest: ", k, " needs a value\n"); os.exit(2) end
@@ -97,6 +98,7 @@ local function explain(res)
 end
 
 local nprog, nfail, byprop = 0, 0, {}
+-- Print a program's failures and count them.
 local function report(res)
   nprog = nprog + 1
   if #res.failures == 0 then

@@ -2,7 +2,8 @@
 --
 -- Each generated program (luagen.lua) runs twice in this process under the
 -- profiler, once with the JIT off (the oracle) and once with it on, and the
--- two profiles are compared (see CHECKS below and tests/gen/README.md).
+-- two profiles are compared (M.check below; tests/gen/README.md says why
+-- each property holds).
 --
 --   local D = require("difftest")
 --   local runner = D.new{ dir = "build" }     -- agent .so and CLI
@@ -377,6 +378,7 @@ local function maxflow(supply, demand, edges)
 end
 M.maxflow = maxflow
 
+-- The keys of t, numbers first, sorted.
 local function sorted_keys(t)
   local ks = {}
   for k in pairs(t) do ks[#ks + 1] = k end
@@ -387,6 +389,7 @@ local function sorted_keys(t)
   return ks
 end
 
+-- "N alloc, M realloc" of a count pair.
 local function fmt_counts(b)
   return string.format("%d alloc, %d realloc", b.a, b.r)
 end
@@ -621,6 +624,7 @@ end
 
 -- -- A program, both runs ------------------------------------------------
 
+-- Both runs of the program of a seed and the checks: { seed, prog, failures, ... }.
 function Runner:run(seed)
   local res = self:run_prog(self.gen.generate(seed, { budget = self.budget }))
   res.seed = seed

@@ -109,8 +109,10 @@ function P:emit(text, kind, extra)
   return n
 end
 
+-- The number the next line will have.
 function P:line() return #self.out + 1 end
 
+-- A fresh variable name.
 function P:newname(prefix)
   self.nvar = self.nvar + 1
   return prefix .. self.nvar
@@ -123,6 +125,7 @@ function P:fn_begin(name)
   return id
 end
 
+-- Close function id at the last line emitted.
 function P:fn_end(id)
   self.funcs[id].last = #self.out
 end
@@ -143,6 +146,7 @@ local function child(ctx, w)
   return c
 end
 
+-- Declare a variable of type ty in ctx.
 local function add_var(ctx, name, ty, info)
   local v = { name = name, ty = ty }
   if info then for k, x in pairs(info) do v[k] = x end end
@@ -151,6 +155,7 @@ local function add_var(ctx, name, ty, info)
   return v
 end
 
+-- The variables of type ty in scope (that satisfy pred).
 local function vars_of(ctx, ty, pred)
   local out = {}
   for _, v in ipairs(ctx.vars) do
@@ -159,6 +164,7 @@ local function vars_of(ctx, ty, pred)
   return out
 end
 
+-- A random variable of type ty in scope, or nil.
 function P:var(ctx, ty, pred)
   local vs = vars_of(ctx, ty, pred)
   if #vs == 0 then return nil end
@@ -187,6 +193,7 @@ function P:num_atom(ctx)
   return tostring(r.int(0, 99))
 end
 
+-- A number expression that allocates nothing, small values.
 function P:num_expr(ctx)
   local r = self.r
   local a, b = self:num_atom(ctx), self:num_atom(ctx)
@@ -321,10 +328,12 @@ function P:cost(ctx, k)
   self.spent = self.spent + (k or 1) * ctx.w
 end
 
+-- Whether k more statements here stay within the budget.
 function P:can_afford(ctx, k)
   return self.spent + k * ctx.w <= self.budget
 end
 
+-- Fold a number into the checksum.
 function P:consume(ctx, code)
   self:emit("acc = (acc * 3 + (" .. code .. ")) % " .. ACCMOD, "none")
   self:cost(ctx)
@@ -338,6 +347,7 @@ function P:use_str(ctx, name)
   self:consume(ctx, "#" .. name .. " + (K[" .. name .. "] or 1)")
 end
 
+-- local nX = <number>
 function P:st_num(ctx)
   local name = self:newname("n")
   self:emit("local " .. name .. " = (" .. self:num_expr(ctx) .. ") % " .. MOD, "none")
@@ -345,6 +355,7 @@ function P:st_num(ctx)
   self:cost(ctx)
 end
 
+-- nX = nX + <number>, for a variable that is not a loop's.
 function P:st_num_assign(ctx)
   local v = self:var(ctx, "n", function(x) return not x.ro end)
   if not v then return self:st_num(ctx) end
@@ -352,6 +363,7 @@ function P:st_num_assign(ctx)
   self:cost(ctx)
 end
 
+-- local sX = <string builtin or concatenation>, then used.
 function P:st_str(ctx)
   local code, len = self:str_expr(ctx)
   local name = self:newname("s")
@@ -380,6 +392,7 @@ function P:st_str_assign(ctx)
   self:use_str(ctx, v.name)
 end
 
+-- A list of strings: a constructor or table.new.
 function P:st_table(ctx)
   local r = self.r
   local name = self:newname("t")
@@ -440,6 +453,7 @@ function P:st_list_add(ctx)
   self:cost(ctx)
 end
 
+-- sort, remove, unpack, rawget, rawset on a list.
 function P:st_list_use(ctx)
   local r = self.r
   local l = self:var(ctx, "l")
@@ -480,6 +494,7 @@ function P:st_list_use(ctx)
   self:cost(ctx)
 end
 
+-- Stores into and reads of a hash table, next().
 function P:st_hash_use(ctx)
   local r = self.r
   local h = self:var(ctx, "h")
@@ -541,6 +556,7 @@ function P:st_closure(ctx)
   self:cost(outer)
 end
 
+-- Call a closure made earlier.
 function P:st_closure_call(ctx)
   local c = self:var(ctx, "c")
   if not c then return self:st_closure(ctx) end
@@ -562,6 +578,7 @@ function P:st_object(ctx)
   self:cost(ctx)
 end
 
+-- Use an object through each of its metamethods.
 function P:st_object_use(ctx)
   local r = self.r
   local o = self:var(ctx, "o")
@@ -757,6 +774,7 @@ end
 -- Loops: numeric for, while, repeat, ipairs, pairs, gmatch.
 local TRIPS = { 1, 2, 3, 4, 7, 12, 20, 33, 57, 100, 150, 260 }
 
+-- A loop (numeric, while, repeat, ipairs, pairs, gmatch) and its body.
 function P:st_loop(ctx, depth, mintrips)
   local r = self.r
   local trips = r.pick(TRIPS)
@@ -845,6 +863,7 @@ function P:st_loop(ctx, depth, mintrips)
   end
 end
 
+-- if/else on a number.
 function P:st_if(ctx, depth)
   local r = self.r
   local cond = self:num_atom(ctx) .. " % " .. r.int(2, 5) .. " == " .. r.int(0, 1)
@@ -887,12 +906,14 @@ function P:block(ctx, n, depth)
   end
 end
 
+-- coroutine.yield of a new string (coroutine bodies only).
 function P:st_yield(ctx)
   local s = self:str_atom(ctx, 30)
   self:emit("coroutine.yield(" .. s .. " .. " .. self:num_atom(ctx) .. ")", "alloc")
   self:cost(ctx)
 end
 
+-- A helper defined so far that the budget allows calling, or nil.
 function P:pick_func(ctx, pred)
   local ok = {}
   for _, f in ipairs(self.helpers) do
@@ -1050,6 +1071,7 @@ function P:header()
     "__unm = tostring }", "table")
 end
 
+-- The program of a seed (opts.budget: statements executed, default 6000).
 function M.generate(seed, opts)
   opts = opts or {}
   local self = setmetatable({

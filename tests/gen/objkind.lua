@@ -70,10 +70,11 @@ function M.kind(addr, size, sizes)
   return k
 end
 
+local buf, bufsize = nil, 0	-- scratch for M.text
+
 -- The contents of the string at addr (a block of kind "str"), behind a
 -- "\1": a copy that is never the program's own string (holding that one
 -- would keep it interned for the next run, which would then not allocate it).
-local buf, bufsize = nil, 0
 function M.text(addr)
   local len = ffi.cast(u32, addr + 20)[0]
   if len + 1 > bufsize then
