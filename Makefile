@@ -5,6 +5,8 @@
 #   make test       build and run the whole test suite (TAP, via prove)
 #   make install    PREFIX=/usr/local DESTDIR= (module where luajit finds it)
 #   make bench      benchmarks (not a test; prints measured ratios)
+#   make difftest   the differential test's long run: random programs, JIT
+#                   off vs on, for DIFFTEST_SECONDS (default 300)
 #
 # LUAJIT_SRC=/path/to/luajit/source builds against another LuaJIT source;
 # by default the Debian source package of the installed `luajit` is fetched
@@ -130,6 +132,15 @@ uninstall:
 
 bench: all
 	bench/run
+
+# The differential test of the agent's attribution with random seeds for a
+# bounded time (tests/gen/README.md); every failing seed is printed with
+# the command that reproduces it. The test suite runs fixed seeds
+# (tests/agent-differential.t).
+DIFFTEST_SECONDS ?= 300
+.PHONY: difftest
+difftest: all
+	scripts/difftest.sh --seconds $(DIFFTEST_SECONDS) --quiet
 
 # libFuzzer over the reader, the profile pass and the renderers (clang and
 # Debian's libclang-rt-14-dev). Runs FUZZ_SECONDS and fails on any finding.
