@@ -203,6 +203,7 @@ static void state_strip(mp_state *s)
   free(s->st.c);
   free(s->st.wslot);
   mp_hash_free(&s->st.index);
+  mp_hash_free(&s->st.luabuiltins);
   memset(&s->st, 0, sizeof(s->st));
   mp_sink_close(s);
   free(s->path);

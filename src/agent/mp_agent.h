@@ -42,9 +42,10 @@ typedef struct mp_tracesym {
 ** mp_stack.c and the MP_X_NODE record in src/format/mp_ext.h). */
 typedef struct mp_snode {
   uint64_t a;		/* Lua: prototype; C: function; trace: its number;
-			   cut: the depth limit. */
+			   builtin: its ffid, or its prototype if LuaJIT
+			   writes it in Lua; cut: the depth limit. */
   uint32_t parent;	/* Node of the frames below it (0: none). */
-  uint32_t b;		/* Lua: line; builtin: ffid. */
+  uint32_t b;		/* Lua: line. */
   uint8_t kind;		/* MP_FK_*. */
 } mp_snode;
 
@@ -79,7 +80,8 @@ typedef struct mp_stacks {
   unsigned nc;
   uint64_t new_addr;	/* Last new address written (deltas)... */
   uint64_t old_addr;	/* ...and last old address. */
-  uint8_t ffdone[256];	/* The name record of builtin ffid is written. */
+  uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
+  mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;
 
 #define MP_NCHUNK	4		/* Buffers in flight (file sinks). */
@@ -169,9 +171,10 @@ void mp_names_build(mp_names *t, mp_names *bt, lua_State *L);
 /* Add those of the module (a table) at stack index idx, named name. */
 int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
 		    const char *name);
-/* The name of builtin ffid into out: its Lua name, a name noted by
-** mp_names_note(), else "builtin#N". Its length. */
-size_t mp_names_builtin(const mp_names *bt, unsigned ffid, char *out,
+/* The name of builtin id (an ffid, or the prototype of one written in
+** Lua) into out: its Lua name, a name noted by mp_names_note(), else
+** "builtin#N". Its length. */
+size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
 			size_t size);
 /* Note the name of a builtin that no table reaches (an iterator). */
 void mp_names_note(unsigned ffid, const char *name);

@@ -39,9 +39,19 @@
 /* What a frame runs. */
 enum {
   MP_FR_LUA = 1,	/* A Lua function; pc says where. */
-  MP_FR_BUILTIN,	/* A fast function of the standard library (ffid > 1). */
+  MP_FR_BUILTIN,	/* A builtin of the standard library: a fast
+			   function (ffid > 1), or one LuaJIT writes in Lua
+			   (table.move: see mp_lua_builtin()). */
   MP_FR_C		/* A C function (lua_CFunction). */
 };
+
+/* Is Lua function fn one of LuaJIT's builtins written in Lua (table.move,
+** table.insert's slow path, ...)? They have no line info and their first
+** line says so (lj_debug.c shows them as "[builtin:NAME]"). */
+static inline int mp_lua_builtin(const GCfunc *fn)
+{
+  return funcproto(fn)->firstline == ~(BCLine)0;
+}
 
 /* One frame, as the walker reports it. */
 typedef struct mp_frame {
@@ -128,9 +138,11 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
       GCfunc *fn = &o->fn;
       fr->fn = fn;
       fr->pc = NULL;
-      if (isluafunc(fn)) {
+      if (isluafunc(fn) && !mp_lua_builtin(fn)) {
 	fr->kind = MP_FR_LUA;
 	fr->pc = mp_walk_lua_pc(w);
+      } else if (isluafunc(fn)) {
+	fr->kind = MP_FR_BUILTIN;
       } else {
 	fr->kind = iscfunc(fn) ? MP_FR_C : MP_FR_BUILTIN;
       }

@@ -154,8 +154,8 @@ static inline void attribute(mp_state *s, loc *l)
   if (!cf) return;
   pc = cframe_pc(cf);
   nopc = (void *)pc == (void *)cframe_L(cf);
-  if (fn->c.gct == ~LJ_TFUNC && isluafunc(fn)) {	/* The common case. */
-    if (!nopc) lua_loc(s, l, fn, pc);
+  if (fn->c.gct == ~LJ_TFUNC && isluafunc(fn) && !mp_lua_builtin(fn)) {
+    if (!nopc) lua_loc(s, l, fn, pc);	/* The common case. */
   } else if (nopc && G2J(g)->state != LJ_TRACE_IDLE) {
     return;	/* The JIT compiler's own, e.g. recording a C call. */
   } else if (fn->c.gct == ~LJ_TFUNC && iscfunc(fn)) {

@@ -96,12 +96,14 @@ static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
 		   lua_tonumber(L, -2));
     }
     if (n > 0 && n <= NAME_MAX_LEN) {
-      if (lua_iscfunction(L, -1)) {
+      if (lua_isfunction(L, -1)) {
 	const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
 	if (fn->c.ffid > FF_C)	/* A builtin: named by its ffid. */
 	  rc = add(bt, (const void *)(uintptr_t)fn->c.ffid, name, np, parts + 1);
-	else if (fn->c.f)
+	else if (iscfunc(fn) && fn->c.f)
 	  rc = add(t, (const void *)fn->c.f, name, np, parts + 1);
+	else if (isluafunc(fn) && funcproto(fn)->firstline == ~(BCLine)0)
+	  rc = add(bt, funcproto(fn), name, np, parts + 1);	/* In Lua. */
       } else if (depth > 0 && lua_type(L, -2) == LUA_TSTRING &&
 		 lua_istable(L, -1) && lua_topointer(L, -1) !=
 		 lua_topointer(L, -3)) {
@@ -346,19 +348,22 @@ void mp_names_note(unsigned ffid, const char *name)
   if (ffid < 256) noted[ffid] = name;
 }
 
-size_t mp_names_builtin(const mp_names *bt, unsigned ffid, char *out,
+size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
 			size_t size)
 {
-  size_t n = mp_names_label(bt, (const void *)(uintptr_t)ffid, out, size);
-  char num[4];
+  size_t n = mp_names_label(bt, (const void *)(uintptr_t)id, out, size);
+  char num[24];
   int k = 0;
   if (n) return n;
-  if (ffid < 256 && noted[ffid]) {
-    put(out, size, &n, noted[ffid], strlen(noted[ffid]));
+  if (id < 256 && noted[id]) {
+    put(out, size, &n, noted[id], strlen(noted[id]));
+  } else if (id >= 256) {	/* Written in Lua: its chunk name. */
+    const GCstr *cn = proto_chunkname((const GCproto *)(uintptr_t)id);
+    put(out, size, &n, strdata(cn), cn->len);
   } else {	/* Called from the hook: no stdio. */
     put(out, size, &n, "builtin#", 8);
-    do { num[3 - k++] = (char)('0' + ffid % 10); ffid /= 10; } while (ffid && k < 4);
-    put(out, size, &n, num + 4 - k, (size_t)k);
+    do { num[23 - k++] = (char)('0' + id % 10); id /= 10; } while (id);
+    put(out, size, &n, num + 24 - k, (size_t)k);
   }
   out[n] = '\0';
   return n;

@@ -56,19 +56,23 @@ static inline int same_frame(const mp_snode *x, const mp_snode *y)
 }
 
 /* Write the name record of builtin ffid once. */
-static void want_builtin(mp_state *s, unsigned ffid)
+static void want_builtin(mp_state *s, uint64_t id)
 {
   char name[256];
   size_t n;
   uint8_t *p, *len;
-  if (s->st.ffdone[ffid]) return;
-  s->st.ffdone[ffid] = 1;
-  n = mp_names_builtin(&s->builtins, ffid, name, sizeof(name));
+  if (id < 256) {	/* A fast function, by its ffid. */
+    if (s->st.ffdone[id]) return;
+    s->st.ffdone[id] = 1;
+  } else if (mp_hash_add(&s->st.luabuiltins, id) <= 0) {
+    return;	/* Written already (or no memory: its frames stay unnamed). */
+  }
+  n = mp_names_builtin(&s->builtins, id, name, sizeof(name));
   p = s->pos;
   *p++ = MP_XREC;
   *p++ = MP_X_BUILTIN;
   len = p++;	/* The payload is shorter than 128 + 16 bytes... */
-  p = mp_put_uleb(p, ffid);
+  p = mp_put_uleb(p, id);
   p = mp_put_uleb(p, n);
   memcpy(p, name, n);
   p += n;
@@ -93,7 +97,7 @@ static void want_symbol(mp_state *s, const mp_snode *f)
   case MP_FK_TRACE:
     mp_want_trace(s, (global_State *)s->g, (TraceNo)f->a);
     break;
-  case MP_FK_BUILTIN: want_builtin(s, f->b); break;
+  case MP_FK_BUILTIN: want_builtin(s, f->a); break;
   }
 }
 
@@ -106,7 +110,7 @@ static void write_node(mp_state *s, uint32_t parent, const mp_snode *f)
   *q++ = f->kind;
   switch (f->kind) {
   case MP_FK_LUA: q = mp_put_uleb(q, f->a); q = mp_put_uleb(q, f->b); break;
-  case MP_FK_BUILTIN: q = mp_put_uleb(q, f->b); break;
+  case MP_FK_BUILTIN: q = mp_put_uleb(q, f->a); break;
   case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT:
     q = mp_put_uleb(q, f->a);
     break;
@@ -187,9 +191,10 @@ static inline void frame_of(mp_state *s, const mp_frame *fr, mp_snode *f)
     f->a = (uint64_t)(uintptr_t)fr->fn->c.f;
     f->b = 0;
   } else {
-    f->kind = MP_FK_BUILTIN;
-    f->a = 0;
-    f->b = fr->fn->c.ffid;
+    f->kind = MP_FK_BUILTIN;	/* By ffid, or a Lua one by its prototype. */
+    f->a = isluafunc(fr->fn) ? (uint64_t)(uintptr_t)funcproto(fr->fn)
+			     : fr->fn->c.ffid;
+    f->b = 0;
   }
 }
 

@@ -27,6 +27,18 @@ void mp_sym_proto(mp_state *s, const GCproto *pt)
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_LFUNC;
   p = mp_put_uleb(p, (uint64_t)(uintptr_t)pt);
+  if (pt->firstline == ~(BCLine)0 && name->len < 200) {
+    /* One of LuaJIT's builtins written in Lua (a trace may start in it):
+    ** named as the VM's debug info names it, first line 0. */
+    p = mp_put_uleb(p, name->len + 11);
+    memcpy(p, "=[builtin:", 10);
+    memcpy(p + 10, strdata(name), name->len);
+    p[10 + name->len] = ']';
+    s->pos = p + 11 + name->len;
+    *s->pos++ = 0;
+    mp_settle(s);
+    return;
+  }
   if (name->len <= MP_NAME_MAX) {
     p = mp_put_uleb(p, name->len);
     s->pos = p;

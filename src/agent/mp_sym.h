@@ -34,6 +34,7 @@ static inline void mp_settle(mp_state *s)
 static inline uint64_t mp_proto_line(const GCproto *pt, BCPos pos)
 {
   const void *li = proto_lineinfo(pt);
+  if (pt->firstline < 0) return 0;	/* LuaJIT's builtins written in Lua. */
   if (!li || pos > pt->sizebc) return (uint64_t)pt->firstline;
   if (pos == pt->sizebc) return (uint64_t)(pt->firstline + pt->numline);
   if (pos == 0) return (uint64_t)pt->firstline;

@@ -102,8 +102,8 @@ static int node_add(mp_profile *p, const mp_item *it)
   case MP_FK_TRACE: l = mp_loc_of(&p->syms, MP_SRC_TRACE, it->fa, 0); break;
   case MP_FK_HOST: l = mp_loc_of(&p->syms, MP_SRC_CFUNC, 0, 0); break;
   case MP_FK_BUILTIN:
-    l.id = it->line;
-    l.name = mp_symtab_builtin(&p->syms, it->line);
+    l.id = it->fa;
+    l.name = mp_symtab_builtin(&p->syms, it->fa);
     break;
   default: l.id = it->fa; break;	/* A cut: the depth limit. */
   }

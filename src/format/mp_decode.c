@@ -304,11 +304,7 @@ static int get_xrec(mp_reader *r, mp_item *it)
 	  (rc = get_uleb_in(r, &q, end, &it->line, "line number")) != MP_OK)
 	return rc;
       break;
-    case MP_FK_BUILTIN:
-      if ((rc = get_uleb_in(r, &q, end, &it->line, "builtin id")) != MP_OK)
-	return rc;
-      break;
-    case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT:
+    case MP_FK_BUILTIN: case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT:
       if ((rc = get_uleb_in(r, &q, end, &it->fa, "frame address or number"))
 	  != MP_OK)
 	return rc;

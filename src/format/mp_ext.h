@@ -27,12 +27,15 @@
 **   MP_X_NODE     parent-id frame       a call-stack node; the n-th node
 **                                       record of the stream has id n (1,
 **                                       2, ...); parent 0 is the root
-**   MP_X_BUILTIN  ffid name             the name of a builtin (string.rep)
+**   MP_X_BUILTIN  builtin-id name       the name of a builtin (string.rep)
 **   MP_X_INFO     key value             a string setting at start
 **                                       ("stacks" = "64", "pid", ...)
 **   frame       := kind payload
 **     MP_FK_LUA       proto-addr line   a Lua function at a line
-**     MP_FK_BUILTIN   ffid              a builtin, named by MP_X_BUILTIN
+**     MP_FK_BUILTIN   builtin-id        a builtin, named by MP_X_BUILTIN: its
+**                                       ffid (below 256), or for one LuaJIT
+**                                       writes in Lua (table.move) the
+**                                       address of its prototype
 **     MP_FK_C         cfunc-addr        a C function (sym-cfunc)
 **     MP_FK_TRACE     trace-no          compiled code (sym-trace); the
 **                                       line inside it, when known, is a

@@ -173,8 +173,8 @@ typedef struct mp_item {
   size_t name_len;
   const char *value;	/* Setting (MP_SRC_INFO): its value. */
   size_t value_len;
-  /* A stack node (MP_SRC_STACK): id is its id, line the frame's line or
-  ** ffid (b), fa its address or number (a), parent its parent's id. */
+  /* A stack node (MP_SRC_STACK): id is its id, line the frame's line,
+  ** fa its address, number or builtin id, parent its parent's id. */
   uint64_t parent, fa;
   uint8_t fkind;	/* MP_FK_*. */
   size_t offset;	/* Stream offset of the item's first byte. */

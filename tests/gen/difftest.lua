@@ -20,7 +20,8 @@ local M = {}
 -- (table.remove, string.len, math.deg, ...: lib_*.c, LJLIB_LUA). A trace
 -- may start inside one of them (a loop in table.remove, an exit in it) and
 -- go on with the program's code: such a trace is the program's.
--- BUILTIN_LUA[chunk] = the function's name ("table.move").
+-- BUILTIN_LUA[chunk] = the function's name ("table.move"), by its chunk
+-- name and by the name the agent gives such a chunk ("=[builtin:move]").
 local BUILTIN_LUA = {}
 do
   local fi = require("jit.util").funcinfo
@@ -30,6 +31,7 @@ do
         local info = fi(f)
         if info.source and info.source ~= "=[C]" and info.linedefined == -1 then
           BUILTIN_LUA[info.source] = name .. "." .. k
+          BUILTIN_LUA["=[builtin:" .. info.source .. "]"] = name .. "." .. k
         end
       end
     end
