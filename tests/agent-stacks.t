@@ -1,0 +1,196 @@
+#!/usr/bin/env luajit
+-- Call stacks (start{stacks = N}): each allocation carries its whole
+-- stack, read back through the reader's stack tree (tests/c/stack_dump):
+-- exact stacks and counts for known call chains from several callers,
+-- recursion and the depth limit, coroutines, pcall, metamethods, builtins
+-- (stitched ones with the JIT on), C functions; the report of a stack
+-- profile bills every site as the one-frame mode does; conservation; the
+-- format refused by version-3 readers and cut at every byte.
+package.path = "tests/lib/?.lua;" .. package.path
+local T = require("mp_test")
+local t = require("tap")
+local mp = T.mp
+
+-- Run chunk (JIT as given) under the profiler with stacks = depth; return
+-- the tree's lines as { ["frame;frame"] = "allocs bytes live livebytes" },
+-- the raw dump and the profile's path.
+local function stacks(src, name, depth, jit_on, keep)
+  local chunk = assert(load(src, "@" .. name))
+  local path = T.tmpname("stacks")
+  if jit_on then jit.on(); jit.flush(); jit.opt.start("hotloop=2") else jit.off() end
+  collectgarbage()
+  collectgarbage("stop")
+  local before = collectgarbage("count")
+  assert(mp.start({ path = path, stacks = depth }))
+  local inside = collectgarbage("count")
+  chunk()
+  local after = collectgarbage("count")
+  assert(mp.stop())
+  collectgarbage("restart")
+  jit.on()
+  jit.opt.start("hotloop=56")
+  local f = assert(io.popen(t.timeout("build/tests/stack_dump '" .. path .. "'", 60)))
+  local dump = f:read("*a")
+  f:close()
+  -- The frames below the chunk are this harness's: cut them off.
+  local lines = {}
+  for line in dump:gmatch("[^\n]+") do
+    local stack, rest = line:match("^(.-)\t(.*)$")
+    if stack then
+      local at = stack:find(";@" .. name:gsub("%p", "%%%0") .. ":")
+      if at and not stack:find("^%[deeper") then stack = stack:sub(at + 1) end
+      lines[stack] = (lines[stack] and lines[stack] .. "+" or "") ..
+		     rest:gsub("\t", " ")
+    end
+  end
+  if not keep then os.remove(path) end
+  return lines, dump, path, (after - inside) * 1024
+end
+
+-- Allocation counts of the lines whose stack matches pattern, summed.
+local function count(lines, pattern)
+  local n = 0
+  for stack, v in pairs(lines) do
+    if stack:find(pattern) then n = n + tonumber(v:match("^(%d+)")) end
+  end
+  return n
+end
+
+-- 1. a -> b -> c from two callers; c allocates a table per call.
+local chain = [[
+local function c(n) return { n } end
+local function b(n) local r = c(n) return r end
+local function a(n) local r = b(n) return r end
+local keep = {}
+for i = 1, 30 do keep[#keep + 1] = a(i) end
+for i = 1, 20 do keep[#keep + 1] = b(i) end
+return keep
+]]
+local lines, dump = stacks(chain, "chain.lua", 64, false)
+t.is(count(lines, "^@chain.lua:5;@chain.lua:3;@chain.lua:2;@chain.lua:1$"), 30,
+     "30 tables on main:5 -> a:3 -> b:2 -> c:1", dump)
+t.is(count(lines, "^@chain.lua:6;@chain.lua:2;@chain.lua:1$"), 20,
+     "20 tables on main:6 -> b:2 -> c:1 (another caller)", dump)
+
+-- 2. Recursion, and the depth limit: a stack deeper than 8 frames keeps
+-- its 8 innermost and ends in a cut frame.
+local rec = [[
+local function r(n) if n == 0 then return { 0 } end local x = r(n - 1) return x end
+local a = r(3)
+local b = r(20)
+return a, b
+]]
+lines, dump = stacks(rec, "rec.lua", 8, false)
+t.is(count(lines, "^@rec.lua:2;@rec.lua:1;@rec.lua:1;@rec.lua:1;@rec.lua:1$"), 1,
+     "r(3): 4 frames of r under the call", dump)
+t.ok(count(lines, "^%[deeper than 8 frames%];@rec.lua:1;@rec.lua:1;@rec.lua:1;@rec.lua:1;" ..
+     "@rec.lua:1;@rec.lua:1;@rec.lua:1;@rec.lua:1$") >= 1,
+     "r(20): its table (and the stack's growth) on the 8 innermost frames under a cut", dump)
+local deepest = 0
+for stack in pairs(lines) do
+  local _, n = stack:gsub(";", ";")
+  if n + 1 > deepest then deepest = n + 1 end
+end
+t.is(deepest, 9, "no stack has more than 8 frames and the cut", dump)
+
+-- 3. Coroutines (the running coroutine's stack), pcall, a metamethod, a
+-- builtin and a C function.
+local misc = [[
+local cjson = require("cjson")
+local co = coroutine.wrap(function(n)
+  local t = { n }
+  coroutine.yield(t)
+end)
+local x = co(1)
+local ok, y = pcall(function() return { 2 } end)
+local m = setmetatable({}, { __index = function(t, k) return { k } end })
+local z = m.key
+local s = string.rep("ab", 40)
+local j = cjson.encode({ 1, 2, 3 })
+return x, y, z, s, j
+]]
+lines, dump = stacks(misc, "misc.lua", 64, false)
+t.is(count(lines, "^@misc.lua:3$"), 1,
+     "in a coroutine: its own stack (its function at its line)", dump)
+t.is(count(lines, "^@misc.lua:7;pcall;@misc.lua:7$"), 1,
+     "through pcall: the protected function under pcall", dump)
+t.is(count(lines, "^@misc.lua:9;@misc.lua:8$"), 1,
+     "__index: the metamethod under the indexing line", dump)
+t.is(count(lines, "^@misc.lua:10;string.rep$"), 1,
+     "a builtin: by name, under its calling line", dump)
+t.is(count(lines, "^@misc.lua:11;cjson.encode$"), 1,
+     "a C function: by its Lua name, under its calling line", dump)
+
+-- 4. Stitched builtins in compiled loops (JIT on): gmatch under its line,
+-- and a trace's allocations under the trace, over the frames below it.
+local jitsrc = [[
+local function leaf(n) return { n, n } end
+local out = {}
+for i = 1, 300 do out[i] = leaf(i) end
+local words = {}
+for i = 1, 200 do words[i] = ("w%d x%d"):format(i, i) end
+local n = 0
+for i = 1, 200 do
+  for w in words[i]:gmatch("%a%d+") do n = n + #w end
+end
+return out, n
+]]
+lines, dump = stacks(jitsrc, "jit.lua", 64, true)
+t.is(count(lines, "^@jit.lua:8;string.gmatch$"), 200,
+     "JIT on: gmatch's 200 iterators under line 8 (stitched)", dump)
+t.ok(count(lines, "^@jit.lua:8;string.gmatch iterator$") >= 390,
+     "JIT on: its 400 matches (some strings exist already) under line 8", dump)
+local traced = count(lines, "^@jit.lua:3;TRACE %[%d+%] started at @jit.lua:3;@jit.lua:3$")
+t.ok(traced >= 250, "JIT on: the loop's tables on its trace, at the line in the trace", dump)
+t.is(count(lines, "^@jit.lua:3;@jit.lua:1$") + traced, 300,
+     "JIT on: 300 tables, interpreted (under leaf) or compiled (in the trace)", dump)
+
+-- 5. Conservation with stacks, and the report of a stack profile equals
+-- the one-frame report of the same program, site by site.
+local evs, complete, delta = T.profile(function() assert(load(chain, "@chain.lua"))() end)
+local _, _, path, d2 = stacks(chain, "chain.lua", 64, false, true)
+local f = assert(io.popen(t.timeout("build/ljmemprof info --format json '" .. path .. "'", 60)))
+local info = f:read("*a")
+f:close()
+t.is(tonumber(info:match('"net_bytes":(%-?%d+)')), d2,
+     "a stack profile conserves: allocated - freed = the VM's counter change")
+local p1 = T.tmpname("oneframe")
+local c1 = assert(load(chain, "@chain.lua"))
+jit.off()
+collectgarbage(); collectgarbage("stop")
+assert(mp.start(p1)); c1(); assert(mp.stop())
+collectgarbage("restart")
+jit.on()
+local function allocs(p)
+  local h = assert(io.popen(t.timeout("build/ljmemprof report '" .. p .. "'", 60)))
+  local out = h:read("*a")
+  h:close()
+  return out:match("^ALLOCATIONS\n(.-)\n\n")
+end
+t.is(allocs(path), allocs(p1), "the ALLOCATIONS section of a stack profile is the one-frame one")
+os.remove(p1)
+
+-- 6. The format: version 0x4c, which version-3 readers refuse by their
+-- version check; a cut at every byte is read up to the cut.
+local fh = assert(io.open(path, "rb"))
+local bytes = fh:read("*a")
+fh:close()
+t.is(bytes:sub(9, 11) .. string.format("%02x", bytes:byte(12)), "ljm4c",
+     "the event stream says version 0x4c")
+t.is(bytes:sub(1, 4), "ljs\3", "the symtab is an (empty) version 3 one")
+local cuts, bad = 0, 0
+for n = 8, #bytes - 1, math.max(1, math.floor(#bytes / 300)) do
+  local cut = path .. ".cut"
+  local w = assert(io.open(cut, "wb"))
+  w:write(bytes:sub(1, n))
+  w:close()
+  local h = assert(io.popen(t.timeout("build/ljmemprof info '" .. cut .. "' >/dev/null 2>&1; echo $?", 60)))
+  local rc = tonumber(h:read("*a"))
+  h:close()
+  cuts = cuts + 1
+  if rc ~= 3 and not (n < 15 and rc == 2) then bad = bad + 1 end
+  os.remove(cut)
+end
+t.is(bad, 0, "cut at " .. cuts .. " places: each read up to the cut (status 3)")
+os.remove(path)
+t.done()
