@@ -79,7 +79,8 @@ typedef struct mp_stacks {
   mp_scache *c;
   unsigned nc;
   uint64_t new_addr;	/* Last new address written (deltas)... */
-  uint64_t old_addr;	/* ...and last old address. */
+  uint64_t old_addr;	/* ...and last old address... */
+  uint32_t last_node;	/* ...and node of the last stack event. */
   uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;

@@ -406,20 +406,28 @@ static MP_NOINLINE uint32_t capture(mp_state *s, const void *from)
 
 /* -- Encoding ------------------------------------------------------------- */
 
-/* Append address v as the difference to *last (zigzag ULEB128). */
-static MP_INLINE uint8_t *put_delta(uint8_t *p, uint64_t *last, uint64_t v)
+/* Append address v as the difference to *last (zigzag ULEB128), in units
+** of 8 when it is a multiple of 8 (the allocator's alignment makes it one
+** nearly always): then the header at h gets flag. */
+static MP_INLINE uint8_t *put_delta(uint8_t *p, uint8_t *h, unsigned flag,
+				    uint64_t *last, uint64_t v)
 {
-  uint64_t d = mp_zigzag((int64_t)(v - *last));
+  int64_t d = (int64_t)(v - *last);
   *last = v;
-  return mp_put_uleb_fast(p, d);
+  if (!(d & 7)) { d >>= 3; *h |= (uint8_t)flag; }
+  return mp_put_uleb_fast(p, mp_zigzag(d));
 }
 
-/* Append the header and location of an allocation or reallocation. */
-static MP_INLINE uint8_t *put_where(uint8_t *p, int ev, uint32_t node)
+/* Append the header and location of an allocation or reallocation: the
+** node, as the difference to the last stack event's. */
+static MP_INLINE uint8_t *put_where(mp_stacks *st, uint8_t *p, int ev,
+				    uint32_t node)
 {
   if (!node) { *p++ = (uint8_t)(ev | MP_SRC_INTERNAL); return p; }
   *p++ = (uint8_t)(ev | MP_SRC_STACK);
-  return mp_put_uleb_fast(p, node);
+  p = mp_put_uleb_fast(p, mp_zigzag((int64_t)node - (int64_t)st->last_node));
+  st->last_node = node;
+  return p;
 }
 
 /* -- The hook ------------------------------------------------------------- */
@@ -431,20 +439,20 @@ static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
   global_State *g = (global_State *)s->g;
   int32_t vst = g->vmstate;
   TraceNo tn = 0;
-  uint8_t *p;
+  uint8_t *p, *h;
   if (vst > 0) tn = (TraceNo)vst;
   else if (vst == ~LJ_VMST_EXIT && G2J(g)->state == LJ_TRACE_IDLE)
     tn = G2J(g)->parent;
   if (osize >= s->sym_min && mp_sym_forget(s, ptr)) mp_stack_forget(s);
   if (tn) mp_want_trace(s, g, tn);
-  p = s->pos;
+  h = p = s->pos;
   if (tn) {
     *p++ = MP_AEV_FREE | MP_SRC_TRACE;
     p = mp_put_uleb_fast(p, tn);
   } else {
     *p++ = MP_AEV_FREE | MP_SRC_INTERNAL;
   }
-  p = put_delta(p, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
+  p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
   s->pos = mp_put_uleb_fast(p, osize);
   mp_settle(s);
   mp_leave(s);
@@ -455,10 +463,11 @@ static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
 void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
 {
   mp_state *s = (mp_state *)ud;
+  mp_stacks *st = &s->st;
   void *res;
-  uint32_t node;
+  uint32_t node, last_node;
   uint64_t old;
-  uint8_t *p;
+  uint8_t *p, *h;
   mp_enter(s);
   if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
     mp_leave(s);
@@ -466,23 +475,27 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
   }
   if (nsize == 0) return stack_free(s, ptr, osize);
   /* The stack is read before forwarding (a stack reallocation frees the
-  ** stack the frames are in); the event counts if the allocator succeeds. */
+  ** stack the frames are in); the event counts if the allocator succeeds,
+  ** else the registers the encoding moved go back. */
   node = capture(s, __builtin_frame_address(0));
-  old = s->st.old_addr;
+  old = st->old_addr;
+  last_node = st->last_node;
+  h = s->pos;
   if (ptr == NULL) {
-    p = put_where(s->pos, MP_AEV_ALLOC, node);
+    p = put_where(st, h, MP_AEV_ALLOC, node);
   } else {
-    p = put_where(s->pos, MP_AEV_REALLOC, node);
-    p = put_delta(p, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
+    p = put_where(st, h, MP_AEV_REALLOC, node);
+    p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, (uint64_t)(uintptr_t)ptr);
     p = mp_put_uleb_fast(p, osize);
   }
   res = s->orig_f(s->orig_ud, ptr, osize, nsize);
   if (MP_LIKELY(res != NULL)) {
-    p = put_delta(p, &s->st.new_addr, (uint64_t)(uintptr_t)res);
+    p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);
     s->pos = mp_put_uleb_fast(p, nsize);
     mp_settle(s);
   } else {
-    s->st.old_addr = old;	/* Nothing was written. */
+    st->old_addr = old;
+    st->last_node = last_node;
   }
   mp_leave(s);
   return res;

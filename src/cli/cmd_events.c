@@ -22,9 +22,11 @@ const char mp_help_events[] =
 "\n"
 "DESCRIPTION\n"
 "    One JSON object per allocation event, in stream order, with fields\n"
-"    event (alloc, realloc, free), source (internal, lua, cfunc, trace),\n"
-"    label, line and chunk (Lua), name (C), trace, start_line and\n"
-"    start_chunk (traces), oaddr, osize, naddr, nsize; then a last line\n"
+"    event (alloc, realloc, free), source (internal, lua, cfunc, trace,\n"
+"    stack), label, line and chunk (Lua), name (C), trace, start_line and\n"
+"    start_chunk (traces), node (the innermost node of a call stack, in a\n"
+"    profile recorded with stacks: see docs/FORMAT.md), oaddr, osize,\n"
+"    naddr, nsize; then a last line\n"
 "    {\"complete\":true} or {\"complete\":false}. Labels are those of the\n"
 "    report (the same resolver: C addresses inside a symbol as name+0xoff,\n"
 "    code loaded from strings as function_alias_N); names are cut at 4096\n"
@@ -55,6 +57,9 @@ static void json_loc(FILE *out, mp_symtab *t, const mp_item *it)
     fputs(",\"name\":", out);
     if (nm) mp_json_name(out, nm, MP_NAME_SHOWN);
     else fputs("null", out);
+    break;
+  case MP_SRC_STACK:
+    fprintf(out, ",\"node\":%llu", (unsigned long long)it->id);
     break;
   case MP_SRC_TRACE:
     fprintf(out, ",\"trace\":%llu", (unsigned long long)it->id);

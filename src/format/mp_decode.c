@@ -383,7 +383,10 @@ static int next_event(mp_reader *r, mp_item *it)
     r->phase = MP_PH_DONE;
     return MP_END;
   }
-  if (h >= 0x20 || !((r->headers | symbol_headers(r->ljm_version)) >> h & 1)) {
+  if (h >= 0x80 || !((r->headers | symbol_headers(r->ljm_version)) >>
+		     (h & 0x1f) & 1) ||
+      (h >= 0x20 && (!(r->headers & MP_HEADERS_FLAGS) ||
+		     !(h & MP_AEV_MASK)))) {
     char msg[120];
     snprintf(msg, sizeof(msg), "event header valid in version %d, found 0x%02x",
 	     r->ljm_version, h);

@@ -12,12 +12,20 @@
 **   events      := 'l' 'j' 'm' MP_VERSION_EXT minor 0 0  record* epilogue
 **   record      := event | sym | xrec
 **   event       := ev-header loc addresses     (as in version 3, but:)
-**     loc       : MP_SRC_STACK: node-id          a call stack (see node)
+**     ev-header : [0 N O SSS EE]: bits 0-4 as in v3; O (0x20): the old
+**                 address's difference is in units of 8; N (0x40): the new
+**                 address's is
+**     loc       : MP_SRC_STACK: node-id          a call stack (see node), as
+**                                                the zigzag ULEB128 of its
+**                                                difference to the node id
+**                                                of the previous stack event
+**                                                (0 at first)
 **                 MP_SRC_INTERNAL, _LFUNC, _CFUNC, _TRACE: as in v3
 **     addresses : each address is the zigzag ULEB128 of its difference to
 **                 the previous address of its role (new addresses of alloc
 **                 and realloc events, old addresses of free and realloc
-**                 events); both start at 0. Sizes are plain ULEB128.
+**                 events); both start at 0; divided by 8 when the header
+**                 says so. Sizes are plain ULEB128.
 **   sym         := as in version 3 (sym-lua, sym-cfunc, sym-trace)
 **   xrec        := 0x00 type length payload    (length bytes of payload)
 **
@@ -59,6 +67,8 @@
 #define MP_EXT_MINOR		1	/* Its revision, after the version. */
 
 #define MP_SRC_STACK		(5 << 2)	/* Event location: a node id. */
+#define MP_EV_OLD8		0x20	/* Old address delta in units of 8. */
+#define MP_EV_NEW8		0x40	/* New address delta in units of 8. */
 #define MP_XREC			0x00	/* Header of an extended record. */
 
 /* What a decoded item (mp_item.src, kind MP_AEV_SYMTAB) of an extended
@@ -98,11 +108,13 @@ static inline int64_t mp_unzigzag(uint64_t v)
   return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-/* Headers of the allocation events of the extension (bit set, as
-** mp_event_headers()): those of version 3, and allocations and
-** reallocations at a stack node. */
+/* Headers of the allocation events of the extension (bit set over the
+** low five bits, as mp_event_headers()): those of version 3, allocations
+** and reallocations at a stack node, and bit 31: the header may carry
+** MP_EV_OLD8 and MP_EV_NEW8. */
+#define MP_HEADERS_FLAGS	(1u << 31)
 #define MP_EXT_HEADERS	(0xeee0u | 0xe0000u | \
 			 1u << (MP_AEV_ALLOC | MP_SRC_STACK) | \
-			 1u << (MP_AEV_REALLOC | MP_SRC_STACK))
+			 1u << (MP_AEV_REALLOC | MP_SRC_STACK) | MP_HEADERS_FLAGS)
 
 #endif

@@ -214,6 +214,7 @@ typedef struct mp_reader {
   uint64_t new_addr;	/* Extension: the last new address... */
   uint64_t old_addr;	/* ...and old address (addresses are deltas). */
   uint64_t nodes;	/* Extension: node records read (the last id). */
+  uint64_t last_node;	/* Extension: the node of the last stack event. */
   size_t err_offset;	/* Where the error or the truncation was seen. */
   char err[160];	/* What was expected there. */
 } mp_reader;
@@ -257,6 +258,7 @@ typedef struct mp_event {
   uint32_t len;		/* Bytes of the event in the stream. */
   uint8_t kind;		/* MP_AEV_ALLOC, MP_AEV_FREE or MP_AEV_REALLOC. */
   uint8_t src;		/* MP_SRC_*. */
+  uint8_t flags;	/* Extension: MP_EV_OLD8, MP_EV_NEW8. */
 } mp_event;
 
 /* -- The event decoder ---------------------------------------------------- */
@@ -335,7 +337,9 @@ static inline const uint8_t *mp_event_decode(const uint8_t *p, mp_event *e,
 {
   const uint8_t *q = p + 1;
   unsigned h = *p, k = h & MP_AEV_MASK, src = h & MP_SRC_MASK;
-  if (h >= 0x20 || !(valid >> h & 1)) return NULL;
+  if (h >= 0x80 || !(valid >> (h & 0x1f) & 1) ||
+      (h >= 0x20 && !(valid & MP_HEADERS_FLAGS)))
+    return NULL;
   e->id = e->line = 0;
   if (src != MP_SRC_INTERNAL) {
     if (!mp_uleb_fast(&q, &e->id)) return NULL;
@@ -351,6 +355,7 @@ static inline const uint8_t *mp_event_decode(const uint8_t *p, mp_event *e,
   e->len = (uint32_t)(q - p);
   e->kind = (uint8_t)k;
   e->src = (uint8_t)src;
+  e->flags = (uint8_t)(h & (MP_EV_OLD8 | MP_EV_NEW8));
   return q;
 }
 
@@ -359,10 +364,14 @@ static inline const uint8_t *mp_event_decode(const uint8_t *p, mp_event *e,
 ** registers. Every decoder of events calls it after mp_event_decode(). */
 static inline void mp_event_undelta(mp_reader *r, mp_event *e)
 {
+  if (e->src == MP_SRC_STACK)
+    e->id = r->last_node += (uint64_t)mp_unzigzag(e->id);
   if (e->kind & MP_AEV_FREE)
-    e->oaddr = r->old_addr += (uint64_t)mp_unzigzag(e->oaddr);
+    e->oaddr = r->old_addr += (uint64_t)mp_unzigzag(e->oaddr)
+			      << (e->flags & MP_EV_OLD8 ? 3 : 0);
   if (e->kind & MP_AEV_ALLOC)
-    e->naddr = r->new_addr += (uint64_t)mp_unzigzag(e->naddr);
+    e->naddr = r->new_addr += (uint64_t)mp_unzigzag(e->naddr)
+			      << (e->flags & MP_EV_NEW8 ? 3 : 0);
 }
 
 /* Decode up to n allocation events into ev[0..n) and return how many; the

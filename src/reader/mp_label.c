@@ -98,6 +98,9 @@ size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
       put_lua(names, l->name, l->aux, out, size, &n);
     }
     break;
+  case MP_SRC_STACK:	/* An event's stack, by its innermost node. */
+    put(out, size, &n, "STACK %llu", (unsigned long long)l->id);
+    break;
   default:
     put(out, size, &n, "INTERNAL");
     break;

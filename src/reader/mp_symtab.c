@@ -89,9 +89,16 @@ uint32_t mp_symtab_cfloor(const mp_symtab *t, uint64_t addr, uint64_t *off)
 
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
 {
-  mp_hash *latest = &t->latest[it->src >> MP_SRC_SHIFT];
-  uint32_t *v = mp_hash_get(latest, it->id), name, i;
+  mp_hash *latest;
+  uint32_t *v, name, i;
   mp_sym *s;
+  switch (it->src) {	/* The extension's records that are no symbols. */
+  case MP_SRC_BUILTIN: return mp_symtab_builtin_add(t, it) == 0;
+  case MP_SRC_LFUNC: case MP_SRC_CFUNC: case MP_SRC_TRACE: break;
+  default: return UINT32_MAX;
+  }
+  latest = &t->latest[it->src >> MP_SRC_SHIFT];
+  v = mp_hash_get(latest, it->id);
   if (it->src == MP_SRC_TRACE) {
     i = mp_symtab_find(t, MP_SRC_LFUNC, it->proto);
     name = i ? t->sym[i].name : 0;
@@ -131,7 +138,10 @@ int mp_symtab_builtin_add(mp_symtab *t, const mp_item *it)
 
 uint32_t mp_symtab_find(const mp_symtab *t, int src, uint64_t id)
 {
-  const uint32_t *v = mp_hash_get(&t->latest[src >> MP_SRC_SHIFT], id);
+  const uint32_t *v;
+  if (src != MP_SRC_LFUNC && src != MP_SRC_CFUNC && src != MP_SRC_TRACE)
+    return 0;	/* No symbol names such a location (a stack node). */
+  v = mp_hash_get(&t->latest[src >> MP_SRC_SHIFT], id);
   return v ? *v : 0;
 }
 

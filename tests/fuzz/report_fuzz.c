@@ -19,6 +19,7 @@
 #include "format/mp_format.h"
 #include "analysis/mp_profile.h"
 #include "analysis/mp_sections.h"
+#include "analysis/mp_stacks.h"
 #include "reader/mp_input.h"
 #include "reader/mp_label.h"
 #include "render/mp_json.h"
@@ -94,7 +95,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   stream_path(data, size, &p, 1 + (opt >> 5));
   if (mp_sections_build(&sec, &p, (opt & 1) ? MP_SORT_COUNT : MP_SORT_BYTES)
       == 0) {
+    mp_stacktree t;
     for (r = mp_renderers; r->name; r++) r->render(sink, &sec, &o);
+    if (mp_stacktree_build(&t, &sec) == 0) mp_stacktree_free(&t);
     mp_sections_free(&sec);
   }
   mp_profile_free(&p);
