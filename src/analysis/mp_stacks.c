@@ -107,7 +107,7 @@ int mp_stacktree_build(mp_stacktree *t, const mp_sections *sec)
   live_ctx c;
   memset(t, 0, sizeof(*t));
   mp_strtab_init(&t->text);
-  if (!add_node(t, 0, &last)) goto err;	/* The root. */
+  if (!add_node(t, 0, &last) && !t->n) goto err;	/* The root (index 0). */
   t->node[0].first = 0;
   last = 0;
   if (!(node_of = calloc((size_t)p->nsite + 1, sizeof(*node_of)))) goto err;
