@@ -120,6 +120,7 @@ local function text_rows(text)
   local rows, section = {}, nil
   for line in text:gmatch("([^\n]*)\n") do
     if line:match("^[A-Z][A-Z ]+:?$") then section = line
+    elseif line:match("^CALL STACKS") then section = "ALIASES:"  -- Not rows.
     elseif line:match("^\t\t") then
       rows[#rows + 1] = section .. " over " .. line:sub(3)
     elseif line ~= "" and not line:match("^\t") and
@@ -155,7 +156,8 @@ end
 local seen_kinds = {}
 for _, p in ipairs(profiles) do
   local name = p:match("[^/]*$")
-  for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2" }) do
+  for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2",
+                          "--stacks --metric leak-count" }) do
     local js, rc = run("build/ljmemprof report --format json " .. opts ..
                        " '" .. p .. "'")
     local okj, doc = pcall(cjson.decode, js)

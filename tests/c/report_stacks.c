@@ -472,6 +472,19 @@ static void test_view(void)
     "\t\t@a.lua:3\n"
     "\t\t@a.lua:20\n"
     "\n\n";
+  static const char want_json[] =
+    ",\n\"call_stacks\":{\"recorded\":true,\"metric\":\"alloc-bytes\","
+    "\"per_source\":0,\"sources\":[\n {\"label\":\"@a.lua:7\","
+    "\"source\":{\"kind\":\"lua\",\"label\":\"@a.lua:7\",\"address\":4096,"
+    "\"line\":7,\"chunk\":\"@a.lua\",\"function_line\":1},"
+    "\"alloc_events\":5,\"alloc_bytes\":500,\"live_blocks\":5,"
+    "\"live_bytes\":500,\"stacks\":1,\"paths\":[{\"alloc_events\":5,"
+    "\"alloc_bytes\":500,\"live_blocks\":5,\"live_bytes\":500,\"frames\":["
+    "{\"kind\":\"lua\",\"label\":\"@a.lua:7\",\"function\":\"@a.lua:7\"},"
+    "{\"kind\":\"lua\",\"label\":\"@a.lua:12\",\"function\":\"@a.lua:12\","
+    "\"file\":\"function_alias_1\",\"line\":12,\"function_line\":10},"
+    "{\"kind\":\"lua\",\"label\":\"@a.lua:20\",\"function\":\"@a.lua:20\"}"
+    "]}]}]}";
   bytes st;
   mp_profile p;
   mp_sections sec;
@@ -551,6 +564,19 @@ static void test_view(void)
   OK(!strcmp(out, want_leak), "text view by leak-bytes, all stacks: only "
      "stacks with live blocks", "want:\n%s# got:\n%s", want_leak, out);
   free(out);
+  /* As the JSON report has it: the top source, its two stacks. */
+  o.top = 1;
+  o.metric = MP_METRIC_ALLOC_BYTES;
+  t.node[c].file = "function_alias_1";	/* Frames show their file, line. */
+  t.node[c].line = 12;
+  t.node[c].func_line = 10;
+  f = open_memstream(&out, &n);
+  mp_render_json_stacks(f, &sec, &t, &o, used);
+  fclose(f);
+  OK(!strcmp(out, want_json), "json view, --top 1, all stacks: exact",
+     "want:\n%s\n# got:\n%s", want_json, out);
+  free(out);
+  o.top = 0;
   t.stacks = 0;
   f = open_memstream(&out, &n);
   mp_render_text_stacks(f, &sec, &t, &o, used);
