@@ -164,6 +164,11 @@ else
   tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
 fi
 
+# docs/REPORT.md's flame graph is what scripts/example-flame.sh draws.
+with_timeout 120 scripts/example-flame.sh "$TMPD/flame.svg" >/dev/null 2>&1
+cmp -s "$TMPD/flame.svg" docs/example-flame.svg
+ok $? "docs/example-flame.svg is the output of scripts/example-flame.sh"
+
 # -- --stacks views of text and json, without stacks recorded ------------------
 
 run $MP report --stacks --leak-only "$P"

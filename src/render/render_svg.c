@@ -275,9 +275,11 @@ static void header(FILE *out, const mp_render_opts *o)
   int k, x = 260;
   fprintf(out, "<text class=\"title\" x=\"%d\" y=\"22\" text-anchor=\"middle\">"
 	  "Flame graph of %s", WIDTH / 2, mp_metric_what[o->metric]);
-  if (o->file) {
+  if (o->file) {	/* Its base name: where it was is not the point. */
+    const char *b = strrchr(o->file, '/');
+    b = b && b[1] ? b + 1 : o->file;
     fputs(": ", out);
-    mp_text_put(out, o->file, strlen(o->file), MP_TEXT_XML);
+    mp_text_put(out, b, strlen(b), MP_TEXT_XML);
   }
   fputs("</text>\n", out);
   fprintf(out, "<text class=\"btn\" x=\"%d\" y=\"44\" onclick=\"reset()\">"
