@@ -9,14 +9,6 @@
 . tests/lib/tap.sh
 MP=build/ljmemprof
 
-# run CMD...: sets $out, $err, $rc (CMD killed after 60 s).
-run() {
-  with_timeout 60 "$@" >"$TMPD/out" 2>"$TMPD/err"
-  rc=$?
-  out=$(cat "$TMPD/out")
-  err=$(cat "$TMPD/err")
-}
-
 # -- A small program: two lines, known sizes ---------------------------------
 
 # Line 6 makes 10 tables, line 8 seven; the garbage collector is stopped, so

@@ -94,6 +94,7 @@ int mp_sview_build(mp_sview *v, const mp_stacktree *t, mp_metric m,
 {
   uint32_t *nodes, n = 0, i, j;
   memset(v, 0, sizeof(*v));
+  if (per_site == UINT32_MAX) per_site = 0;
   if (t->n < 2) return 0;
   if (!(nodes = malloc((size_t)t->n * sizeof(*nodes)))) return -1;
   for (i = 1; i < t->n; i++)
@@ -143,6 +144,14 @@ uint32_t mp_tnode_alias(const mp_tnode *x)
     a = a * 10 + (uint32_t)(*s - '0');
   }
   return *s ? 0 : a;
+}
+
+void mp_sview_mark_aliases(const mp_stacktree *t, uint32_t k,
+			   const mp_strtab *names, uint8_t *used)
+{
+  uint32_t a, hops = 0;
+  for (; k && k < t->n && hops++ < t->n; k = t->node[k].parent)
+    if ((a = mp_tnode_alias(&t->node[k])) && a < names->nalias) used[a] = 1;
 }
 
 const char *mp_fk_name(uint8_t kind)

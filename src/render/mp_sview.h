@@ -34,7 +34,8 @@ typedef struct mp_sview {
 } mp_sview;
 
 /* The view of t under metric m: at most top sites (0: all), at most
-** per_site stacks each (0: all). 0, or -1 when out of memory. */
+** per_site stacks each (0 or UINT32_MAX: all). 0, or -1 when out of
+** memory. */
 int mp_sview_build(mp_sview *v, const mp_stacktree *t, mp_metric m,
 		   uint64_t top, uint32_t per_site);
 void mp_sview_free(mp_sview *v);
@@ -42,6 +43,11 @@ void mp_sview_free(mp_sview *v);
 /* The alias number N of a frame whose file is "function_alias_N" (a Lua
 ** chunk loaded from a string), else 0. */
 uint32_t mp_tnode_alias(const mp_tnode *x);
+
+/* Mark the alias of the frames from node k to the root in used (indexed
+** by alias number, names->nalias entries). */
+void mp_sview_mark_aliases(const mp_stacktree *t, uint32_t k,
+			   const mp_strtab *names, uint8_t *used);
 
 /* JSON and text names of frame kinds ("lua", "builtin", "cfunc", "trace",
 ** "host", "cut", "internal"), by MP_FK_*; kinds past the table are

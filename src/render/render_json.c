@@ -93,9 +93,8 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used)
 {
-  const mp_strtab *names = &sec->p->syms.names;
   mp_sview v;
-  uint32_t i, j, a;
+  uint32_t i, j;
   fprintf(out, ",\n\"call_stacks\":{\"recorded\":%s,\"metric\":\"%s\","
 	  "\"per_source\":%u,\"sources\":[", t->stacks ? "true" : "false",
 	  mp_metric_names[o->metric],
@@ -104,9 +103,7 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
     fputs("]}", out);
     return 0;
   }
-  if (mp_sview_build(&v, t, o->metric, o->top,
-		     o->stacks == UINT32_MAX ? 0 : o->stacks) < 0)
-    return -1;
+  if (mp_sview_build(&v, t, o->metric, o->top, o->stacks) < 0) return -1;
   for (i = 0; i < v.ngroup; i++) {
     const mp_sgroup *g = &v.group[i];
     fputs(i ? ",\n {\"label\":" : "\n {\"label\":", out);
@@ -126,11 +123,10 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
       fputs(j ? ",{" : "{", out);
       jcosts(out, &t->node[k].alloc, &t->node[k].live);
       fputs(",\"frames\":[", out);
+      mp_sview_mark_aliases(t, k, &sec->p->syms.names, used);
       for (; k && k < t->n && hops < t->n; k = t->node[k].parent, hops++) {
 	if (hops) fputc(',', out);
 	jframe(out, &t->node[k]);
-	if ((a = mp_tnode_alias(&t->node[k])) && a < names->nalias)
-	  used[a] = 1;
       }
       fputs("]}", out);
     }

@@ -66,18 +66,15 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used)
 {
-  const mp_strtab *names = &sec->p->syms.names;
   mp_sview v;
-  uint32_t i, j, a;
+  uint32_t i, j;
   if (!t->stacks) {
     fputs("CALL STACKS: none in this profile (it was recorded with one frame "
 	  "per event; record with mp.start{stacks = 64} or 'ljmemprof run "
 	  "--stacks')\n\n", out);
     return 0;
   }
-  if (mp_sview_build(&v, t, o->metric, o->top,
-		     o->stacks == UINT32_MAX ? 0 : o->stacks) < 0)
-    return -1;
+  if (mp_sview_build(&v, t, o->metric, o->top, o->stacks) < 0) return -1;
   fprintf(out, "CALL STACKS (%s", mp_metric_what[o->metric]);
   if (o->stacks != UINT32_MAX)
     fprintf(out, ", at most %u per source", o->stacks);
@@ -100,13 +97,12 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
       fputc('\t', out);
       stack_cost(out, &x->alloc, &x->live, o->metric, o->human);
       fputc('\n', out);
+      mp_sview_mark_aliases(t, k, &sec->p->syms.names, used);
       for (; k && k < t->n && hops++ < t->n; k = t->node[k].parent) {
 	const char *l = t->node[k].label;
 	fputs("\t\t", out);
 	mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
 	fputc('\n', out);
-	if ((a = mp_tnode_alias(&t->node[k])) && a < names->nalias)
-	  used[a] = 1;
       }
     }
     fputc('\n', out);
