@@ -621,10 +621,10 @@ static void test_big(void)
     snprintf(buf, sizeof(buf), "@lib/module%u.lua:%u", i % 16, 10 + i * 7);
     label[i] = mp_strtab_copy(&t.text, buf, strlen(buf) + 1);
   }
-  /* Random stacks 4 to 40 frames deep, frames drawn with a skew so that
+  /* Random stacks 4 to 24 frames deep, frames drawn with a skew so that
   ** callers are shared, until 100,000 distinct stacks have a cost. */
   while (leaves < NSTACK) {
-    uint32_t node = 0, depth = 4 + (uint32_t)(next() % 37), d;
+    uint32_t node = 0, depth = 4 + (uint32_t)(next() % 21), d;
     for (d = 0; d < depth; d++) {
       uint64_t r = next();
       uint32_t l = (uint32_t)((r % NLABEL) * ((r >> 8) % NLABEL) / NLABEL);
@@ -665,7 +665,7 @@ static void test_big(void)
       /* Frames of 0.1 px or more: at most 11,800 a level. */
       int frames = s ? count(s, "<g><title>") : -1;
       printf("# svg: %d frames drawn of %u nodes\n", frames, t.n);
-      OK(frames > 0 && frames <= 11800 * 41, "100,000 stacks: svg frames "
+      OK(frames > 0 && frames <= 11800 * 25, "100,000 stacks: svg frames "
 	 "bounded by the 0.1 px rule", "%d frames", frames);
     }
     if (k == 2) {
