@@ -115,6 +115,23 @@ assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
 
 local profiles = { kinds, "tests/fixtures/tarantool-v3-tiny.ljm" }
 
+-- The same program with call stacks: its report (and its CALL STACKS view)
+-- once the reader reads stack profiles; until then a visible skip.
+local stacks = TMP .. "/kinds-stacks.ljm"
+write(TMP .. "/kinds-stacks.lua", (slurp(TMP .. "/kinds.lua"):gsub(
+  "mp%.start%(arg%[1%]%)", "mp.start{ path = arg[1], stacks = 16 }")))
+assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
+                            assert(io.popen("pwd")):read("*l") ..
+                            "/build/?.so;;' luajit kinds-stacks.lua " ..
+                            "kinds-stacks.ljm")) == 0)
+local _, info_rc = run("build/ljmemprof info '" .. stacks .. "' 2>/dev/null")
+if info_rc == 0 then
+  profiles[#profiles + 1] = stacks
+else
+  t.ok(true, "# SKIP kinds-stacks.ljm: the reader does not read stack "
+       .. "profiles yet")
+end
+
 -- Parse the text report into comparable lines.
 local function text_rows(text)
   local rows, section = {}, nil
