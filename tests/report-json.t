@@ -137,7 +137,8 @@ local function text_rows(text)
   local rows, section = {}, nil
   for line in text:gmatch("([^\n]*)\n") do
     if line:match("^[A-Z][A-Z ]+:?$") then section = line
-    elseif line:match("^CALL STACKS") then section = "ALIASES:"  -- Not rows.
+    elseif line:match("^CALL STACKS") then section = "CALL STACKS"
+    elseif section == "CALL STACKS" then  -- Not rows of the sections.
     elseif line:match("^\t\t") then
       rows[#rows + 1] = section .. " over " .. line:sub(3)
     elseif line ~= "" and not line:match("^\t") and
