@@ -24,7 +24,7 @@ LUA_CPATH_DIR := $(PREFIX)/lib/lua/5.1
 
 # Debian packages the build and the tests need.
 DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
-            neovim wrk python3-lupa lua-lpeg
+            neovim wrk python3-lupa lua-lpeg zlib1g-dev golang-go python3 chromium
 
 AGENT_SRC := src/agent/mp_hook.c src/agent/mp_stack.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
              src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \
@@ -105,12 +105,12 @@ $(BUILD)/%.o: src/%.c $(READER_HDR)
 	$(CC) $(CFLAGS) $(WARN) -Isrc -c $< -o $@
 
 $(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR)
-	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ)
+	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
-	  $(READER_OBJ) $(BUILD)/libljmemprof.a -lluajit-5.1 -ldl -lpthread
+	  $(READER_OBJ) $(BUILD)/libljmemprof.a -lluajit-5.1 -lz -ldl -lpthread
 
 example: all
 	@scripts/example.sh
@@ -154,7 +154,7 @@ $(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
-	  $(LIB_SRC)
+	  $(LIB_SRC) -lz
 
 clean:
 	rm -rf $(BUILD)/agent $(addprefix $(BUILD)/,$(LAYERS)) $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \

@@ -3,7 +3,7 @@
 -- usage: luajit bench/runner.lua [--quick] [--pairs N] [--size small|default]
 --                                [--only NAME[,NAME]] [--jit on|off|both]
 --                                [--no-reader] [--reader-depth N] [--keep]
---                                [--agent DIR]
+--                                [--agent DIR] [--stacks N]
 --
 -- For every workload and JIT mode it runs the workload without and with the
 -- profiler in alternating pairs (the order flips every pair so that drift
@@ -14,6 +14,14 @@
 --
 -- --agent DIR profiles with DIR/ljmemprof.so instead of build/ (e.g. a copy
 -- of an older build, to compare two versions of the agent).
+--
+-- --stacks N (default 64; 0: off) adds a third run to every pair, profiled
+-- with call stacks of up to N frames (mp.start{stacks = N}), in the same
+-- rotation, and the table gains its ratio and bytes per event ("stk")
+-- beside the one-frame mode's. Its events are counted by `info` once the
+-- reader reads stack profiles; until then the one-frame run's count is
+-- used and the B/ev is marked "~" (exact with the JIT off, where both runs
+-- allocate alike; close with it on).
 --
 -- Children are started with fork/execvp and reaped with wait4 through the
 -- FFI, which gives exact wall times (no shell in between) and the peak RSS
@@ -184,7 +192,8 @@ local WORKLOADS = {
 }
 
 local opt = { pairs = nil, size = "default", jit = "both", reader = true,
-              reader_depth = nil, keep = false, only = nil, agent = "build" }
+              reader_depth = nil, keep = false, only = nil, agent = "build",
+              stacks = 64 }
 do
   local i = 1
   local function val(name)
@@ -203,6 +212,7 @@ do
     elseif a == "--reader-depth" then opt.reader_depth = tonumber(val(a))
     elseif a == "--keep" then opt.keep = true
     elseif a == "--agent" then opt.agent = val(a):gsub("/$", "")
+    elseif a == "--stacks" then opt.stacks = tonumber(val(a))
     elseif a == "-h" or a == "--help" then
       local head = slurp("bench/runner.lua"):match("^(.-)\nlocal ")
       io.write((("\n" .. head):gsub("\n%-%- ?", "\n"):sub(2)), "\n")
@@ -218,6 +228,7 @@ do
   end
   opt.pairs = opt.pairs or (opt.size == "quick" and 2 or 5)
   if opt.pairs < 1 then die("--pairs must be at least 1") end
+  if not opt.stacks or opt.stacks < 0 then die("--stacks must be a number") end
   opt.reader_depth = opt.reader_depth or
     ({ quick = 10, small = 15, default = 17 })[opt.size]
 end
@@ -235,14 +246,15 @@ local has = { report = usage:find("report", 1, true) ~= nil,
 
 -- -- One measured workload ---------------------------------------------------
 
--- Argument vector for one run of w (profiled when prof names the profile).
-local function argv_of(w, jit_on, prof)
+-- Argument vector for one run of w (profiled when prof names the profile,
+-- with call stacks of up to `stacks` frames if given).
+local function argv_of(w, jit_on, prof, stacks)
   local a = { LUAJIT }
   if not jit_on then a[#a + 1] = "-joff" end
   if prof then
     a[#a + 1] = "-e"
-    a[#a + 1] = ('local mp = require"ljmemprof"; assert(mp.start(%q))')
-      :format(prof)
+    a[#a + 1] = ('local mp = require"ljmemprof"; assert(mp.start{ path = %q, stacks = %d })')
+      :format(prof, stacks or 0)
   end
   a[#a + 1] = w.script
   a[#a + 1] = tostring(w.size[opt.size])
@@ -251,9 +263,9 @@ end
 
 -- Run once; returns wall seconds, the checksum line and CPU seconds; dies
 -- if the run failed.
-local function run_once(w, jit_on, prof)
+local function run_once(w, jit_on, prof, stacks)
   local out, err = OUT .. "/stdout.txt", OUT .. "/stderr.txt"
-  local t, code, _, cpu = spawn(argv_of(w, jit_on, prof), out, err)
+  local t, code, _, cpu = spawn(argv_of(w, jit_on, prof, stacks), out, err)
   local text = slurp(out) or ""
   local sum = text:match("\n?(checksum [^\n]*)")
   if code ~= 0 or not sum then
@@ -264,11 +276,13 @@ local function run_once(w, jit_on, prof)
   return t, sum, cpu
 end
 
--- Number of events in a profile: `info` if it says, else count `events`.
-local function count_events(path)
+-- Number of events in a profile: `info` if it says, else count `events`;
+-- nil if quiet is set and neither can read it.
+local function count_events(path, quiet)
   if has.info then
     local s = "\n" .. capture(CLI .. " info " .. shq(path))
     local n = s:match("\nevents:%s*(%d+)")
+    if quiet and not s:find("\ncomplete:%s*yes") then return nil end
     if n then return tonumber(n) end
   end
   local s = capture(CLI .. " events " .. shq(path) .. " | wc -l", true)
@@ -290,34 +304,42 @@ local function bench(w, jit_on)
   local mode = jit_on and "on" or "off"
   local what = w.name .. " jit " .. mode
   local prof = ("%s/%s-jit%s.ljm"):format(OUT, w.name, mode)
-  log("%-22s size %-5s warm-up + %d pairs", what, tostring(w.size[opt.size]),
-      opt.pairs)
+  local sprof = ("%s/%s-jit%s-stacks.ljm"):format(OUT, w.name, mode)
+  local stk = opt.stacks > 0
+  log("%-22s size %-5s warm-up + %d %s", what, tostring(w.size[opt.size]),
+      opt.pairs, stk and "triples" or "pairs")
   local _, want = run_once(w, jit_on, nil)
   local base, with, ratio, cratio = {}, {}, {}, {}
+  local swith, sratio = {}, {}
   -- A profiled run; its profile is checked, then deleted unless it is the
   -- last one (kept to count the events): deleting it before the kernel
   -- writes it back keeps that disk work out of the runs that follow.
-  local function profiled(i)
-    local t, sum, cpu = run_once(w, jit_on, prof)
-    check_profile(prof, what)
-    if i < opt.pairs then os.remove(prof) end
+  local function profiled(i, path, stacks)
+    local t, sum, cpu = run_once(w, jit_on, path, stacks)
+    check_profile(path, what)
+    if i < opt.pairs then os.remove(path) end
     return t, sum, cpu
   end
   for i = 1, opt.pairs do
-    local tb, tp, sb, sp, cb, cp
-    if i % 2 == 1 then
-      tb, sb, cb = run_once(w, jit_on, nil)
-      tp, sp, cp = profiled(i)
-    else
-      tp, sp, cp = profiled(i)
-      tb, sb, cb = run_once(w, jit_on, nil)
+    -- The order turns every round, so that drift hits every mode alike.
+    local runs = {
+      function () return run_once(w, jit_on, nil) end,
+      function () return profiled(i, prof) end,
+    }
+    if stk then runs[3] = function () return profiled(i, sprof, opt.stacks) end end
+    local t, sum, cpu = {}, {}, {}
+    for k = 0, #runs - 1 do
+      local j = (i - 1 + k) % #runs + 1
+      t[j], sum[j], cpu[j] = runs[j]()
     end
-    if sb ~= want or sp ~= want then
-      die("%s: checksum changed: '%s' / '%s' (expected '%s')", what, sb, sp,
-          want)
+    for j = 1, #runs do
+      if sum[j] ~= want then
+        die("%s: checksum changed: '%s' (expected '%s')", what, sum[j], want)
+      end
     end
-    base[i], with[i], ratio[i] = tb, tp, tp / tb
-    cratio[i] = cb > 0 and cp / cb or 0 / 0
+    base[i], with[i], ratio[i] = t[1], t[2], t[2] / t[1]
+    cratio[i] = cpu[1] > 0 and cpu[2] / cpu[1] or 0 / 0
+    if stk then swith[i], sratio[i] = t[3], t[3] / t[1] end
   end
   local size = file_size(prof)
   local events = count_events(prof)
@@ -336,6 +358,16 @@ local function bench(w, jit_on)
   r.ns_ev = events > 0 and (r.with - r.base) / events * 1e9 or 0
   r.b_ev = events > 0 and size / events or 0
   r.mbs = size / r.with / 1e6
+  if stk then
+    local ssize = file_size(sprof)
+    local sev = count_events(sprof, true)
+    r.s_approx = sev == nil
+    sev = sev or events
+    if not opt.keep then os.remove(sprof) end
+    r.s_ratio = median(sratio)
+    r.s_b_ev = sev > 0 and ssize / sev or 0
+    r.s_ns_ev = sev > 0 and (median(swith) - r.base) / sev * 1e9 or 0
+  end
   results[#results + 1] = r
 end
 
@@ -434,6 +466,17 @@ for _, r in ipairs(results) do
   io.write(("%-13s %5s %3s %7.3f %7.3f %5.2fx %5.2f-%-5.2f %5.2fx %5.2fx %8s %5.1f %6.1f %6.1f\n")
     :format(r.name, tostring(r.size), r.jit, r.base, r.with, r.ratio, r.rmin,
             r.rmax, r.best, r.cpu, si(r.events), r.b_ev, r.ns_ev, r.mbs))
+end
+
+if opt.stacks > 0 then
+  io.write(("\nstacks = %d beside one frame (medians of the same rounds; \"~\": events of the\none-frame run, the reader cannot count a stack profile yet)\n"):format(opt.stacks))
+  io.write(("%-13s %3s %7s %7s %7s %7s %7s %7s\n"):format("workload", "jit",
+    "ratio", "stk", "B/ev", "stk B/ev", "ns/ev", "stk ns"))
+  for _, r in ipairs(results) do
+    io.write(("%-13s %3s %6.2fx %6.2fx %7.1f %7.1f%s %7.1f %7.1f\n"):format(
+      r.name, r.jit, r.ratio, r.s_ratio, r.b_ev, r.s_b_ev,
+      r.s_approx and "~" or " ", r.ns_ev, r.s_ns_ev))
+  end
 end
 
 if opt.reader then

@@ -8,14 +8,6 @@
 . tests/lib/tap.sh
 MP=build/ljmemprof
 
-# run CMD...: sets $out, $err, $rc (CMD killed after 60 s).
-run() {
-  with_timeout 60 "$@" >"$TMPD/out" 2>"$TMPD/err"
-  rc=$?
-  out=$(cat "$TMPD/out")
-  err=$(cat "$TMPD/err")
-}
-
 # A complete v3 stream without symbols: one alloc, one free, the epilogue.
 good="$TMPD/good.ljm"
 printf 'ljs\003\000\000\000\200ljm\003\000\000\000\005\200\002\040\006\200\002\040\200' >"$good"

@@ -115,11 +115,25 @@ assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
 
 local profiles = { kinds, "tests/fixtures/tarantool-v3-tiny.ljm" }
 
+-- The same program with call stacks: its report and its CALL STACKS view.
+local stacks = TMP .. "/kinds-stacks.ljm"
+write(TMP .. "/kinds-stacks.lua", (slurp(TMP .. "/kinds.lua"):gsub(
+  "mp%.start%(arg%[1%]%)", "mp.start{ path = arg[1], stacks = 16 }")))
+assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
+                            assert(io.popen("pwd")):read("*l") ..
+                            "/build/?.so;;' luajit kinds-stacks.lua " ..
+                            "kinds-stacks.ljm")) == 0)
+local _, info_rc = run("build/ljmemprof info '" .. stacks .. "' 2>/dev/null")
+t.is(info_rc, 0, "the stack profile reads")
+profiles[#profiles + 1] = stacks
+
 -- Parse the text report into comparable lines.
 local function text_rows(text)
   local rows, section = {}, nil
   for line in text:gmatch("([^\n]*)\n") do
     if line:match("^[A-Z][A-Z ]+:?$") then section = line
+    elseif line:match("^CALL STACKS") then section = "CALL STACKS"
+    elseif section == "CALL STACKS" then  -- Not rows of the sections.
     elseif line:match("^\t\t") then
       rows[#rows + 1] = section .. " over " .. line:sub(3)
     elseif line ~= "" and not line:match("^\t") and
@@ -155,7 +169,8 @@ end
 local seen_kinds = {}
 for _, p in ipairs(profiles) do
   local name = p:match("[^/]*$")
-  for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2" }) do
+  for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2",
+                          "--stacks --metric leak-count" }) do
     local js, rc = run("build/ljmemprof report --format json " .. opts ..
                        " '" .. p .. "'")
     local okj, doc = pcall(cjson.decode, js)

@@ -187,6 +187,8 @@ size_t mp_names_label(const mp_names *t, const void *f, char *out,
 void mp_names_free(mp_names *t);
 /* Make the VM's require wrapper (before recording: it is kept). */
 void mp_names_prepare(lua_State *L);
+/* The wrapper of require (a lua_CFunction). */
+int mp_require_wrapper(lua_State *L);
 /* Put the wrapper in _G.require (over whatever is there), and back. */
 void mp_names_wrap_require(mp_names *t, lua_State *L);
 void mp_names_unwrap_require(lua_State *L);

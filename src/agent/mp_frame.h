@@ -36,6 +36,10 @@
 #include "lj_obj.h"
 #include "lj_frame.h"
 
+/* The agent's wrapper of require (mp_names.c): its frames are not the
+** program's, the walk skips them. */
+int mp_require_wrapper(lua_State *L);
+
 /* What a frame runs. */
 enum {
   MP_FR_LUA = 1,	/* A Lua function; pc says where. */
@@ -134,7 +138,8 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
     w->left--;
     o = frame_gc(f);
     fr->kind = 0;
-    if (o->gch.gct == ~LJ_TFUNC) {	/* Else a dummy frame: skipped. */
+    if (o->gch.gct == ~LJ_TFUNC &&	/* Else a dummy frame: skipped. */
+	o->fn.c.f != (lua_CFunction)mp_require_wrapper) {
       GCfunc *fn = &o->fn;
       fr->fn = fn;
       fr->pc = NULL;

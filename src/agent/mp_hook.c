@@ -158,9 +158,10 @@ static inline void attribute(mp_state *s, loc *l)
     if (!nopc) lua_loc(s, l, fn, pc);	/* The common case. */
   } else if (nopc && G2J(g)->state != LJ_TRACE_IDLE) {
     return;	/* The JIT compiler's own, e.g. recording a C call. */
-  } else if (fn->c.gct == ~LJ_TFUNC && iscfunc(fn)) {
+  } else if (fn->c.gct == ~LJ_TFUNC && iscfunc(fn) &&
+	     fn->c.f != (lua_CFunction)mp_require_wrapper) {
     c_loc(s, l, fn);
-  } else {
+  } else {	/* A builtin (or the require wrapper, invisible). */
     walk_loc(s, l, L);
   }
 }

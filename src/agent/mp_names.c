@@ -272,8 +272,9 @@ size_t mp_names_label(const mp_names *t, const void *f, char *out,
 /* require() while recording: call the function it wraps (upvalue 1) with
 ** the same arguments, then collect the names of the C functions in the
 ** module it returns (a table), under the module's name. Errors pass
-** through unchanged; no Lua object is made. */
-static int require_wrapper(lua_State *L)
+** through unchanged; no Lua object is made. Its frame is invisible to
+** the profile (mp_frame.h): the stack shows the original require. */
+int mp_require_wrapper(lua_State *L)
 {
   int n = lua_gettop(L), i, nres;
   mp_state *s;
@@ -296,7 +297,7 @@ static int push_wrapper(lua_State *L, int make)
   if (lua_iscfunction(L, -1) || !make) return lua_iscfunction(L, -1);
   lua_pop(L, 1);
   lua_pushnil(L);
-  lua_pushcclosure(L, require_wrapper, 1);
+  lua_pushcclosure(L, mp_require_wrapper, 1);
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, MP_REQUIRE);
   return 1;
@@ -318,7 +319,6 @@ void mp_names_wrap_require(mp_names *t, lua_State *L)
     lua_setupvalue(L, -2, 1);
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_GLOBALSINDEX, "require");
-    if (add(t, (const void *)require_wrapper, "require", 0, 1) == 0) sort(t);
   }
   lua_settop(L, top);
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/mp_cli.h"
 
@@ -60,6 +61,20 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     else return bad_value(cmd, "--sort", v);
     return MP_OPT_TAKEN;
   }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--metric", NULL, &v))) {
+    int x;
+    if (m < 0) return MP_OPT_ERROR;
+    if ((x = mp_metric_find(v)) < 0) return bad_value(cmd, "--metric", v);
+    o->render.metric = (mp_metric)x;
+    o->metric_set = 1;
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--stacks", MP_STACKS_VIEW,
+			    &o->render.stacks))) {
+    if (m < 0) return MP_OPT_ERROR;
+    if (!o->render.stacks) o->render.stacks = UINT32_MAX;	/* 0: all. */
+    return MP_OPT_TAKEN;
+  }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--top", NULL, &v))) {
     char *end;
     unsigned long long n;
@@ -71,6 +86,65 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     return MP_OPT_TAKEN;
   }
   return MP_OPT_NONE;
+}
+
+/* Whether s is a decimal number (digits only). */
+static int all_digits(const char *s)
+{
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+int mp_cli_opt_count(const char *cmd, int argc, char **argv, int *i,
+		     const char *name, uint32_t def, uint32_t *n)
+{
+  const char *a = argv[*i], *v = NULL;
+  size_t len = strlen(name);
+  unsigned long long x;
+  if (!strncmp(a, name, len) && a[len] == '=') v = a + len + 1;
+  else if (strcmp(a, name)) return 0;
+  else if (*i + 1 < argc && all_digits(argv[*i + 1])) v = argv[++*i];
+  if (!v) { *n = def; return 1; }
+  errno = 0;
+  x = strtoull(v, NULL, 10);
+  if (!all_digits(v) || errno || x >= UINT32_MAX) {
+    bad_value(cmd, name, v);
+    return -1;
+  }
+  *n = (uint32_t)x;
+  return 1;
+}
+
+int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
+{
+  const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
+  const char *out = o->output;
+  if (!o->metric_set && o->render.leak_only)
+    o->render.metric = MP_METRIC_LEAK_BYTES;
+  if (r->flags & MP_RF_STACKS) {
+    if (o->render.stacks && strcmp(cmd, "run")) {
+      fprintf(stderr, "ljmemprof %s: --stacks is for the text and json "
+	      "formats; %s always shows every stack (see 'ljmemprof %s "
+	      "--help')\n", cmd, r->name, cmd);
+      return MP_EXIT_ERROR;
+    }
+    o->render.stacks = 0;
+  } else if (o->metric_set && !o->render.stacks) {
+    fprintf(stderr, "ljmemprof %s: --metric needs --stacks, or the format "
+	    "collapsed, svg or pprof (see 'ljmemprof %s --help')\n", cmd,
+	    cmd);
+    return MP_EXIT_ERROR;
+  }
+  if ((r->flags & MP_RF_BINARY) && (!out || !strcmp(out, "-")) &&
+      isatty(1)) {
+    fprintf(stderr, "ljmemprof %s: the %s format is binary: not written to "
+	    "a terminal (give -o FILE, or redirect standard output)\n", cmd,
+	    r->name);
+    return MP_EXIT_ERROR;
+  }
+  return 0;
 }
 
 int mp_cli_unknown_opt(const char *cmd, const char *opt)
@@ -95,7 +169,7 @@ int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
       if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 	return mp_cli_help(cmd, stdout);
       if (o) r = mp_cli_report_opt(cmd, argc, argv, &i, o);
-      else if (opt) r = opt(cmd, argc, argv, &i, ctx);
+      if (r == MP_OPT_NONE && opt) r = opt(cmd, argc, argv, &i, ctx);
       if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
       if (r == MP_OPT_TAKEN) continue;
       return mp_cli_unknown_opt(cmd, a);
@@ -119,5 +193,5 @@ void mp_cli_list_formats(FILE *out)
 {
   const mp_renderer *r;
   for (r = mp_renderers; r->name; r++)
-    fprintf(out, "    %-8s %s\n", r->name, r->summary);
+    fprintf(out, "    %-10s %s\n", r->name, r->summary);
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -190,14 +191,29 @@ int mp_cli_report_file(const char *path, const mp_cli_opts *o)
   mp_sections sec;
   mp_render_opts ro = o->render;
   const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
-  int status = mp_cli_read(path, &in, &p);
-  if (status == MP_EXIT_ERROR) return status;
+  const char *opath = o->output && strcmp(o->output, "-") ? o->output : NULL;
+  FILE *out = stdout;
+  struct stat st;
+  int status, k;
+  /* The output is opened first, so that a bad path is said at once,
+  ** not after reading a large profile. */
+  if (opath && !(out = fopen(opath, "wb"))) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", opath, strerror(errno));
+    return MP_EXIT_ERROR;
+  }
+  if ((status = mp_cli_read(path, &in, &p)) == MP_EXIT_ERROR) {
+    if (opath) {	/* Nothing to report: leave no empty file behind. */
+      fclose(out);
+      if (stat(opath, &st) == 0 && S_ISREG(st.st_mode)) unlink(opath);
+    }
+    return status;
+  }
   ro.file = path;
   if (mp_sections_build(&sec, &p, o->sort) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
     status = MP_EXIT_ERROR;
   } else {
-    if (r->render(stdout, &sec, &ro) < 0 && !ferror(stdout)) {
+    if (r->render(out, &sec, &ro) < 0 && !ferror(out)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
       status = MP_EXIT_ERROR;
     }
@@ -205,5 +221,11 @@ int mp_cli_report_file(const char *path, const mp_cli_opts *o)
   }
   mp_profile_free(&p);
   mp_input_close(&in);
-  return mp_cli_finish_output(status);
+  if (!opath) return mp_cli_finish_output(status);
+  k = ferror(out);	/* Before fclose(), which ends the stream. */
+  if (fclose(out) != 0 || k) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", opath, strerror(errno));
+    return MP_EXIT_ERROR;
+  }
+  return status;
 }

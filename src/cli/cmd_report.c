@@ -12,6 +12,7 @@ const char mp_help_report[] =
 "\n"
 "SYNOPSIS\n"
 "    ljmemprof report [OPTIONS] FILE\n"
+"    ljmemprof report --format collapsed|svg|pprof [--metric M] [-o OUT] FILE\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads FILE, a memprof profile (\"-\" reads standard input), in one pass\n"
@@ -55,6 +56,18 @@ const char mp_help_report[] =
 "    trace during the run is a different source; a line of code run by\n"
 "    several prototypes (a chunk loaded again and again) is one.\n"
 "\n"
+"    CALL STACKS (with --stacks)\n"
+"        For each source, the heaviest call stacks that end there, one\n"
+"        frame a line, innermost first, each with its cost. A profile\n"
+"        recorded without stacks says so in one line.\n"
+"\n"
+"    The formats collapsed, svg and pprof show the call stacks of the\n"
+"    profile (one frame each if it was recorded without stacks) for other\n"
+"    tools: collapsed stacks for flamegraph.pl, inferno and speedscope\n"
+"    (frames escaped as in text, and ';' and '\\' as \\x3b and \\x5c); an\n"
+"    interactive flame graph to open in a browser; a gzip'd pprof profile\n"
+"    for `go tool pprof` and Pyroscope (docs/REPORT.md).\n"
+"\n"
 "OPTIONS\n"
 "    --format FORMAT\n"
 "        One of the formats listed under FORMATS (default: text).\n"
@@ -69,6 +82,19 @@ const char mp_help_report[] =
 "        Print only the heap summary (and the aliases it uses).\n"
 "    -H, --human-readable\n"
 "        Sizes in B, KiB, MiB, GiB (powers of 1024) in text output.\n"
+"    --stacks [N]\n"
+"        Text and json: add the CALL STACKS view, N stacks per source (3\n"
+"        if N is not given, 0: all); --top limits the sources.\n"
+"    --metric alloc-bytes|alloc-count|leak-bytes|leak-count\n"
+"        What the stack views and formats weigh: bytes or number of the\n"
+"        allocations and reallocations, or of the blocks still live at the\n"
+"        end (leaks). Default alloc-bytes, or leak-bytes with --leak-only.\n"
+"        For pprof, the sample type shown first. Text and json take it\n"
+"        only with --stacks.\n"
+"    -o FILE, --output FILE\n"
+"        Write the report to FILE (created or truncated) instead of\n"
+"        standard output. pprof, a binary format, is never written to a\n"
+"        terminal.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
 "\n"
@@ -81,7 +107,21 @@ const char mp_help_report[] =
 "EXAMPLES\n"
 "    ljmemprof report memprof.bin\n"
 "    ljmemprof report --leak-only -H --top 10 memprof.bin\n"
-"    ljmemprof report --format json memprof.bin | jq '.heap_summary[0]'\n";
+"    ljmemprof report --format json memprof.bin | jq '.heap_summary[0]'\n"
+"    ljmemprof report --stacks 5 --top 10 memprof.bin\n"
+"    ljmemprof report --format collapsed memprof.bin | flamegraph.pl >fg.svg\n"
+"    ljmemprof report --format svg --metric leak-bytes -o leaks.svg memprof.bin\n"
+"    ljmemprof report --format pprof -o mem.pb.gz memprof.bin\n"
+"    go tool pprof -top mem.pb.gz\n";
+
+/* -o FILE, --output FILE. */
+static int output_opt(const char *cmd, int argc, char **argv, int *i,
+		      void *ctx)
+{
+  mp_cli_opts *o = ctx;
+  int m = mp_cli_opt_value(cmd, argc, argv, i, "--output", "-o", &o->output);
+  return m < 0 ? MP_OPT_ERROR : m ? MP_OPT_TAKEN : MP_OPT_NONE;
+}
 
 int mp_cmd_report(int argc, char **argv)
 {
@@ -89,8 +129,9 @@ int mp_cmd_report(int argc, char **argv)
   const char *path;
   int rc;
   memset(&o, 0, sizeof(o));
-  if ((rc = mp_cli_file_args("report", argc, argv, &o, NULL, NULL,
+  if ((rc = mp_cli_file_args("report", argc, argv, &o, output_opt, &o,
 			     &path)) >= 0)
     return rc;
+  if (mp_cli_check_opts("report", &o)) return MP_EXIT_ERROR;
   return mp_cli_report_file(path, &o);
 }

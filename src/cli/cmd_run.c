@@ -25,14 +25,20 @@
 
 #define ENV_OUT		"LJMEMPROF_RUN_FILE"
 #define ENV_NOTE	"LJMEMPROF_RUN_NOTE"
+#define ENV_STACKS	"LJMEMPROF_RUN_STACKS"
+#define STACKS_DEFAULT	64	/* Frames of a bare --stacks (the agent's
+				   LJMP_STACKS_DEFAULT). */
+#define STACKS_MAX	10000	/* The agent's LJMP_STACKS_MAX. */
 
 const char mp_help_run[] =
 "NAME\n"
 "    ljmemprof run - profile a Lua script and print its memory report\n"
 "\n"
 "SYNOPSIS\n"
-"    ljmemprof run [-o FILE] [--luajit PATH] [REPORT OPTIONS] SCRIPT [ARGS...]\n"
-"    ljmemprof run [-o FILE] [REPORT OPTIONS] -- LUAJIT [LUAJIT OPTIONS]\n"
+"    ljmemprof run [-o FILE] [--luajit PATH] [--stacks [N]] [REPORT OPTIONS]\n"
+"                  SCRIPT [ARGS...]\n"
+"    ljmemprof run [-o FILE] [--stacks [N]] [REPORT OPTIONS] -- LUAJIT\n"
+"                  [LUAJIT OPTIONS]\n"
 "                  [SCRIPT [ARGS...]]\n"
 "\n"
 "DESCRIPTION\n"
@@ -65,16 +71,25 @@ const char mp_help_run[] =
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
 "        another one with an error. (After --, the command names it.)\n"
-"    --format, --sort, --top, --leak-only, -H/--human-readable\n"
-"        As for 'ljmemprof report'.\n"
+"    --stacks [N], --stacks=N\n"
+"        Record the call stack of every allocation, up to N frames (64 if\n"
+"        N is not given; at most 10000; 0: one frame, the default), as\n"
+"        mp.start{stacks = N} does, and add the CALL STACKS view to a text\n"
+"        or json report (3 stacks per source). The next argument is taken\n"
+"        as N only if it is a number.\n"
+"    --format, --sort, --top, --leak-only, -H/--human-readable, --metric\n"
+"        As for 'ljmemprof report'. The report goes to standard output\n"
+"        (-o names the profile here); pprof, a binary format, is refused\n"
+"        on a terminal before the script runs.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
 "    Options end at SCRIPT, or at --.\n"
 "\n"
 "ENVIRONMENT\n"
 "    The child gets LUA_CPATH with the module's directory first,\n"
-"    " ENV_OUT " naming the profile file and " ENV_NOTE " naming the\n"
-"    file where the start code notes a stop by the script.\n"
+"    " ENV_OUT " naming the profile file, " ENV_NOTE " naming the\n"
+"    file where the start code notes a stop by the script, and with\n"
+"    --stacks " ENV_STACKS " (the number of frames).\n"
 "\n"
 "EXIT STATUS\n"
 "    The script's exit status if it is not 0 (128 + the signal number if\n"
@@ -85,7 +100,8 @@ const char mp_help_run[] =
 "EXAMPLES\n"
 "    ljmemprof run app.lua --port 8080\n"
 "    ljmemprof run -o app.ljm --leak-only --top 20 app.lua\n"
-"    ljmemprof run --top 10 -- luajit -joff -e 'N = 100' app.lua\n";
+"    ljmemprof run --top 10 -- luajit -joff -e 'N = 100' app.lua\n"
+"    ljmemprof run --stacks --format svg app.lua >app.svg\n";
 
 /* The Lua code that starts the agent before anything else runs. It wraps
 ** the functions that stop the profiler so that a stop by the script is
@@ -93,7 +109,8 @@ const char mp_help_run[] =
 ** recorded), for the warning after the report. */
 static const char start_code[] =
   "local mp = require('ljmemprof') "
-  "local ok, err = mp.start(os.getenv('" ENV_OUT "')) "
+  "local ok, err = mp.start{ path = os.getenv('" ENV_OUT "'), "
+  "stacks = tonumber(os.getenv('" ENV_STACKS "')) } "
   "if not ok then "
   "io.stderr:write('ljmemprof run: cannot start the profiler: ', "
   "tostring(err), '\\n') os.exit(2) end "
@@ -162,10 +179,11 @@ static int set_cpath(void)
 ** and arguments) with `-e <start the agent>` after the program; returns
 ** the exit status as a shell would (128 + signal), 127 if it could not be
 ** started. */
-static int run_child(char **cmd, int n, const char *out, const char *note)
+static int run_child(char **cmd, int n, const char *out, const char *note,
+		     uint32_t stacks)
 {
   struct sigaction ign, oint, oquit;
-  char **cargv;
+  char **cargv, nframes[16];
   pid_t pid;
   int st, i;
   if (!(cargv = calloc((size_t)n + 3, sizeof(char *)))) return 127;
@@ -181,11 +199,13 @@ static int run_child(char **cmd, int n, const char *out, const char *note)
   sigemptyset(&ign.sa_mask);
   sigaction(SIGINT, &ign, &oint);
   sigaction(SIGQUIT, &ign, &oquit);
+  snprintf(nframes, sizeof(nframes), "%u", stacks);
   pid = fork();
   if (pid == 0) {
     sigaction(SIGINT, &oint, NULL);
     sigaction(SIGQUIT, &oquit, NULL);
     if (setenv(ENV_OUT, out, 1) < 0 || setenv(ENV_NOTE, note, 1) < 0 ||
+	(stacks ? setenv(ENV_STACKS, nframes, 1) : unsetenv(ENV_STACKS)) < 0 ||
 	set_cpath() < 0) {
       fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
       _exit(127);
@@ -230,6 +250,7 @@ int mp_cmd_run(int argc, char **argv)
   const char *out = NULL, *luajit = NULL;
   char tmp[PATH_MAX], note[PATH_MAX], **cmd;
   int i, n, status, rstatus, dashdash = 0;
+  uint32_t stacks = 0;
   struct stat st;
   memset(&o, 0, sizeof(o));
   for (i = 0; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
@@ -248,6 +269,17 @@ int mp_cmd_run(int argc, char **argv)
       luajit = v;
       continue;
     }
+    if ((r = mp_cli_opt_count("run", argc, argv, &i, "--stacks",
+			      STACKS_DEFAULT, &stacks))) {
+      if (r < 0) return MP_EXIT_ERROR;
+      if (stacks > STACKS_MAX) {
+	fprintf(stderr, "ljmemprof run: --stacks %u: at most %d frames\n",
+		stacks, STACKS_MAX);
+	return MP_EXIT_ERROR;
+      }
+      o.render.stacks = stacks ? MP_STACKS_VIEW : 0;
+      continue;
+    }
     r = mp_cli_report_opt("run", argc, argv, &i, &o);
     if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
     if (r == MP_OPT_TAKEN) continue;
@@ -263,6 +295,7 @@ int mp_cmd_run(int argc, char **argv)
 	    "name the LuaJIT to run (see 'ljmemprof run --help')\n");
     return MP_EXIT_ERROR;
   }
+  if (mp_cli_check_opts("run", &o)) return MP_EXIT_ERROR;
   if (out && !strcmp(out, "-")) {
     fprintf(stderr, "ljmemprof run: -o needs a file name, not '-'\n");
     return MP_EXIT_ERROR;
@@ -284,7 +317,7 @@ int mp_cmd_run(int argc, char **argv)
   }
   if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
   memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
-  status = run_child(cmd, n, out ? out : tmp, note);
+  status = run_child(cmd, n, out ? out : tmp, note, stacks);
   free(cmd);
   if (stat(out ? out : tmp, &st) < 0 || st.st_size == 0) {
     /* The agent did not start (its error is above), or the script was

@@ -56,7 +56,11 @@ typedef struct mp_cli_opts {
   mp_sort sort;
   mp_render_opts render;
   const mp_renderer *format;	/* NULL: the default (the first). */
+  int metric_set;		/* --metric was given. */
+  const char *output;		/* -o FILE of report; NULL or "-": stdout. */
 } mp_cli_opts;
+
+#define MP_STACKS_VIEW	3	/* Stacks per source of a bare --stacks. */
 
 /* Result of parsing one option at argv[*i]. */
 enum { MP_OPT_NONE, MP_OPT_TAKEN, MP_OPT_ERROR };
@@ -69,15 +73,27 @@ int mp_cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		     const char **val);
 
 /* Parse a report option (--format, --sort, --top, --leak-only,
-** --human-readable) at argv[*i], advancing *i past its argument. Prints
-** the error itself (cmd names the command). */
+** --human-readable, --metric, --stacks) at argv[*i], advancing *i past its
+** argument. Prints the error itself (cmd names the command). */
 int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
 		      mp_cli_opts *o);
+
+/* If argv[*i] is an option with an optional number (`--stacks`, `--stacks
+** N`, `--stacks=N`), the number in *n (def if none: the next argument is
+** taken only if it is all digits). 1 if it matched, 0 if not, -1 after
+** saying that the value is bad. */
+int mp_cli_opt_count(const char *cmd, int argc, char **argv, int *i,
+		     const char *name, uint32_t def, uint32_t *n);
+
+/* Check the report options together once all are parsed (--metric and
+** --stacks against the format, a binary format to a terminal) and fill in
+** defaults; 0, or MP_EXIT_ERROR after saying what is wrong. */
+int mp_cli_check_opts(const char *cmd, mp_cli_opts *o);
 
 /* Say that an option is unknown; returns MP_EXIT_ERROR. */
 int mp_cli_unknown_opt(const char *cmd, const char *opt);
 
-/* Parse "[OPTIONS] FILE": --help, report options if o is not NULL, else
+/* Parse "[OPTIONS] FILE": --help, report options if o is not NULL, and
 ** the options that opt() takes (it may be NULL; it returns MP_OPT_*).
 ** Returns -1 to go on with *path set, else an exit status (the manual was
 ** printed, or an error). */
@@ -112,7 +128,8 @@ void mp_cli_progress(mp_input *in, const char *path,
 /* Erase the progress line, if one was shown. */
 void mp_cli_progress_end(mp_input *in);
 
-/* Read path and print its report to stdout; returns the exit status. */
+/* Read path and print its report to o->output (or stdout); returns the
+** exit status. */
 int mp_cli_report_file(const char *path, const mp_cli_opts *o);
 
 /* Flush stdout; a failure (disk full, closed pipe) turns status into

@@ -8,11 +8,45 @@
 
 const mp_renderer mp_renderers[] = {
   { "text", "the layout of Tarantool's memprof parser (default)",
-    mp_render_text },
+    mp_render_text, 0 },
   { "json", "one JSON object with the same data and each source's details "
-    "(docs/REPORT.md)", mp_render_json },
-  { NULL, NULL, NULL }
+    "(docs/REPORT.md)", mp_render_json, 0 },
+  { "collapsed", "`frame;frame;... value`, a line per call stack "
+    "(flamegraph.pl, speedscope)", mp_render_collapsed,
+    MP_RF_STACKS },
+  { "svg", "an interactive flame graph, one SVG file for a browser",
+    mp_render_svg, MP_RF_STACKS },
+  { "pprof", "a gzip'd pprof profile.proto (go tool pprof, Pyroscope)",
+    mp_render_pprof, MP_RF_STACKS | MP_RF_BINARY },
+  { NULL, NULL, NULL, 0 }
 };
+
+const char *const mp_metric_names[4] = {
+  "alloc-bytes", "alloc-count", "leak-bytes", "leak-count"
+};
+
+const char *const mp_metric_what[4] = {
+  "allocated bytes", "allocations", "bytes not freed", "blocks not freed"
+};
+
+int mp_metric_find(const char *name)
+{
+  int m;
+  for (m = 0; m < 4; m++)
+    if (!strcmp(mp_metric_names[m], name)) return m;
+  return -1;
+}
+
+int mp_render_with_tree(FILE *out, const mp_sections *sec,
+			const mp_render_opts *o, mp_render_tree_fn fn)
+{
+  mp_stacktree t;
+  int rc;
+  if (mp_stacktree_build(&t, sec) < 0) return -1;
+  rc = fn(out, &t, o);
+  mp_stacktree_free(&t);
+  return rc;
+}
 
 const uint8_t mp_section_order[3] = {
   MP_AEV_ALLOC, MP_AEV_REALLOC, MP_AEV_FREE

@@ -3,9 +3,16 @@
 **
 ** A renderer turns the sections of one profile (mp_sections) into one
 ** output format on a stdio stream. Each is a file of its own in this folder
-** (render_text.c, render_json.c) and a line in the table of mp_render.c;
-** the CLI parses --format against that table and lists it in --help, so a
-** new format touches this folder only.
+** (render_text.c, render_json.c, render_collapsed.c, render_svg.c,
+** render_pprof.c) and a line in the table of mp_render.c; the CLI parses
+** --format against that table and lists it in --help, so a new format
+** touches this folder only.
+**
+** The stack formats (collapsed, svg, pprof) draw the call-stack tree
+** (analysis/mp_stacks.h): their registry function builds it from the
+** sections and hands it to a function of the tree (mp_render_*_tree),
+** which the tests also call on trees built by hand. The text and JSON
+** reports show it per site with --stacks (mp_sview.h).
 **
 ** Errors: a renderer returns 0, or -1 when writing failed (errno set) or
 ** memory ran out.
@@ -18,6 +25,7 @@
 #include <stdio.h>
 
 #include "analysis/mp_sections.h"
+#include "analysis/mp_stacks.h"
 
 /* How to render. */
 typedef struct mp_render_opts {
@@ -25,16 +33,25 @@ typedef struct mp_render_opts {
   int leak_only;	/* Only the heap summary. */
   int human;		/* Sizes as KiB, MiB, ... (text only). */
   const char *file;	/* The profile's name, for formats that show it. */
+  mp_metric metric;	/* What stack formats and views weigh. */
+  uint32_t stacks;	/* Text and JSON: show call stacks, this many per
+			   site (UINT32_MAX: all); 0: no stack view. */
 } mp_render_opts;
 
 typedef int (*mp_render_fn)(FILE *out, const mp_sections *sec,
 			    const mp_render_opts *o);
+
+/* What a renderer is (mp_renderer.flags). */
+#define MP_RF_BINARY	1	/* Bytes, not text: never to a terminal. */
+#define MP_RF_STACKS	2	/* Draws the stack tree: takes --metric, not
+				   the --stacks view. */
 
 /* A renderer: its --format name, a line for --help, its function. */
 typedef struct mp_renderer {
   const char *name;
   const char *summary;
   mp_render_fn render;
+  int flags;		/* MP_RF_*. */
 } mp_renderer;
 
 /* Every renderer, the default first; the table ends with a NULL name. */
@@ -46,6 +63,29 @@ const mp_renderer *mp_renderer_find(const char *name);
 /* The renderers (render_*.c). */
 int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o);
 int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o);
+int mp_render_collapsed(FILE *out, const mp_sections *sec,
+			const mp_render_opts *o);
+int mp_render_svg(FILE *out, const mp_sections *sec, const mp_render_opts *o);
+int mp_render_pprof(FILE *out, const mp_sections *sec,
+		    const mp_render_opts *o);
+
+/* The stack formats, from a tree. */
+typedef int (*mp_render_tree_fn)(FILE *out, const mp_stacktree *t,
+				 const mp_render_opts *o);
+int mp_render_collapsed_tree(FILE *out, const mp_stacktree *t,
+			     const mp_render_opts *o);
+int mp_render_svg_tree(FILE *out, const mp_stacktree *t,
+		       const mp_render_opts *o);
+int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
+			 const mp_render_opts *o);
+
+/* The stack views of the text and JSON reports, from sec and its tree. */
+int mp_render_text_stacks(FILE *out, const mp_sections *sec,
+			  const mp_stacktree *t, const mp_render_opts *o,
+			  uint8_t *used);
+int mp_render_json_stacks(FILE *out, const mp_sections *sec,
+			  const mp_stacktree *t, const mp_render_opts *o,
+			  uint8_t *used);
 
 /* -- Helpers shared by renderers ------------------------------------------ */
 
@@ -56,6 +96,23 @@ const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human);
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)
 {
   return o->top && o->top < n ? (uint32_t)o->top : n;
+}
+
+/* Build sec's stack tree, call fn on it, free it: a stack format's
+** registry function. */
+int mp_render_with_tree(FILE *out, const mp_sections *sec,
+			const mp_render_opts *o, mp_render_tree_fn fn);
+
+/* --metric names: "alloc-bytes", ...; what a metric counts, for people
+** ("allocated bytes", ...); the metric called name (-1 if none). */
+extern const char *const mp_metric_names[4];
+extern const char *const mp_metric_what[4];
+int mp_metric_find(const char *name);
+
+/* Whether a metric counts bytes (else events or blocks). */
+static inline int mp_metric_bytes(mp_metric m)
+{
+  return m == MP_METRIC_ALLOC_BYTES || m == MP_METRIC_LEAK_BYTES;
 }
 
 /* The section order of the text layout (Tarantool's): allocations,

@@ -30,19 +30,28 @@ void mp_text_put(FILE *out, const char *s, size_t n, int flags)
     unsigned char c = u[i];
     size_t m = 1;
     int safe;
-    if (c >= 0x20 && c < 0x7f) safe = 1;
-    else if (c == '\t' && (flags & MP_TEXT_TABS)) safe = 1;
+    const char *ent = NULL;
+    if (c >= 0x20 && c < 0x7f) {
+      safe = 1;
+      if ((flags & MP_TEXT_FOLDED) && (c == ';' || c == '\\')) safe = 0;
+      else if (flags & MP_TEXT_XML)
+	ent = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" :
+	      c == '"' ? "&quot;" : NULL;
+    } else if (c == '\t' && (flags & MP_TEXT_TABS)) safe = 1;
     else if (c >= 0x80 && (m = mp_utf8_len(u + i, n - i)) != 0)
-      safe = !(c == 0xc2 && u[i + 1] < 0xa0);	/* Not U+0080..U+009F. */
+      safe = !(c == 0xc2 && u[i + 1] < 0xa0) &&	/* Not U+0080..U+009F, */
+	     !((flags & MP_TEXT_XML) && c == 0xef && u[i + 1] == 0xbf &&
+	       u[i + 2] >= 0xbe);			/* nor U+FFFE, U+FFFF. */
     else safe = 0, m = 1;
-    if (safe) {
+    if (safe && !ent) {
       run += m;
       i += m;
       continue;
     }
     if (run) fwrite(u + i - run, 1, run, out);
     run = 0;
-    if (c == '\t') fputs("\\t", out);
+    if (ent) fputs(ent, out);
+    else if (c == '\t') fputs("\\t", out);
     else if (c == '\n') fputs("\\n", out);
     else if (c == '\r') fputs("\\r", out);
     else fprintf(out, "\\x%02x", c);

@@ -7,6 +7,12 @@
 ** escape sequences) and bytes that are not valid UTF-8 are written as
 ** \xNN (\t, \n and \r as themselves escaped). A backslash is left as it
 ** is: names are for reading, and a real name rarely has one.
+**
+** Flags fit the same text to other outputs: collapsed stacks, whose
+** frames are separated by ';' (MP_TEXT_FOLDED writes ';' and '\' as \x3b
+** and \x5c, so that two different names never print the same), and XML
+** (MP_TEXT_XML writes & < > " as entities, and the two code points that
+** XML forbids in text, U+FFFE and U+FFFF, as \xNN bytes).
 */
 
 #ifndef MP_TEXT_H
@@ -17,6 +23,8 @@
 #include <stdio.h>
 
 #define MP_TEXT_TABS	1	/* Let tabs through (source text). */
+#define MP_TEXT_FOLDED	2	/* Escape ';' and '\\' (collapsed stacks). */
+#define MP_TEXT_XML	4	/* Escape for XML text and attributes. */
 
 /* Write n bytes at s, escaped as above; flags: MP_TEXT_*. */
 void mp_text_put(FILE *out, const char *s, size_t n, int flags);

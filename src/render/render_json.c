@@ -11,6 +11,7 @@
 #include "reader/mp_label.h"
 #include "render/mp_json.h"
 #include "render/mp_render.h"
+#include "render/mp_sview.h"
 
 static const char *const jsection[MP_AEV_N] = {
   NULL, "allocations", "deallocations", "reallocations"
@@ -61,14 +62,95 @@ static void jsource(FILE *out, const mp_sections *sec, uint32_t i)
   fputc('}', out);
 }
 
+/* The four costs of a stack or site, as JSON fields. */
+static void jcosts(FILE *out, const mp_cost *alloc, const mp_cost *live)
+{
+  fprintf(out, "\"alloc_events\":%llu,\"alloc_bytes\":%llu,"
+	  "\"live_blocks\":%llu,\"live_bytes\":%llu",
+	  (unsigned long long)alloc->n, (unsigned long long)alloc->plus,
+	  (unsigned long long)live->n, (unsigned long long)live->plus);
+}
+
+/* A frame object. */
+static void jframe(FILE *out, const mp_tnode *x)
+{
+  fprintf(out, "{\"kind\":\"%s\",\"label\":", mp_fk_name(x->kind));
+  mp_json_cstr(out, x->label ? x->label : "");
+  if (x->func) {
+    fputs(",\"function\":", out);
+    mp_json_cstr(out, x->func);
+  }
+  if (x->file) {
+    fputs(",\"file\":", out);
+    mp_json_cstr(out, x->file);
+    fprintf(out, ",\"line\":%llu,\"function_line\":%llu",
+	    (unsigned long long)x->line, (unsigned long long)x->func_line);
+  }
+  fputc('}', out);
+}
+
+int mp_render_json_stacks(FILE *out, const mp_sections *sec,
+			  const mp_stacktree *t, const mp_render_opts *o,
+			  uint8_t *used)
+{
+  mp_sview v;
+  uint32_t i, j;
+  fprintf(out, ",\n\"call_stacks\":{\"recorded\":%s,\"metric\":\"%s\","
+	  "\"per_source\":%u,\"sources\":[", t->stacks ? "true" : "false",
+	  mp_metric_names[o->metric],
+	  o->stacks == UINT32_MAX ? 0 : o->stacks);
+  if (!t->stacks) {
+    fputs("]}", out);
+    return 0;
+  }
+  if (mp_sview_build(&v, t, o->metric, o->top, o->stacks) < 0) return -1;
+  for (i = 0; i < v.ngroup; i++) {
+    const mp_sgroup *g = &v.group[i];
+    fputs(i ? ",\n {\"label\":" : "\n {\"label\":", out);
+    if (g->site < sec->p->nsite) {
+      mp_json_cstr(out, sec->label[g->site]);
+      fputs(",\"source\":", out);
+      jsource(out, sec, g->site);
+      used[mp_site_alias(sec, g->site)] = 1;
+    } else {
+      mp_json_cstr(out, t->node[g->node].label ? t->node[g->node].label : "");
+    }
+    fputc(',', out);
+    jcosts(out, &g->alloc, &g->live);
+    fprintf(out, ",\"stacks\":%u,\"paths\":[", g->nstack);
+    for (j = 0; j < g->npath; j++) {
+      uint32_t k = v.path[g->path0 + j], hops = 0;
+      fputs(j ? ",{" : "{", out);
+      jcosts(out, &t->node[k].alloc, &t->node[k].live);
+      fputs(",\"frames\":[", out);
+      mp_sview_mark_aliases(t, k, &sec->p->syms.names, used);
+      for (; k && k < t->n && hops < t->n; k = t->node[k].parent, hops++) {
+	if (hops) fputc(',', out);
+	jframe(out, &t->node[k]);
+      }
+      fputs("]}", out);
+    }
+    fputs("]}", out);
+  }
+  fputs("]}", out);
+  mp_sview_free(&v);
+  return 0;
+}
+
 int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 {
   const mp_profile *p = sec->p;
   const mp_strtab *names = &p->syms.names;
-  uint8_t *used = calloc((size_t)names->nalias + 1, 1);
+  mp_stacktree t;
+  uint8_t *used;
   uint32_t i, j, n;
   int x, k;
-  if (!used) return -1;
+  /* The tree first: labelling its frames may number more aliases. */
+  if (o->stacks && mp_stacktree_build(&t, sec) < 0) return -1;
+  if (!(used = calloc((size_t)names->nalias + 1, 1))) {
+    if (o->stacks) mp_stacktree_free(&t);
+    return -1;
+  }
   fputs("{\"format\":\"ljmemprof-report\",\"format_version\":1,\"file\":", out);
   mp_json_cstr(out, o->file ? o->file : "");
   fprintf(out, ",\"complete\":%s", p->rc == MP_END ? "true" : "false");
@@ -130,7 +212,13 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	    (unsigned long long)mp_held_bytes(h), (unsigned long long)h->cost.n,
 	    (unsigned long long)h->nfree);
   }
-  fputs("],\n\"aliases\":[", out);
+  fputc(']', out);
+  if (o->stacks) {
+    k = mp_render_json_stacks(out, sec, &t, o, used);
+    mp_stacktree_free(&t);
+    if (k < 0) { free(used); return -1; }
+  }
+  fputs(",\n\"aliases\":[", out);
   for (i = 1, j = 0; i < names->nalias; i++) {
     if (!used[i]) continue;
     fprintf(out, "%s{\"name\":\"function_alias_%u\",\"text\":", j++ ? "," : "",

@@ -11,6 +11,7 @@
 
 #include "reader/mp_label.h"
 #include "render/mp_render.h"
+#include "render/mp_sview.h"
 #include "render/mp_text.h"
 
 static const char *const section[MP_AEV_N] = {
@@ -47,15 +48,85 @@ static void text_alias(FILE *out, const mp_name *nm, uint32_t num)
   fputc('\n', out);
 }
 
+/* A cost as the stack view shows it under metric m: "N events<TAB>+B"
+** for allocations, "N blocks<TAB>B not freed" for leaks. */
+static void stack_cost(FILE *out, const mp_cost *alloc, const mp_cost *live,
+		       mp_metric m, int human)
+{
+  char b[64];
+  if (m == MP_METRIC_ALLOC_BYTES || m == MP_METRIC_ALLOC_COUNT)
+    fprintf(out, "%llu events\t+%s", (unsigned long long)alloc->n,
+	    mp_fmt_bytes(b, sizeof(b), alloc->plus, human));
+  else
+    fprintf(out, "%llu blocks\t%s not freed", (unsigned long long)live->n,
+	    mp_fmt_bytes(b, sizeof(b), live->plus, human));
+}
+
+int mp_render_text_stacks(FILE *out, const mp_sections *sec,
+			  const mp_stacktree *t, const mp_render_opts *o,
+			  uint8_t *used)
+{
+  mp_sview v;
+  uint32_t i, j;
+  if (!t->stacks) {
+    fputs("CALL STACKS: none in this profile (it was recorded with one frame "
+	  "per event; record with mp.start{stacks = 64} or 'ljmemprof run "
+	  "--stacks')\n\n", out);
+    return 0;
+  }
+  if (mp_sview_build(&v, t, o->metric, o->top, o->stacks) < 0) return -1;
+  fprintf(out, "CALL STACKS (%s", mp_metric_what[o->metric]);
+  if (o->stacks != UINT32_MAX)
+    fprintf(out, ", at most %u per source", o->stacks);
+  fputs("):\n", out);
+  for (i = 0; i < v.ngroup; i++) {
+    const mp_sgroup *g = &v.group[i];
+    if (g->site < sec->p->nsite) {
+      label(out, sec, g->site);
+      mark_alias(sec, g->site, used);
+    } else {
+      const char *l = t->node[g->node].label;
+      mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
+    }
+    fputs(": ", out);
+    stack_cost(out, &g->alloc, &g->live, o->metric, o->human);
+    fprintf(out, "\tin %u stack%s\n", g->nstack, g->nstack == 1 ? "" : "s");
+    for (j = 0; j < g->npath; j++) {
+      uint32_t k = v.path[g->path0 + j], hops = 0;
+      const mp_tnode *x = &t->node[k];
+      fputc('\t', out);
+      stack_cost(out, &x->alloc, &x->live, o->metric, o->human);
+      fputc('\n', out);
+      mp_sview_mark_aliases(t, k, &sec->p->syms.names, used);
+      for (; k && k < t->n && hops++ < t->n; k = t->node[k].parent) {
+	const char *l = t->node[k].label;
+	fputs("\t\t", out);
+	mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
+	fputc('\n', out);
+      }
+    }
+    fputc('\n', out);
+  }
+  fputc('\n', out);
+  mp_sview_free(&v);
+  return 0;
+}
+
 int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 {
   const mp_profile *p = sec->p;
   const mp_strtab *names = &p->syms.names;
-  uint8_t *used = calloc((size_t)names->nalias + 1, 1);
+  mp_stacktree t;
+  uint8_t *used;
   char b1[64], b2[64];
   uint32_t i, j, n;
   int x, k;
-  if (!used) return -1;
+  /* The tree first: labelling its frames may number more aliases. */
+  if (o->stacks && mp_stacktree_build(&t, sec) < 0) return -1;
+  if (!(used = calloc((size_t)names->nalias + 1, 1))) {
+    if (o->stacks) mp_stacktree_free(&t);
+    return -1;
+  }
   for (x = 0; x < 3 && !o->leak_only; x++) {
     k = mp_section_order[x];
     fprintf(out, "%s\n", section[k]);
@@ -90,6 +161,11 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     mark_alias(sec, h->site, used);
   }
   fputc('\n', out);
+  if (o->stacks) {
+    k = mp_render_text_stacks(out, sec, &t, o, used);
+    mp_stacktree_free(&t);
+    if (k < 0) { free(used); return -1; }
+  }
   for (i = 1, j = 0; i < names->nalias; i++) {
     if (!used[i]) continue;
     if (!j++) fputs("ALIASES:\n", out);

@@ -7,7 +7,8 @@
 ** events` uses them); through the profile pass twice, once from memory and
 ** once as a stream that arrives a few bytes at a time (the windowed input
 ** of pipes), which must agree exactly; then the sections and every
-** renderer of the registry, with options taken from the input's last byte.
+** renderer of the registry (the stack formats and the --stacks views
+** too), with options taken from the input's last byte.
 ** Built and run by `make fuzz` (scripts/fuzz-report.sh); any crash,
 ** sanitizer report, leak, timeout or disagreement is a failure.
 */
@@ -88,6 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   o.leak_only = (opt >> 1) & 1;
   o.human = (opt >> 2) & 1;
   o.top = (opt >> 3) & 3;
+  o.metric = (mp_metric)((opt >> 4) & 3);
+  o.stacks = (opt >> 6) & 1 ? 1 + (opt >> 7) : 0;
   o.file = "fuzz";
   mp_profile_init(&p);
   rc = mp_profile_read(&p, data, size);

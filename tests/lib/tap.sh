@@ -1,5 +1,6 @@
 # tap.sh: minimal TAP for shell tests. Source it from the repo root.
 #   ok COND_STATUS NAME; is GOT WANT NAME; done_testing
+#   run CMD [ARGS...]: CMD under with_timeout 60; sets $out, $err, $rc
 #   with_timeout SECONDS CMD [ARGS...]: CMD's status, or 124 (and a TAP
 #     comment on stderr) if it ran longer than SECONDS; it is killed then (TERM, KILL
 #     5 s later), and so is everything it started in its process group.
@@ -35,6 +36,13 @@ with_timeout() {
     echo "# timed out after ${_wt_secs} s: $*" >&2
   fi
   return "$_wt_rc"
+}
+# run CMD...: sets $out, $err, $rc (CMD killed after 60 s).
+run() {
+  with_timeout 60 "$@" >"$TMPD/out" 2>"$TMPD/err"
+  rc=$?
+  out=$(cat "$TMPD/out")
+  err=$(cat "$TMPD/err")
 }
 # Run luajit with the freshly built module.
 lj() { LUA_CPATH="$PWD/build/?.so;;" luajit "$@"; }

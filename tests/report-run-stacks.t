@@ -1,0 +1,57 @@
+#!/bin/sh
+# `ljmemprof run --stacks [N]` records call stacks: the start code passes
+# stacks = N to mp.start (the profile says so in its first bytes: the
+# event-stream version of the extension, 0x4c, and its "stacks" setting),
+# a bare --stacks is 64 frames, --stacks=0 is the one-frame memprof v3
+# stream; bad values are refused before the script runs.
+. tests/lib/tap.sh
+MP="$PWD/build/ljmemprof"
+unset LUA_CPATH
+
+cat >"$TMPD/a.lua" <<'EOF2'
+local function leaf(n) local t = {} for i = 1, n do t[i] = {} end return t end
+local function mid(n) return leaf(n) end
+KEEP = mid(20)
+print("done")
+EOF2
+cd "$TMPD" || exit 1
+
+# The prologue (bytes 8 to 11: "ljm" and the version) and the stacks
+# setting (an info record: key "stacks", value N) of a profile.
+version() { od -An -tx1 -j 11 -N 1 "$1" | tr -d ' '; }
+setting() { grep -ac "$(printf "\\006stacks\\$(printf '%03o' ${#1})%s" "$1")" "$2"; }
+
+out=$(with_timeout 60 "$MP" run -o s8.ljm --stacks 8 --leak-only a.lua 2>err)
+is "$(echo "$out" | head -n 1)" "done" "run --stacks 8: the script runs"
+is "$(version s8.ljm):$(setting 8 s8.ljm)" "4c:1" "run --stacks 8: a stack profile with stacks = 8"
+
+with_timeout 60 "$MP" run -o s64.ljm --stacks a.lua >/dev/null 2>&1
+is "$(version s64.ljm):$(setting 64 s64.ljm)" "4c:1" "run --stacks SCRIPT: 64 frames"
+
+with_timeout 60 "$MP" run -o s0.ljm --stacks=0 --leak-only a.lua >out 2>err
+is "$?:$(version s0.ljm)" "0:03" "run --stacks=0: the one-frame v3 stream"
+grep -q '^@a.lua:1 holds' out
+ok $? "run --stacks=0: the usual report"
+
+with_timeout 60 "$MP" run -o s3.ljm --stacks 3 -- luajit -joff a.lua >/dev/null 2>&1
+is "$(version s3.ljm):$(setting 3 s3.ljm)" "4c:1" "run --stacks 3 -- luajit -joff: stacks = 3"
+
+out=$(with_timeout 60 "$MP" run --stacks 10001 a.lua 2>&1)
+is "$?:$out" "2:ljmemprof run: --stacks 10001: at most 10000 frames" "run --stacks 10001: refused"
+out=$(with_timeout 60 "$MP" run --stacks=many a.lua 2>&1)
+is "$?:$out" "2:ljmemprof run: bad value 'many' for option '--stacks' (see 'ljmemprof run --help')" \
+  "run --stacks=many: refused"
+out=$(with_timeout 60 "$MP" run --metric leak-bytes a.lua 2>&1)
+is "$?:$out" "2:ljmemprof run: --metric needs --stacks, or the format collapsed, svg or pprof (see 'ljmemprof run --help')" \
+  "run --metric without --stacks: refused before the script runs"
+
+# The report of a stack profile.
+"$MP" info s8.ljm >/dev/null 2>&1
+ok $? "the stack profile reads"
+out=$(with_timeout 60 "$MP" run --stacks 8 --leak-only a.lua 2>&1)
+echo "$out" | grep -q '^CALL STACKS (bytes not freed, at most 3 per source):$'
+ok $? "run --stacks: the report has the CALL STACKS view"
+echo "$out" | grep -q '^		@a.lua:2$'
+ok $? "run --stacks: the stacks show the caller of the allocating line"
+
+done_testing

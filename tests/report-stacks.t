@@ -1,0 +1,212 @@
+#!/bin/sh
+# The stack formats on real profiles (one frame per event until the reader
+# reads the stack extension): collapsed lines exact for a small program
+# and equal to the report's numbers for the example; the pprof profile's
+# totals as `go tool pprof -top` prints them equal to the report's; the SVG
+# is well-formed XML whose root stands for the total, and its script works
+# in headless Chromium; --stacks views of text and json; -o; bad options
+# and bad output paths get one clear error line.
+. tests/lib/tap.sh
+MP=build/ljmemprof
+
+# -- A small program: two lines, known sizes ---------------------------------
+
+# Line 6 makes 10 tables, line 8 seven; the garbage collector is stopped, so
+# all of them are still live at the end. The sizes come from the VM itself.
+cat >"$TMPD/two.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+local mp = require("ljmemprof")
+local keep = require("table.new")(16, 0)
+assert(mp.start(arg[1]))
+local c0 = collectgarbage("count")
+for i = 1, 10 do keep[i] = {} end
+local c1 = collectgarbage("count")
+for i = 1, 7 do local t = {} end
+local c2 = collectgarbage("count")
+mp.stop()
+io.stderr:write((c1 - c0) * 1024, " ", (c2 - c1) * 1024, "\n")
+EOF
+(cd "$TMPD" && LUA_CPATH="$OLDPWD/build/?.so;;" with_timeout 60 luajit two.lua two.ljm 2>sizes)
+ok $? "the small program runs"
+read -r b6 b8 <"$TMPD/sizes"
+P="$TMPD/two.ljm"
+
+run $MP report --format collapsed "$P"
+is "$rc:$out" "0:@two.lua:6 $b6
+@two.lua:8 $b8" "collapsed: a line per stack, the bytes allocated ($b6, $b8)"
+run $MP report --format collapsed --metric alloc-count "$P"
+is "$out" "@two.lua:6 10
+@two.lua:8 7" "collapsed --metric alloc-count: 10 and 7 allocations"
+run $MP report --format collapsed --metric leak-bytes "$P"
+is "$out" "@two.lua:6 $b6
+@two.lua:8 $b8" "collapsed --metric leak-bytes: nothing was freed"
+run $MP report --format collapsed --metric leak-count "$P"
+is "$out" "@two.lua:6 10
+@two.lua:8 7" "collapsed --metric leak-count: every block is live"
+
+# -- The example: collapsed, pprof and svg against the report --------------------
+
+E="$TMPD/example.ljm"
+with_timeout 120 scripts/example.sh "$E" >/dev/null 2>&1
+ok $? "the example profile is recorded"
+info=$($MP info "$E")
+alloc=$(echo "$info" | sed -n 's/^allocated: *\([0-9]*\)B.*/\1/p')
+live_n=$(echo "$info" | sed -n 's/^live: *\([0-9]*\) blocks, \([0-9]*\)B.*/\1/p')
+live_b=$(echo "$info" | sed -n 's/^live: *\([0-9]*\) blocks, \([0-9]*\)B.*/\2/p')
+json=$($MP report --format json "$E")
+events=$(echo "$json" | luajit -e '
+  local t = require("cjson").decode(io.read("*a")).totals
+  print(t.alloc_events + t.realloc_events)')
+
+# Per site, the report's NEW bytes of allocations plus reallocations.
+want=$(echo "$json" | luajit -e '
+  local d, by = require("cjson").decode(io.read("*a")), {}
+  for _, s in ipairs({ "allocations", "reallocations" }) do
+    for _, r in ipairs(d[s]) do
+      by[r.source.label] = (by[r.source.label] or 0) + r.alloc_bytes
+    end
+  end
+  local l = {}
+  for k, v in pairs(by) do if v > 0 then l[#l + 1] = k .. " " .. v end end
+  table.sort(l)
+  io.write(table.concat(l, "\n"))')
+run $MP report --format collapsed "$E"
+is "$out" "$want" "collapsed example: each site's allocated bytes, as the report has them"
+sum() { awk '{ s += $NF } END { printf "%d", s }'; }
+is "$(echo "$out" | sum)" "$alloc" "collapsed example: the lines add up to the allocated bytes ($alloc)"
+run $MP report --format collapsed --metric leak-bytes "$E"
+is "$(echo "$out" | sum)" "$live_b" "collapsed --metric leak-bytes: the lines add up to the live bytes ($live_b)"
+run $MP report --format collapsed --metric leak-count "$E"
+is "$(echo "$out" | sum)" "$live_n" "collapsed --metric leak-count: the lines add up to the live blocks ($live_n)"
+
+# pprof, read by Go's own pprof.
+run $MP report --format pprof -o "$TMPD/ex.pb.gz" "$E"
+is "$rc:$out:$err" "0::" "pprof to -o FILE: nothing on stdout or stderr"
+if command -v go >/dev/null 2>&1; then
+  export GOCACHE="$TMPD/gocache" HOME="${HOME:-$TMPD}"
+  for st in alloc_space:$alloc alloc_objects:$events inuse_space:$live_b inuse_objects:$live_n; do
+    name=${st%%:*}
+    top=$(with_timeout 120 go tool pprof -top -unit=B -sample_index="$name" "$TMPD/ex.pb.gz" 2>&1)
+    total=$(echo "$top" | sed -n 's/.* of \([0-9]*\)B total$/\1/p')
+    is "$total" "${st#*:}" "go tool pprof -top -sample_index=$name: the total is the report's"
+  done
+  top=$(with_timeout 120 go tool pprof -top "$TMPD/ex.pb.gz" 2>&1)
+  is "$(echo "$top" | sed -n 's/^Type: //p')" "alloc_space" "go tool pprof: alloc_space shown first (--metric alloc-bytes)"
+  echo "$top" | grep -q '@examples/example.lua:9$'
+  ok $? "go tool pprof: Lua functions by chunk and first line"
+  $MP report --format pprof --metric leak-count -o "$TMPD/ex2.pb.gz" "$E"
+  top=$(with_timeout 120 go tool pprof -top "$TMPD/ex2.pb.gz" 2>&1)
+  is "$(echo "$top" | sed -n 's/^Type: //p')" "inuse_objects" "pprof --metric leak-count: inuse_objects shown first"
+else
+  echo "not ok - go tool pprof is not installed (Debian golang-go; make deps)"
+  tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
+fi
+
+# SVG: well-formed XML, the root is the total, each frame's width its share.
+run $MP report --format svg -o "$TMPD/ex.svg" "$E"
+is "$rc:$out:$err" "0::" "svg to -o FILE"
+check=$(python3 - "$TMPD/ex.svg" "$alloc" <<'EOF'
+import sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+total = int(sys.argv[2])
+frames = [g for g in doc.getElementsByTagName("g")
+          if g.parentNode.getAttribute("id") == "frames"]
+def value(g):
+    t = g.getElementsByTagName("title")[0].firstChild.data.split("\n")[1]
+    return int(t.split(" bytes")[0].replace(",", ""))
+bad = []
+root = frames[0].getElementsByTagName("rect")[0]
+if float(root.getAttribute("width")) != 1180 or value(frames[0]) != total:
+    bad.append("root %s px, %d bytes" % (root.getAttribute("width"), value(frames[0])))
+for g in frames:
+    w = float(g.getElementsByTagName("rect")[0].getAttribute("width"))
+    if abs(w - value(g) * 1180.0 / total) > 0.006:
+        bad.append("frame %s: %g px for %d bytes" % (g.getElementsByTagName("title")[0].firstChild.data.split("\n")[0], w, value(g)))
+print("ok %d" % len(frames) if not bad else "; ".join(bad))
+EOF
+)
+case "$check" in ok*) s=0 ;; *) s=1 ;; esac
+ok $s "svg: well-formed XML, root 1180 px = $alloc bytes, every frame its share ($check)"
+
+# The script in a browser: zoom, search, reset (headless Chromium).
+if command -v chromium >/dev/null 2>&1; then
+  sed '$d' "$TMPD/ex.svg" >"$TMPD/ex-test.svg"	# All but "</svg>".
+  cat >>"$TMPD/ex-test.svg" <<'EOF'
+<script><![CDATA[
+window.addEventListener("load", function () { setTimeout(function () {
+  var r = [];
+  zoom(F[1]);
+  r.push(F[1].r.getAttribute("width"), F[0].g.classList.contains("anc"));
+  mark("example\\.lua:12$");
+  r.push(F.filter(function (f) { return f.r.getAttribute("fill") == "#e040e0"; }).length);
+  reset();
+  r.push(F.filter(function (f) { return f.g.style.display == "none"; }).length);
+  document.documentElement.setAttribute("data-result", r.join(" "));
+}, 10); });
+]]></script>
+</svg>
+EOF
+  dom=$(with_timeout 120 chromium --headless --no-sandbox --disable-gpu \
+    --user-data-dir="$TMPD/chromium" --virtual-time-budget=3000 --dump-dom \
+    "file://$TMPD/ex-test.svg" 2>/dev/null)
+  is "$(echo "$dom" | sed -n 's/.*data-result="\([^"]*\)".*/\1/p')" "1180.00 true 1 0" \
+    "svg in Chromium: a click zooms a frame to the width (its callers faded), search marks @examples/example.lua:12, reset shows all"
+else
+  echo "not ok - chromium is not installed (Debian chromium; make deps)"
+  tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
+fi
+
+# docs/REPORT.md's flame graph is what scripts/example-flame.sh draws.
+with_timeout 120 scripts/example-flame.sh "$TMPD/flame.svg" >/dev/null 2>&1
+cmp -s "$TMPD/flame.svg" docs/example-flame.svg
+ok $? "docs/example-flame.svg is the output of scripts/example-flame.sh"
+
+# -- --stacks views of text and json, without stacks recorded ------------------
+
+run $MP report --stacks --leak-only "$P"
+is "$out" "HEAP SUMMARY:
+@two.lua:6 holds ${b6}B: 10 allocs, 0 frees
+@two.lua:8 holds ${b8}B: 7 allocs, 0 frees
+
+CALL STACKS: none in this profile (it was recorded with one frame per event; record with mp.start{stacks = 64} or 'ljmemprof run --stacks')" \
+  "text --stacks without stacks recorded: one line says so"
+run $MP report --format json --stacks 2 --metric leak-count "$P"
+echo "$out" | grep -q '^"call_stacks":{"recorded":false,"metric":"leak-count","per_source":2,"sources":\[\]}'
+ok $? "json --stacks without stacks recorded: recorded false, no sources"
+
+# -- Options and outputs ---------------------------------------------------------
+
+run $MP report --format collapsed --metric bytes "$P"
+is "$rc:$out:$err" "2::ljmemprof report: bad value 'bytes' for option '--metric' (see 'ljmemprof report --help')" \
+  "an unknown --metric"
+run $MP report --metric leak-bytes "$P"
+is "$rc:$out:$err" "2::ljmemprof report: --metric needs --stacks, or the format collapsed, svg or pprof (see 'ljmemprof report --help')" \
+  "--metric for the text report without --stacks"
+run $MP report --format svg --stacks 2 "$P"
+is "$rc:$err" "2:ljmemprof report: --stacks is for the text and json formats; svg always shows every stack (see 'ljmemprof report --help')" \
+  "--stacks with a stack format"
+run $MP report --stacks=x "$P"
+is "$rc:$err" "2:ljmemprof report: bad value 'x' for option '--stacks' (see 'ljmemprof report --help')" \
+  "--stacks=x"
+run $MP report -o "$TMPD/no/such/dir/out.svg" --format svg "$P"
+is "$rc:$out:$err" "2::ljmemprof: $TMPD/no/such/dir/out.svg: No such file or directory" \
+  "-o in a directory that does not exist: one error line"
+printf 'not a profile' >"$TMPD/text.ljm"
+run $MP report --format collapsed -o "$TMPD/out.txt" "$TMPD/text.ljm"
+is "$rc:$(ls "$TMPD/out.txt" 2>&1 | sed 's/.*: //')" "2:No such file or directory" \
+  "-o with a file that is not a profile: no output file left behind"
+run $MP report -o - --format collapsed "$P"
+is "$rc:$out" "0:@two.lua:6 $b6
+@two.lua:8 $b8" "-o - is standard output"
+if command -v script >/dev/null 2>&1; then
+  out=$(with_timeout 60 script -qec "$MP report --format pprof $P" /dev/null </dev/null)
+  is "$(echo "$out" | tr -d '\r')" "ljmemprof report: the pprof format is binary: not written to a terminal (give -o FILE, or redirect standard output)" \
+    "pprof to a terminal: refused with one line"
+else
+  echo "not ok - script(1) is not installed (util-linux)"
+  tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
+fi
+run $MP report --format pprof "$P"
+is "$rc:$(head -c 2 "$TMPD/out" | od -An -tx1 | tr -d ' ')" "0:1f8b" "pprof to a pipe or file: gzip data"
+
+done_testing
