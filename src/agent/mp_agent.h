@@ -81,6 +81,11 @@ typedef struct mp_stacks {
   uint64_t new_addr;	/* Last new address written (deltas)... */
   uint64_t old_addr;	/* ...and last old address... */
   uint32_t last_node;	/* ...and node of the last stack event. */
+  uint32_t scan[2];	/* Where (in words above the hook's frame) the
+			   return address into a trace was found last. */
+  uintptr_t ret;	/* The last return address into a trace... */
+  const void *ret_trace;	/* ...that trace... */
+  mp_snode ret_frame;	/* ...and the line it was at. */
   uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;

@@ -17,10 +17,12 @@
 ** base frame, and under it, when it can be found, the line the trace was
 ** executing: the return address into the trace's machine code is searched
 ** on the C stack (the first word that points into the trace's code, above
-** the hook's own frame), and mapped through the trace's snapshots (each
-** knows where its machine code starts) to the bytecode the trace stood
-** for there. This is exact at the granularity of snapshots: allocations
-** between two snapshots are billed to the line of the earlier one.
+** the hook's own frame; the distances where it was found last are tried
+** first, since one call path into the VM puts it at one distance), and
+** mapped through the trace's snapshots (each knows where its machine code
+** starts) to the bytecode the trace stood for there. This is exact at the
+** granularity of snapshots: allocations between two snapshots are billed
+** to the line of the earlier one.
 **
 ** Nodes that name a prototype or a trace are not reused once that object
 ** dies (its address or number may come to name another): the node table
@@ -167,6 +169,7 @@ void mp_stack_forget(mp_state *s)
 {
   mp_stacks *st = &s->st;
   st->base += st->n;
+  st->ret = 0;
   st->n = 0;
   st->nc = 0;
   mp_hash_free(&st->index);
@@ -289,12 +292,12 @@ static uint32_t intern(mp_state *s, unsigned n)
 /* The line trace T was executing when it called out to allocate: the
 ** return address into T's code, found on the C stack above `from`, mapped
 ** through T's snapshots. Fills *f with a Lua frame; 0 if not found. */
-static int trace_line(global_State *g, GCtrace *T, const void *from,
-		      mp_snode *f)
+static int trace_line(mp_stacks *st, global_State *g, GCtrace *T,
+		      const void *from, mp_snode *f)
 {
-  const uintptr_t *w = (const uintptr_t *)from;
-  const uintptr_t *end = w + SCAN_BYTES / sizeof(uintptr_t);
-  uintptr_t lo = (uintptr_t)T->mcode, hi = lo + T->szmcode, ofs;
+  const uintptr_t *base = (const uintptr_t *)from, *w;
+  const uintptr_t *end = base + SCAN_BYTES / sizeof(uintptr_t);
+  uintptr_t lo = (uintptr_t)T->mcode, hi = lo + T->szmcode, ofs, ret;
   SnapNo a = 0, b = T->nsnap;
   SnapShot *snap;
   SnapEntry *map;
@@ -305,10 +308,25 @@ static int trace_line(global_State *g, GCtrace *T, const void *from,
   MSize i;
   int top = -1;
   if (!T->nsnap) return 0;
-  for (; w < end; w++)
-    if (*w > lo && *w <= hi) break;
-  if (w == end) return 0;
-  ofs = (uintptr_t)((MCode *)*w - T->mcode);
+  /* The same call path into the VM puts the return address at the same
+  ** distance from the hook's frame: try the last two distances first. */
+  w = base + st->scan[0];
+  if (!(*w > lo && *w <= hi)) {
+    w = base + st->scan[1];
+    if (!(*w > lo && *w <= hi)) {
+      for (w = base; w < end; w++)
+	if (*w > lo && *w <= hi) break;
+      if (w == end) return 0;
+    }
+    st->scan[1] = st->scan[0];
+    st->scan[0] = (uint32_t)(w - base);
+  }
+  ret = *w;
+  if (ret == st->ret && T == st->ret_trace) {	/* As last time. */
+    *f = st->ret_frame;
+    return 1;
+  }
+  ofs = (uintptr_t)((MCode *)ret - T->mcode);
   do {	/* The last snapshot whose code starts at or before ofs. */
     SnapNo mid = (SnapNo)((a + b) >> 1);
     if (ofs < T->snap[mid].mcofs) b = mid; else a = mid + 1;
@@ -339,6 +357,9 @@ static int trace_line(global_State *g, GCtrace *T, const void *from,
   f->kind = MP_FK_LUA;
   f->a = (uint64_t)(uintptr_t)pt;
   f->b = (uint32_t)mp_proto_line(pt, pos);
+  st->ret = ret;
+  st->ret_trace = T;
+  st->ret_frame = *f;
   return 1;
 }
 
@@ -361,7 +382,7 @@ static MP_NOINLINE uint32_t capture(mp_state *s, const void *from)
     if (vst < 0 && (J->state != LJ_TRACE_IDLE || !tn)) return 0;
     if (tn >= J->sizetrace || !(T = (GCtrace *)gcref(J->trace[tn])))
       return 0;
-    if (vst > 0 && trace_line(g, T, from, &st->walk[n])) n++;
+    if (vst > 0 && trace_line(st, g, T, from, &st->walk[n])) n++;
     st->walk[n].kind = MP_FK_TRACE;
     st->walk[n].a = tn;
     st->walk[n].b = 0;

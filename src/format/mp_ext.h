@@ -36,8 +36,14 @@
 **                                       record of the stream has id n (1,
 **                                       2, ...); parent 0 is the root
 **   MP_X_BUILTIN  builtin-id name       the name of a builtin (string.rep)
-**   MP_X_INFO     key value             a string setting at start
-**                                       ("stacks" = "64", "pid", ...)
+**   MP_X_INFO     key value             a string setting or fact: at start
+**                                       ("stacks" = "64", "sample" =
+**                                       "524288"), or at the end (see
+**                                       notes below)
+**   MP_X_TIME     ns                    a time mark: nanoseconds since the
+**                                       profile started (monotonic clock),
+**                                       written every few thousand events
+**                                       and at the end
 **   frame       := kind payload
 **     MP_FK_LUA       proto-addr line   a Lua function at a line
 **     MP_FK_BUILTIN   builtin-id        a builtin, named by MP_X_BUILTIN: its
@@ -58,6 +64,16 @@
 ** before the first node or event that refers to it. Stacks are stored
 ** root first: an event's node is its innermost frame, its parents lead to
 ** the outermost one.
+**
+** Notes: what a reader should know about how the profile ended are
+** MP_X_INFO records written at stop: "collect" = "1" (a full garbage
+** collection ran just before the end and its frees are in the stream),
+** "stopped" = "size limit" (recording stopped at the max_size limit).
+** An extension stream has them before its epilogue. A version-3 stream
+** cannot (its readers would stop at them), so it carries them in a
+** trailer after its epilogue, which readers of memprof never look at:
+**
+**   trailer     := 'l' 'j' 'n' 1 0 0 0  xrec*  (to the end of the data)
 */
 
 #ifndef MP_EXT_H
@@ -81,8 +97,12 @@
 enum {
   MP_X_NODE = 1,
   MP_X_BUILTIN = 2,
-  MP_X_INFO = 3
+  MP_X_INFO = 3,
+  MP_X_TIME = 4
 };
+
+#define MP_LJN_MAGIC		"ljn"	/* The trailer of notes. */
+#define MP_LJN_VERSION		1
 
 /* Frame kinds of a stack node. */
 enum {
