@@ -105,12 +105,12 @@ $(BUILD)/%.o: src/%.c $(READER_HDR)
 	$(CC) $(CFLAGS) $(WARN) -Isrc -c $< -o $@
 
 $(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR)
-	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz
+	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
-	  $(READER_OBJ) $(BUILD)/libljmemprof.a -lluajit-5.1 -lz -ldl -lpthread
+	  $(READER_OBJ) $(BUILD)/libljmemprof.a -lluajit-5.1 -lz -lm -ldl -lpthread
 
 example: all
 	@scripts/example.sh
@@ -154,7 +154,7 @@ $(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
-	  $(LIB_SRC) -lz
+	  $(LIB_SRC) -lz -lm
 
 clean:
 	rm -rf $(BUILD)/agent $(addprefix $(BUILD)/,$(LAYERS)) $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \

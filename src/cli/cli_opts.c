@@ -48,6 +48,22 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     o->render.human = 1;
     return MP_OPT_TAKEN;
   }
+  if (!strcmp(a, "--peak")) {
+    o->render.peak = 1;
+    o->want |= MP_WANT_PEAK;
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--temporary",
+			    MP_TEMP_WINDOW, &o->window))) {
+    if (m < 0) return MP_OPT_ERROR;
+    if (!o->window) {
+      bad_value(cmd, "--temporary", "0");
+      return MP_OPT_ERROR;
+    }
+    o->render.temp = 1;
+    o->want |= MP_WANT_TEMP;
+    return MP_OPT_TAKEN;
+  }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--format", NULL, &v))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!(o->format = mp_renderer_find(v)))
@@ -123,11 +139,20 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
   const char *out = o->output;
   if (!o->metric_set && o->render.leak_only)
     o->render.metric = MP_METRIC_LEAK_BYTES;
-  if (r->flags & MP_RF_STACKS) {
-    if (o->render.stacks && strcmp(cmd, "run")) {
-      fprintf(stderr, "ljmemprof %s: --stacks is for the text and json "
+  if (!o->metric_set && o->render.peak)
+    o->render.metric = MP_METRIC_PEAK_BYTES;
+  if (o->render.metric >> 1 == MP_METRIC_PEAK_BYTES >> 1)
+    o->want |= MP_WANT_PEAK;	/* The stacks at the peak. */
+  if (r->flags & MP_RF_FULL) {	/* Shows everything itself. */
+    o->want |= MP_WANT_PEAK | MP_WANT_TEMP | MP_WANT_TIMELINE;
+  } else if (r->flags & MP_RF_STACKS) {
+    const char *v = o->render.peak ? "--peak" : o->render.temp ?
+		    "--temporary" : o->render.stacks && strcmp(cmd, "run") ?
+		    "--stacks" : NULL;	/* run --stacks: records them. */
+    if (v) {
+      fprintf(stderr, "ljmemprof %s: %s is for the text and json "
 	      "formats; %s always shows every stack (see 'ljmemprof %s "
-	      "--help')\n", cmd, r->name, cmd);
+	      "--help')\n", cmd, v, r->name, cmd);
       return MP_EXIT_ERROR;
     }
     o->render.stacks = 0;
@@ -137,6 +162,7 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
 	    cmd);
     return MP_EXIT_ERROR;
   }
+  if (o->html) o->want |= MP_WANT_PEAK | MP_WANT_TEMP | MP_WANT_TIMELINE;
   if ((r->flags & MP_RF_BINARY) && (!out || !strcmp(out, "-")) &&
       isatty(1)) {
     fprintf(stderr, "ljmemprof %s: the %s format is binary: not written to "

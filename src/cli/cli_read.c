@@ -149,10 +149,15 @@ static uint64_t profile_events(const void *ctx)
   return mp_profile_events(ctx);
 }
 
-int mp_cli_read(const char *path, mp_input *in, mp_profile *p)
+int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
+		const mp_cli_opts *o)
 {
   int rc, status;
   mp_profile_init(p);
+  if (o) {
+    p->want = o->want;
+    if (o->window) p->window = o->window;
+  }
   if (mp_input_open(in, path) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
     mp_profile_free(p);
@@ -201,7 +206,7 @@ int mp_cli_report_file(const char *path, const mp_cli_opts *o)
     fprintf(stderr, "ljmemprof: %s: %s\n", opath, strerror(errno));
     return MP_EXIT_ERROR;
   }
-  if ((status = mp_cli_read(path, &in, &p)) == MP_EXIT_ERROR) {
+  if ((status = mp_cli_read(path, &in, &p, o)) == MP_EXIT_ERROR) {
     if (opath) {	/* Nothing to report: leave no empty file behind. */
       fclose(out);
       if (stat(opath, &st) == 0 && S_ISREG(st.st_mode)) unlink(opath);

@@ -68,7 +68,7 @@ int mp_cmd_info(int argc, char **argv)
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
 			     &path)) >= 0)
     return rc;
-  if ((rc = mp_cli_read(path, &in, &p)) == MP_EXIT_ERROR) return rc;
+  if ((rc = mp_cli_read(path, &in, &p, NULL)) == MP_EXIT_ERROR) return rc;
   for (k = 0; k < MP_SRC_N; k++) {
     nsym[k] = p.nsym[0][k] + p.nsym[1][k];
     total += nsym[k];

@@ -58,6 +58,9 @@ typedef struct mp_cli_opts {
   const mp_renderer *format;	/* NULL: the default (the first). */
   int metric_set;		/* --metric was given. */
   const char *output;		/* -o FILE of report; NULL or "-": stdout. */
+  unsigned want;		/* What the pass keeps (MP_WANT_*). */
+  uint32_t window;		/* --temporary N, or 0: the default. */
+  const char *html;		/* run --html FILE: also the HTML report. */
 } mp_cli_opts;
 
 #define MP_STACKS_VIEW	3	/* Stacks per source of a bare --stacks. */
@@ -73,8 +76,9 @@ int mp_cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		     const char **val);
 
 /* Parse a report option (--format, --sort, --top, --leak-only,
-** --human-readable, --metric, --stacks) at argv[*i], advancing *i past its
-** argument. Prints the error itself (cmd names the command). */
+** --human-readable, --metric, --stacks, --peak, --temporary) at argv[*i],
+** advancing *i past its argument. Prints the error itself (cmd names the
+** command). */
 int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
 		      mp_cli_opts *o);
 
@@ -108,11 +112,13 @@ void mp_cli_list_formats(FILE *out);
 /* -- Reading (cli_read.c) ------------------------------------------------- */
 
 /* Open path into *in and read it into *p (both must be freed by the caller
-** unless MP_EXIT_ERROR is returned). Returns MP_EXIT_OK; MP_EXIT_TRUNCATED
-** after a warning (the data ends early or is damaged: what came before is
-** in *p); or MP_EXIT_ERROR after the error line (not a profile, cannot be
-** read, out of memory), with *in and *p freed. */
-int mp_cli_read(const char *path, mp_input *in, mp_profile *p);
+** unless MP_EXIT_ERROR is returned), keeping what o asks for beyond the
+** report (o may be NULL). Returns MP_EXIT_OK; MP_EXIT_TRUNCATED after a
+** warning (the data ends early or is damaged: what came before is in *p);
+** or MP_EXIT_ERROR after the error line (not a profile, cannot be read,
+** out of memory), with *in and *p freed. */
+int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
+		const mp_cli_opts *o);
 
 /* Classify how reading stopped (rc from the pass or the decoder, with r
 ** and the input) and print the warning or the error line; returns the

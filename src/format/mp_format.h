@@ -196,7 +196,9 @@ enum {
   MP_PH_SYMTAB,		/* In the symtab header. */
   MP_PH_LJM,		/* Before the event stream prologue. */
   MP_PH_EVENTS,		/* In the event stream. */
-  MP_PH_DONE		/* After the epilogue or an error. */
+  MP_PH_TRAILER,	/* After a memprof epilogue: a trailer may follow. */
+  MP_PH_NOTES,		/* In the trailer's records. */
+  MP_PH_DONE		/* After the end or an error. */
 };
 
 /* Pull decoder over a window of the stream: the whole stream in memory

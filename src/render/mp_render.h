@@ -36,6 +36,8 @@ typedef struct mp_render_opts {
   mp_metric metric;	/* What stack formats and views weigh. */
   uint32_t stacks;	/* Text and JSON: show call stacks, this many per
 			   site (UINT32_MAX: all); 0: no stack view. */
+  int peak;		/* Text and JSON: the PEAK view. */
+  int temp;		/* Text and JSON: the TEMPORARY view. */
 } mp_render_opts;
 
 typedef int (*mp_render_fn)(FILE *out, const mp_sections *sec,
@@ -45,6 +47,8 @@ typedef int (*mp_render_fn)(FILE *out, const mp_sections *sec,
 #define MP_RF_BINARY	1	/* Bytes, not text: never to a terminal. */
 #define MP_RF_STACKS	2	/* Draws the stack tree: takes --metric, not
 				   the --stacks view. */
+#define MP_RF_FULL	4	/* Shows every analysis (peak, temporaries,
+				   timeline): the pass keeps them all. */
 
 /* A renderer: its --format name, a line for --help, its function. */
 typedef struct mp_renderer {
@@ -92,6 +96,19 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
 /* Format n bytes as "123B" or, if human, "1.50KiB"; returns buf. */
 const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human);
 
+/* Format a time of ns nanoseconds as "1.234 s" or, below a second,
+** "12.345 ms"; returns buf. */
+const char *mp_fmt_ns(char *buf, size_t size, uint64_t ns);
+
+/* The summary line of the peak (without a newline), as text and info
+** print it: "10.00MiB in 3 blocks, after event 7 of 12, at 1.500 s of
+** 3.000 s". */
+void mp_render_peak_line(FILE *out, const mp_profile *p, int human);
+
+/* The JSON fields that summarise p (each after a comma): "peak", "live",
+** "collected", and "stopped" and "sampled" when they apply. */
+void mp_render_json_summary(FILE *out, const mp_profile *p);
+
 /* Rows of a section of n to show under o. */
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)
 {
@@ -105,15 +122,9 @@ int mp_render_with_tree(FILE *out, const mp_sections *sec,
 
 /* --metric names: "alloc-bytes", ...; what a metric counts, for people
 ** ("allocated bytes", ...); the metric called name (-1 if none). */
-extern const char *const mp_metric_names[4];
-extern const char *const mp_metric_what[4];
+extern const char *const mp_metric_names[MP_METRIC_N];
+extern const char *const mp_metric_what[MP_METRIC_N];
 int mp_metric_find(const char *name);
-
-/* Whether a metric counts bytes (else events or blocks). */
-static inline int mp_metric_bytes(mp_metric m)
-{
-  return m == MP_METRIC_ALLOC_BYTES || m == MP_METRIC_LEAK_BYTES;
-}
 
 /* The section order of the text layout (Tarantool's): allocations,
 ** reallocations, deallocations. */

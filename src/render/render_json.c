@@ -137,6 +137,34 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
   return 0;
 }
 
+void mp_render_json_summary(FILE *out, const mp_profile *p)
+{
+  uint64_t ns = mp_profile_peak_ns(p);
+  fprintf(out, ",\n\"peak\":{\"bytes\":%llu,\"blocks\":%llu",
+	  (unsigned long long)p->peak_bytes,
+	  (unsigned long long)p->peak_blocks);
+  if (p->merged > 1) {
+    fprintf(out, ",\"profiles\":%u}", p->merged);
+  } else {
+    fprintf(out, ",\"after_event\":%llu,\"events\":%llu",
+	    (unsigned long long)p->peak_ev, (unsigned long long)p->nev);
+    if (ns != UINT64_MAX)
+      fprintf(out, ",\"time_ns\":%llu,\"duration_ns\":%llu",
+	      (unsigned long long)ns, (unsigned long long)p->mark.ns);
+    fputc('}', out);
+  }
+  fprintf(out, ",\"live\":{\"bytes\":%llu,\"blocks\":%llu}",
+	  (unsigned long long)p->live_bytes, (unsigned long long)p->live_n);
+  fprintf(out, ",\"collected\":%s", p->collect ? "true" : "false");
+  if (p->stopped[0]) {
+    fputs(",\"stopped\":", out);
+    mp_json_cstr(out, p->stopped);
+  }
+  if (p->sample)
+    fprintf(out, ",\"sampled\":{\"rate\":%.0f,\"recorded_events\":%llu}",
+	    p->sample, (unsigned long long)p->nev);
+}
+
 int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 {
   const mp_profile *p = sec->p;
@@ -172,6 +200,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 			       p->total[MP_AEV_REALLOC].plus),
 	  (unsigned long long)(p->total[MP_AEV_REALLOC].minus +
 			       p->total[MP_AEV_FREE].minus));
+  mp_render_json_summary(out, p);
   for (x = 0; x < 3 && !o->leak_only; x++) {
     k = mp_section_order[x];
     fprintf(out, ",\n\"%s\":[", jsection[k]);
@@ -213,6 +242,38 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	    (unsigned long long)h->nfree);
   }
   fputc(']', out);
+  if (o->peak && sec->peak) {
+    fputs(",\n\"peak_sources\":[", out);
+    for (i = 0, n = mp_rows_shown(sec->npeak, o); i < n; i++) {
+      const mp_srow *r = &sec->peak[i];
+      fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+      jsource(out, sec, r->site);
+      used[mp_site_alias(sec, r->site)] = 1;
+      fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
+	      (unsigned long long)r->cost.plus, (unsigned long long)r->cost.n);
+    }
+    fputc(']', out);
+  }
+  if (o->temp && sec->temp) {
+    fprintf(out, ",\n\"temporary\":{\"window\":%u,\"blocks\":%llu,"
+	    "\"bytes\":%llu,\"made_blocks\":%llu,\"made_bytes\":%llu}",
+	    p->window, (unsigned long long)sec->temp_total.n,
+	    (unsigned long long)sec->temp_total.plus,
+	    (unsigned long long)sec->made_total.n,
+	    (unsigned long long)sec->made_total.plus);
+    fputs(",\n\"temporary_sources\":[", out);
+    for (i = 0, n = mp_rows_shown(sec->ntemp, o); i < n; i++) {
+      const mp_srow *r = &sec->temp[i];
+      fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+      jsource(out, sec, r->site);
+      used[mp_site_alias(sec, r->site)] = 1;
+      fprintf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"made_blocks\":%llu,"
+	      "\"made_bytes\":%llu}", (unsigned long long)r->cost.n,
+	      (unsigned long long)r->cost.plus, (unsigned long long)r->made.n,
+	      (unsigned long long)r->made.plus);
+    }
+    fputc(']', out);
+  }
   if (o->stacks) {
     k = mp_render_json_stacks(out, sec, &t, o, used);
     mp_stacktree_free(&t);
