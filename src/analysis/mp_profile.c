@@ -255,6 +255,18 @@ static inline int link_note(mp_profile *p, int kind, uint32_t site,
   return 0;
 }
 
+uint32_t mp_profile_site(mp_profile *p, const mp_loc *l)
+{
+  uint32_t i = site_find(p, l);
+  return i > SITE_MAX ? UINT32_MAX : i;
+}
+
+int mp_profile_add_link(mp_profile *p, int kind, uint32_t site,
+			uint32_t owner, const mp_cost *c)
+{
+  return link_note(p, kind, site, owner, c->n, c->plus, c->minus);
+}
+
 /* -- The pass ------------------------------------------------------------- */
 
 void mp_profile_init(mp_profile *p)

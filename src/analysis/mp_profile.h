@@ -223,6 +223,15 @@ static inline uint32_t mp_owner_site(const mp_profile *p, uint32_t owner)
 			       : owner;
 }
 
+/* The site of location l in p, made if it is new (with its owner record
+** if p->full); UINT32_MAX when out of memory. */
+uint32_t mp_profile_site(mp_profile *p, const mp_loc *l);
+
+/* Add cost c to the link of kind (MP_AEV_REALLOC or _FREE) from site to
+** owner (a site), made if new; 0, or -1 when out of memory. */
+int mp_profile_add_link(mp_profile *p, int kind, uint32_t site,
+			uint32_t owner, const mp_cost *c);
+
 /* Events by kind counted so far (cheap enough for a progress line). */
 uint64_t mp_profile_events(const mp_profile *p);
 

@@ -180,39 +180,64 @@ int mp_cli_unknown_opt(const char *cmd, const char *opt)
   return MP_EXIT_ERROR;
 }
 
-int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
-		     int (*opt)(const char *cmd, int argc, char **argv,
-				int *i, void *ctx),
-		     void *ctx, const char **path)
+int mp_cli_files_args(const char *cmd, int argc, char **argv,
+		      mp_cli_opts *o,
+		      int (*opt)(const char *cmd, int argc, char **argv,
+				 int *i, void *ctx),
+		      void *ctx, const char ***paths, int *n)
 {
   int i, dashdash = 0;
-  *path = NULL;
+  *n = 0;
+  if (!(*paths = calloc((size_t)argc + 1, sizeof(char *)))) {
+    fprintf(stderr, "ljmemprof %s: %s\n", cmd, strerror(ENOMEM));
+    return MP_EXIT_ERROR;
+  }
   for (i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!dashdash && a[0] == '-' && a[1]) {
       int r = MP_OPT_NONE;
       if (!strcmp(a, "--")) { dashdash = 1; continue; }
-      if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+      if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	free(*paths);
+	*paths = NULL;
 	return mp_cli_help(cmd, stdout);
+      }
       if (o) r = mp_cli_report_opt(cmd, argc, argv, &i, o);
       if (r == MP_OPT_NONE && opt) r = opt(cmd, argc, argv, &i, ctx);
-      if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
       if (r == MP_OPT_TAKEN) continue;
+      free(*paths);
+      *paths = NULL;
+      if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
       return mp_cli_unknown_opt(cmd, a);
     }
-    if (*path) {
-      fprintf(stderr, "ljmemprof %s: one FILE expected, got '%s' and '%s' "
-	      "(see 'ljmemprof %s --help')\n", cmd, *path, a, cmd);
-      return MP_EXIT_ERROR;
-    }
-    *path = a;
+    (*paths)[(*n)++] = a;
   }
-  if (!*path) {
+  if (!*n) {
     fprintf(stderr, "ljmemprof %s: missing FILE (see 'ljmemprof %s "
 	    "--help')\n", cmd, cmd);
+    free(*paths);
+    *paths = NULL;
     return MP_EXIT_ERROR;
   }
   return -1;
+}
+
+int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
+		     int (*opt)(const char *cmd, int argc, char **argv,
+				int *i, void *ctx),
+		     void *ctx, const char **path)
+{
+  const char **paths;
+  int n, rc = mp_cli_files_args(cmd, argc, argv, o, opt, ctx, &paths, &n);
+  if (rc >= 0) return rc;
+  *path = paths[0];
+  if (n > 1) {
+    fprintf(stderr, "ljmemprof %s: one FILE expected, got '%s' and '%s' "
+	    "(see 'ljmemprof %s --help')\n", cmd, paths[0], paths[1], cmd);
+    rc = MP_EXIT_ERROR;
+  }
+  free(paths);
+  return rc;
 }
 
 void mp_cli_list_formats(FILE *out)

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/mp_merge.h"
 #include "cli/mp_cli.h"
 
 #define PROGRESS_DELAY	1.5	/* Seconds before the line appears. */
@@ -189,48 +190,126 @@ int mp_cli_finish_output(int status)
   return status;
 }
 
-int mp_cli_report_file(const char *path, const mp_cli_opts *o)
+int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
+		    const mp_cli_opts *o)
 {
+  mp_cli_opts each;
   mp_input in;
+  mp_profile s;
+  int status = MP_EXIT_OK, st, i;
+  if (n == 1) {
+    if ((st = mp_cli_read(paths[0], &in, p, o)) != MP_EXIT_ERROR)
+      mp_input_close(&in);
+    return st;
+  }
+  if (o) each = *o;
+  else memset(&each, 0, sizeof(each));
+  each.want &= ~(unsigned)MP_WANT_TIMELINE;	/* A merge has no time. */
+  mp_merge_init(p);
+  for (i = 0; i < n; i++) {
+    if ((st = mp_cli_read(paths[i], &in, &s, &each)) == MP_EXIT_ERROR) {
+      mp_profile_free(p);
+      return st;
+    }
+    mp_input_close(&in);
+    if (mp_merge_add(p, &s) < 0) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the merged "
+	      "profile\n", paths[i]);
+      mp_profile_free(&s);
+      mp_profile_free(p);
+      return MP_EXIT_ERROR;
+    }
+    mp_profile_free(&s);
+    if (st > status) status = st;
+  }
+  return status;
+}
+
+/* An output of a command: a file, opened at once so that a bad path is
+** said before a long read, or standard output. */
+typedef struct cli_out {
+  const char *path;	/* NULL: standard output. */
+  FILE *f;
+} cli_out;
+
+/* Open path (NULL or "-": standard output); 0, or -1 after saying why. */
+static int out_open(cli_out *o, const char *path)
+{
+  o->path = path && strcmp(path, "-") ? path : NULL;
+  o->f = stdout;
+  if (o->path && !(o->f = fopen(o->path, "wb"))) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Nothing to write: close and remove the file, leaving no empty file. */
+static void out_drop(cli_out *o)
+{
+  struct stat st;
+  if (!o->path || !o->f) return;
+  fclose(o->f);
+  if (stat(o->path, &st) == 0 && S_ISREG(st.st_mode)) unlink(o->path);
+  o->f = NULL;
+}
+
+/* Close the output; status, or MP_EXIT_ERROR after saying why writing
+** failed. */
+static int out_close(cli_out *o, int status)
+{
+  int k;
+  if (!o->f) return status;
+  if (!o->path) return mp_cli_finish_output(status);
+  k = ferror(o->f);	/* Before fclose(), which ends the stream. */
+  if (fclose(o->f) != 0 || k) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    return MP_EXIT_ERROR;
+  }
+  return status;
+}
+
+int mp_cli_report_files(const char *const *paths, int n,
+			const mp_cli_opts *o)
+{
   mp_profile p;
   mp_sections sec;
   mp_render_opts ro = o->render;
   const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
-  const char *opath = o->output && strcmp(o->output, "-") ? o->output : NULL;
-  FILE *out = stdout;
-  struct stat st;
-  int status, k;
-  /* The output is opened first, so that a bad path is said at once,
-  ** not after reading a large profile. */
-  if (opath && !(out = fopen(opath, "wb"))) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", opath, strerror(errno));
+  cli_out out, html = { NULL, NULL };
+  int status;
+  if (out_open(&out, o->output) < 0) return MP_EXIT_ERROR;
+  if (o->html && out_open(&html, o->html) < 0) {
+    out_drop(&out);
     return MP_EXIT_ERROR;
   }
-  if ((status = mp_cli_read(path, &in, &p, o)) == MP_EXIT_ERROR) {
-    if (opath) {	/* Nothing to report: leave no empty file behind. */
-      fclose(out);
-      if (stat(opath, &st) == 0 && S_ISREG(st.st_mode)) unlink(opath);
-    }
+  if ((status = mp_cli_read_all(paths, n, &p, o)) == MP_EXIT_ERROR) {
+    out_drop(&out);
+    out_drop(&html);
     return status;
   }
-  ro.file = path;
+  ro.file = paths[0];
+  ro.files = paths;
+  ro.nfiles = n;
   if (mp_sections_build(&sec, &p, o->sort) < 0) {
-    fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
+    fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+	    paths[0]);
     status = MP_EXIT_ERROR;
   } else {
-    if (r->render(out, &sec, &ro) < 0 && !ferror(out)) {
-      fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
+    if (r->render(out.f, &sec, &ro) < 0 && !ferror(out.f)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+	      paths[0]);
+      status = MP_EXIT_ERROR;
+    }
+    if (html.f && mp_renderer_find("html")->render(html.f, &sec, &ro) < 0 &&
+	!ferror(html.f)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+	      paths[0]);
       status = MP_EXIT_ERROR;
     }
     mp_sections_free(&sec);
   }
   mp_profile_free(&p);
-  mp_input_close(&in);
-  if (!opath) return mp_cli_finish_output(status);
-  k = ferror(out);	/* Before fclose(), which ends the stream. */
-  if (fclose(out) != 0 || k) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", opath, strerror(errno));
-    return MP_EXIT_ERROR;
-  }
-  return status;
+  status = out_close(&html, status);
+  return out_close(&out, status);
 }

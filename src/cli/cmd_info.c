@@ -65,6 +65,7 @@ int mp_cmd_info(int argc, char **argv)
   const char *path;
   uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev, alloc, freed;
   int rc, k, json = 0;
+  char b[64];
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
 			     &path)) >= 0)
     return rc;
@@ -98,10 +99,13 @@ int mp_cmd_info(int argc, char **argv)
 	   (unsigned long long)nsym[MP_SRC_TRACE >> MP_SRC_SHIFT],
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
     printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu,"
-	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%zu,"
-	   "\"live_bytes\":%llu}\n", p.nsite, (unsigned long long)alloc,
+	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%llu,"
+	   "\"live_bytes\":%llu", p.nsite, (unsigned long long)alloc,
 	   (unsigned long long)freed, (long long)(int64_t)p.net,
-	   (long long)p.peak, p.heap.count, (unsigned long long)p.heap.bytes);
+	   (long long)p.peak, (unsigned long long)p.live_n,
+	   (unsigned long long)p.live_bytes);
+    mp_render_json_summary(stdout, &p);
+    fputs("}\n", stdout);
   } else {
     printf("file:       %s (%zu bytes)\n", path, p.len);
     printf("format:     memprof, symtab version %d, events version %d\n",
@@ -130,8 +134,22 @@ int mp_cmd_info(int argc, char **argv)
 	     "figures are not exact\n");
     printf("net:        %+lldB, peak %+lldB\n", (long long)(int64_t)p.net,
 	   (long long)p.peak);
-    printf("live:       %zu blocks, %lluB allocated within the profile and "
-	   "not freed\n", p.heap.count, (unsigned long long)p.heap.bytes);
+    printf("live:       %llu blocks, %lluB allocated within the profile and "
+	   "not freed\n", (unsigned long long)p.live_n,
+	   (unsigned long long)p.live_bytes);
+    fputs("peak:       ", stdout);
+    mp_render_peak_line(stdout, &p, 0);
+    fputc('\n', stdout);
+    if (p.nmark)
+      printf("duration:   %s (%llu time marks)\n",
+	     mp_fmt_ns(b, sizeof(b), p.mark.ns), (unsigned long long)p.nmark);
+    printf("collected:  %s\n", p.collect ? "yes (a full garbage collection "
+	   "ran before the end: what is live is reachable)" : "no (what is "
+	   "live may be garbage not yet collected)");
+    if (p.stopped[0]) printf("stopped:    %s\n", p.stopped);
+    if (p.sample)
+      printf("sampled:    one sample every %.0f bytes allocated on average: "
+	     "counts and bytes are estimates\n", p.sample);
   }
   mp_profile_free(&p);
   mp_input_close(&in);

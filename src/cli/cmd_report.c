@@ -2,6 +2,7 @@
 ** cmd_report.c: `ljmemprof report`: the report of a recorded profile.
 */
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/mp_cli.h"
@@ -126,12 +127,14 @@ static int output_opt(const char *cmd, int argc, char **argv, int *i,
 int mp_cmd_report(int argc, char **argv)
 {
   mp_cli_opts o;
-  const char *path;
-  int rc;
+  const char **paths;
+  int rc, n;
   memset(&o, 0, sizeof(o));
-  if ((rc = mp_cli_file_args("report", argc, argv, &o, output_opt, &o,
-			     &path)) >= 0)
+  if ((rc = mp_cli_files_args("report", argc, argv, &o, output_opt, &o,
+			      &paths, &n)) >= 0)
     return rc;
-  if (mp_cli_check_opts("report", &o)) return MP_EXIT_ERROR;
-  return mp_cli_report_file(path, &o);
+  if (mp_cli_check_opts("report", &o)) rc = MP_EXIT_ERROR;
+  else rc = mp_cli_report_files(paths, n, &o);
+  free(paths);
+  return rc;
 }

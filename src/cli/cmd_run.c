@@ -325,7 +325,8 @@ int mp_cmd_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: no profile was recorded\n");
     rstatus = MP_EXIT_ERROR;
   } else {
-    rstatus = mp_cli_report_file(out ? out : tmp, &o);
+    const char *path = out ? out : tmp;
+    rstatus = mp_cli_report_files(&path, 1, &o);
   }
   if (stat(note, &st) == 0 && st.st_size > 0)
     fprintf(stderr, "ljmemprof run: warning: the script stopped the "

@@ -106,6 +106,14 @@ int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
 				int *i, void *ctx),
 		     void *ctx, const char **path);
 
+/* Parse "[OPTIONS] FILE..." as mp_cli_file_args() does, taking one FILE
+** or more (*paths points into argv; free it). */
+int mp_cli_files_args(const char *cmd, int argc, char **argv,
+		      mp_cli_opts *o,
+		      int (*opt)(const char *cmd, int argc, char **argv,
+				 int *i, void *ctx),
+		      void *ctx, const char ***paths, int *n);
+
 /* Print "--format" values for a manual: the renderers, one a line. */
 void mp_cli_list_formats(FILE *out);
 
@@ -119,6 +127,13 @@ void mp_cli_list_formats(FILE *out);
 ** out of memory), with *in and *p freed. */
 int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
 		const mp_cli_opts *o);
+
+/* Read the profiles paths[0..n) into *p as one: the profile when n is 1,
+** else their merge (analysis/mp_merge.h), each read on its own. Returns
+** the worst status of the files as mp_cli_read() does; *p is freed on
+** MP_EXIT_ERROR (a file that is not a profile or cannot be read). */
+int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
+		    const mp_cli_opts *o);
 
 /* Classify how reading stopped (rc from the pass or the decoder, with r
 ** and the input) and print the warning or the error line; returns the
@@ -134,9 +149,11 @@ void mp_cli_progress(mp_input *in, const char *path,
 /* Erase the progress line, if one was shown. */
 void mp_cli_progress_end(mp_input *in);
 
-/* Read path and print its report to o->output (or stdout); returns the
-** exit status. */
-int mp_cli_report_file(const char *path, const mp_cli_opts *o);
+/* Read the profiles paths[0..n) (merged if more than one) and print their
+** report to o->output (or stdout), and the HTML report to o->html if
+** set; returns the exit status. */
+int mp_cli_report_files(const char *const *paths, int n,
+			const mp_cli_opts *o);
 
 /* Flush stdout; a failure (disk full, closed pipe) turns status into
 ** MP_EXIT_ERROR after saying so. */

@@ -33,6 +33,8 @@ typedef struct mp_render_opts {
   int leak_only;	/* Only the heap summary. */
   int human;		/* Sizes as KiB, MiB, ... (text only). */
   const char *file;	/* The profile's name, for formats that show it. */
+  const char *const *files;	/* All of them (a merge: several)... */
+  int nfiles;		/* ...and how many (0: just file). */
   mp_metric metric;	/* What stack formats and views weigh. */
   uint32_t stacks;	/* Text and JSON: show call stacks, this many per
 			   site (UINT32_MAX: all); 0: no stack view. */

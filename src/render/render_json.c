@@ -140,7 +140,7 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
 void mp_render_json_summary(FILE *out, const mp_profile *p)
 {
   uint64_t ns = mp_profile_peak_ns(p);
-  fprintf(out, ",\n\"peak\":{\"bytes\":%llu,\"blocks\":%llu",
+  fprintf(out, ",\"peak\":{\"bytes\":%llu,\"blocks\":%llu",
 	  (unsigned long long)p->peak_bytes,
 	  (unsigned long long)p->peak_blocks);
   if (p->merged > 1) {
