@@ -56,7 +56,7 @@ static void live_add(mp_live *a, const mp_live *b)
   a->tbytes += b->tbytes;
 }
 
-int mp_merge_add(mp_profile *m, const mp_profile *s)
+int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
 {
   uint32_t *site = malloc(((size_t)s->nsite + 1) * sizeof(*site));
   uint32_t i, off = m->nnode;
@@ -148,6 +148,7 @@ int mp_merge_add(mp_profile *m, const mp_profile *s)
   }
   m->len += s->len;
   m->merged++;
+  if (map) memcpy(map, site, (size_t)s->nsite * sizeof(*map));
   rc = 0;
 done:
   free(site);

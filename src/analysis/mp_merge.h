@@ -34,9 +34,11 @@
 /* Start a merged profile m (free it with mp_profile_free()). */
 void mp_merge_init(mp_profile *m);
 
-/* Add profile s (read to its end, or to an error) to m. Returns 0, or -1
-** when out of memory (m is then partly added to: free it). */
-int mp_merge_add(mp_profile *m, const mp_profile *s);
+/* Add profile s (read to its end, or to an error) to m; its nodes are
+** appended to m's, and map (if not NULL, s->nsite entries) gets the site
+** in m of each of its sites. Returns 0, or -1 when out of memory (m is
+** then partly added to: free it). */
+int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map);
 
 /* Where the merge puts location l of a profile: its location in m, whose
 ** names m->syms.names has (interned from names). 0 when out of memory. */

@@ -248,3 +248,58 @@ void mp_stacktree_free(mp_stacktree *t)
   mp_strtab_free(&t->text);
   memset(t, 0, sizeof(*t));
 }
+
+/* A copy of s in t's storage, or NULL for NULL; *nomem set on failure. */
+static const char *keep_str(mp_stacktree *t, const char *s, int *nomem)
+{
+  const char *c;
+  if (!s) return NULL;
+  if (!(c = keep(t, s, strlen(s)))) *nomem = 1;
+  return c;
+}
+
+int mp_stacktree_graft(mp_stacktree *t, const mp_stacktree *a, uint32_t *map)
+{
+  mp_hash index;
+  uint32_t i;
+  int rc = -1, nomem = 0;
+  mp_hash_init_map(&index);
+  for (i = 1; i < t->n; i++) {
+    const mp_tnode *x = &t->node[i];
+    if (mp_hash_insert(&index, child_hash(x->parent, x->kind, x->label), i) < 0)
+      goto done;
+  }
+  map[0] = 0;
+  for (i = 1; i < a->n; i++) {
+    const mp_tnode *x = &a->node[i];
+    uint32_t parent = map[x->parent], *v, k = 0;
+    uint64_t h = child_hash(parent, x->kind, x->label);
+    mp_hash_iter it;
+    mp_tnode *y;
+    /* The node of the same frame; of the same site too, if there are
+    ** several (two sources with one label, at the root). */
+    for (v = mp_hash_first(&index, h, &it); v; v = mp_hash_next(&index, &it))
+      if (t->node[*v].parent == parent && t->node[*v].kind == x->kind &&
+	  !strcmp(t->node[*v].label, x->label) &&
+	  (!k || t->node[*v].site == x->site))
+	k = *v;
+    if (!k) {
+      if (!(k = add_node(t, parent)) || mp_hash_insert(&index, h, k) < 0)
+	goto done;
+      y = &t->node[k];
+      y->kind = x->kind;
+      y->site = x->site;
+      y->line = x->line;
+      y->func_line = x->func_line;
+      y->label = keep_str(t, x->label, &nomem);
+      y->file = keep_str(t, x->file, &nomem);
+      y->func = x->func == x->label ? y->label : keep_str(t, x->func, &nomem);
+      if (nomem) goto done;
+    }
+    map[i] = k;
+  }
+  rc = 0;
+done:
+  mp_hash_free(&index);
+  return rc;
+}

@@ -71,6 +71,13 @@ typedef struct mp_stacktree {
 int mp_stacktree_build(mp_stacktree *t, const mp_sections *sec);
 void mp_stacktree_free(mp_stacktree *t);
 
+/* Add the frames of tree a to t: a's node under a parent is t's node of
+** the same kind and label (and site, if several have them) under the
+** parent's node in t, made (without costs) if t has none. map (a->n entries) gets t's node of each of a's.
+** 0, or -1 when out of memory. */
+int mp_stacktree_graft(mp_stacktree *t, const mp_stacktree *a,
+		       uint32_t *map);
+
 /* The self cost of node i under a metric, for flame graphs and views:
 ** allocated bytes or events, live (leaked) bytes or blocks at the end,
 ** bytes or blocks live at the peak. A metric is a cost (m >> 1) and a

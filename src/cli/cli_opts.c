@@ -173,6 +173,14 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
   return 0;
 }
 
+int mp_cli_output_opt(const char *cmd, int argc, char **argv, int *i,
+		      void *ctx)
+{
+  mp_cli_opts *o = ctx;
+  int m = mp_cli_opt_value(cmd, argc, argv, i, "--output", "-o", &o->output);
+  return m < 0 ? MP_OPT_ERROR : m ? MP_OPT_TAKEN : MP_OPT_NONE;
+}
+
 int mp_cli_unknown_opt(const char *cmd, const char *opt)
 {
   fprintf(stderr, "ljmemprof %s: unknown option '%s' (see 'ljmemprof %s "

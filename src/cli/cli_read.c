@@ -212,7 +212,7 @@ int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
       return st;
     }
     mp_input_close(&in);
-    if (mp_merge_add(p, &s) < 0) {
+    if (mp_merge_add(p, &s, NULL) < 0) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the merged "
 	      "profile\n", paths[i]);
       mp_profile_free(&s);
@@ -225,15 +225,7 @@ int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
   return status;
 }
 
-/* An output of a command: a file, opened at once so that a bad path is
-** said before a long read, or standard output. */
-typedef struct cli_out {
-  const char *path;	/* NULL: standard output. */
-  FILE *f;
-} cli_out;
-
-/* Open path (NULL or "-": standard output); 0, or -1 after saying why. */
-static int out_open(cli_out *o, const char *path)
+int mp_cli_out_open(mp_cli_out *o, const char *path)
 {
   o->path = path && strcmp(path, "-") ? path : NULL;
   o->f = stdout;
@@ -244,8 +236,7 @@ static int out_open(cli_out *o, const char *path)
   return 0;
 }
 
-/* Nothing to write: close and remove the file, leaving no empty file. */
-static void out_drop(cli_out *o)
+void mp_cli_out_drop(mp_cli_out *o)
 {
   struct stat st;
   if (!o->path || !o->f) return;
@@ -254,9 +245,7 @@ static void out_drop(cli_out *o)
   o->f = NULL;
 }
 
-/* Close the output; status, or MP_EXIT_ERROR after saying why writing
-** failed. */
-static int out_close(cli_out *o, int status)
+int mp_cli_out_close(mp_cli_out *o, int status)
 {
   int k;
   if (!o->f) return status;
@@ -276,16 +265,16 @@ int mp_cli_report_files(const char *const *paths, int n,
   mp_sections sec;
   mp_render_opts ro = o->render;
   const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
-  cli_out out, html = { NULL, NULL };
+  mp_cli_out out, html = { NULL, NULL };
   int status;
-  if (out_open(&out, o->output) < 0) return MP_EXIT_ERROR;
-  if (o->html && out_open(&html, o->html) < 0) {
-    out_drop(&out);
+  if (mp_cli_out_open(&out, o->output) < 0) return MP_EXIT_ERROR;
+  if (o->html && mp_cli_out_open(&html, o->html) < 0) {
+    mp_cli_out_drop(&out);
     return MP_EXIT_ERROR;
   }
   if ((status = mp_cli_read_all(paths, n, &p, o)) == MP_EXIT_ERROR) {
-    out_drop(&out);
-    out_drop(&html);
+    mp_cli_out_drop(&out);
+    mp_cli_out_drop(&html);
     return status;
   }
   ro.file = paths[0];
@@ -310,6 +299,6 @@ int mp_cli_report_files(const char *const *paths, int n,
     mp_sections_free(&sec);
   }
   mp_profile_free(&p);
-  status = out_close(&html, status);
-  return out_close(&out, status);
+  status = mp_cli_out_close(&html, status);
+  return mp_cli_out_close(&out, status);
 }

@@ -115,22 +115,13 @@ const char mp_help_report[] =
 "    ljmemprof report --format pprof -o mem.pb.gz memprof.bin\n"
 "    go tool pprof -top mem.pb.gz\n";
 
-/* -o FILE, --output FILE. */
-static int output_opt(const char *cmd, int argc, char **argv, int *i,
-		      void *ctx)
-{
-  mp_cli_opts *o = ctx;
-  int m = mp_cli_opt_value(cmd, argc, argv, i, "--output", "-o", &o->output);
-  return m < 0 ? MP_OPT_ERROR : m ? MP_OPT_TAKEN : MP_OPT_NONE;
-}
-
 int mp_cmd_report(int argc, char **argv)
 {
   mp_cli_opts o;
   const char **paths;
   int rc, n;
   memset(&o, 0, sizeof(o));
-  if ((rc = mp_cli_files_args("report", argc, argv, &o, output_opt, &o,
+  if ((rc = mp_cli_files_args("report", argc, argv, &o, mp_cli_output_opt, &o,
 			      &paths, &n)) >= 0)
     return rc;
   if (mp_cli_check_opts("report", &o)) rc = MP_EXIT_ERROR;

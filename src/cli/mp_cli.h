@@ -39,8 +39,9 @@ typedef struct mp_command {
 
 /* The commands (cmd_*.c). */
 extern const char mp_help_report[], mp_help_info[], mp_help_events[],
-  mp_help_run[];
+  mp_help_run[], mp_help_diff[];
 int mp_cmd_report(int argc, char **argv);
+int mp_cmd_diff(int argc, char **argv);
 int mp_cmd_info(int argc, char **argv);
 int mp_cmd_events(int argc, char **argv);
 int mp_cmd_run(int argc, char **argv);
@@ -93,6 +94,11 @@ int mp_cli_opt_count(const char *cmd, int argc, char **argv, int *i,
 ** --stacks against the format, a binary format to a terminal) and fill in
 ** defaults; 0, or MP_EXIT_ERROR after saying what is wrong. */
 int mp_cli_check_opts(const char *cmd, mp_cli_opts *o);
+
+/* -o FILE, --output FILE into ((mp_cli_opts *)ctx)->output: an opt()
+** for mp_cli_file_args(); MP_OPT_*. */
+int mp_cli_output_opt(const char *cmd, int argc, char **argv, int *i,
+		      void *ctx);
 
 /* Say that an option is unknown; returns MP_EXIT_ERROR. */
 int mp_cli_unknown_opt(const char *cmd, const char *opt);
@@ -154,6 +160,23 @@ void mp_cli_progress_end(mp_input *in);
 ** set; returns the exit status. */
 int mp_cli_report_files(const char *const *paths, int n,
 			const mp_cli_opts *o);
+
+/* An output of a command: a file, opened at once so that a bad path is
+** said before a long read, or standard output. */
+typedef struct mp_cli_out {
+  const char *path;	/* NULL: standard output. */
+  FILE *f;
+} mp_cli_out;
+
+/* Open path (NULL or "-": standard output); 0, or -1 after saying why. */
+int mp_cli_out_open(mp_cli_out *o, const char *path);
+
+/* Nothing to write: close and remove the file, leaving no empty file. */
+void mp_cli_out_drop(mp_cli_out *o);
+
+/* Close the output (flush standard output); status, or MP_EXIT_ERROR
+** after saying why writing failed. */
+int mp_cli_out_close(mp_cli_out *o, int status);
 
 /* Flush stdout; a failure (disk full, closed pipe) turns status into
 ** MP_EXIT_ERROR after saying so. */

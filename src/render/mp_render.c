@@ -8,17 +8,17 @@
 
 const mp_renderer mp_renderers[] = {
   { "text", "the layout of Tarantool's memprof parser (default)",
-    mp_render_text, 0 },
+    mp_render_text, 0, mp_render_diff_text },
   { "json", "one JSON object with the same data and each source's details "
-    "(docs/REPORT.md)", mp_render_json, 0 },
+    "(docs/REPORT.md)", mp_render_json, 0, mp_render_diff_json },
   { "collapsed", "`frame;frame;... value`, a line per call stack "
     "(flamegraph.pl, speedscope)", mp_render_collapsed,
-    MP_RF_STACKS },
+    MP_RF_STACKS, mp_render_diff_collapsed },
   { "svg", "an interactive flame graph, one SVG file for a browser",
-    mp_render_svg, MP_RF_STACKS },
+    mp_render_svg, MP_RF_STACKS, NULL },
   { "pprof", "a gzip'd pprof profile.proto (go tool pprof, Pyroscope)",
-    mp_render_pprof, MP_RF_STACKS | MP_RF_BINARY },
-  { NULL, NULL, NULL, 0 }
+    mp_render_pprof, MP_RF_STACKS | MP_RF_BINARY, NULL },
+  { NULL, NULL, NULL, 0, NULL }
 };
 
 const char *const mp_metric_names[MP_METRIC_N] = {

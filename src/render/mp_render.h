@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/mp_diff.h"
 #include "analysis/mp_sections.h"
 #include "analysis/mp_stacks.h"
 
@@ -45,6 +46,10 @@ typedef struct mp_render_opts {
 typedef int (*mp_render_fn)(FILE *out, const mp_sections *sec,
 			    const mp_render_opts *o);
 
+/* The diff of two profiles in a format (`ljmemprof diff`). */
+typedef int (*mp_render_diff_fn)(FILE *out, const mp_diff *d,
+				 const mp_render_opts *o);
+
 /* What a renderer is (mp_renderer.flags). */
 #define MP_RF_BINARY	1	/* Bytes, not text: never to a terminal. */
 #define MP_RF_STACKS	2	/* Draws the stack tree: takes --metric, not
@@ -52,12 +57,14 @@ typedef int (*mp_render_fn)(FILE *out, const mp_sections *sec,
 #define MP_RF_FULL	4	/* Shows every analysis (peak, temporaries,
 				   timeline): the pass keeps them all. */
 
-/* A renderer: its --format name, a line for --help, its function. */
+/* A renderer: its --format name, a line for --help, its function, and
+** the one for a diff if the format has one. */
 typedef struct mp_renderer {
   const char *name;
   const char *summary;
   mp_render_fn render;
   int flags;		/* MP_RF_*. */
+  mp_render_diff_fn diff;	/* NULL: no diff in this format. */
 } mp_renderer;
 
 /* Every renderer, the default first; the table ends with a NULL name. */
@@ -75,11 +82,20 @@ int mp_render_svg(FILE *out, const mp_sections *sec, const mp_render_opts *o);
 int mp_render_pprof(FILE *out, const mp_sections *sec,
 		    const mp_render_opts *o);
 
+/* The diffs (render_diff.c, render_html.c). */
+int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o);
+int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o);
+int mp_render_diff_collapsed(FILE *out, const mp_diff *d,
+			     const mp_render_opts *o);
+
 /* The stack formats, from a tree. */
 typedef int (*mp_render_tree_fn)(FILE *out, const mp_stacktree *t,
 				 const mp_render_opts *o);
 int mp_render_collapsed_tree(FILE *out, const mp_stacktree *t,
 			     const mp_render_opts *o);
+/* Collapsed stacks with two values a line, base's (by node) and t's. */
+int mp_render_collapsed_pairs(FILE *out, const mp_stacktree *t,
+			      const mp_render_opts *o, const mp_dnode *base);
 int mp_render_svg_tree(FILE *out, const mp_stacktree *t,
 		       const mp_render_opts *o);
 int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
@@ -94,6 +110,20 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
 			  uint8_t *used);
 
 /* -- Helpers shared by renderers ------------------------------------------ */
+
+/* The ALIASES of the text report: the texts of the aliases marked in used
+** (by alias number), with line numbers; nothing if none is. */
+void mp_render_text_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used);
+
+/* The JSON "aliases" field (after a comma) of the aliases marked in
+** used. */
+void mp_render_json_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used);
+
+/* The JSON source object of site i of sec: kind, label, and what tells it
+** apart (docs/REPORT.md). */
+void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i);
 
 /* Format n bytes as "123B" or, if human, "1.50KiB"; returns buf. */
 const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human);

@@ -27,8 +27,7 @@ static void jchunk(FILE *out, const mp_strtab *names, const char *field,
   if (nm->alias) fprintf(out, ",\"alias\":\"function_alias_%u\"", nm->alias);
 }
 
-/* The source object of site i. */
-static void jsource(FILE *out, const mp_sections *sec, uint32_t i)
+void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i)
 {
   const mp_strtab *names = &sec->p->syms.names;
   const mp_loc *l = &sec->p->site[i].loc;
@@ -110,7 +109,7 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
     if (g->site < sec->p->nsite) {
       mp_json_cstr(out, sec->label[g->site]);
       fputs(",\"source\":", out);
-      jsource(out, sec, g->site);
+      mp_render_json_source(out, sec, g->site);
       used[mp_site_alias(sec, g->site)] = 1;
     } else {
       mp_json_cstr(out, t->node[g->node].label ? t->node[g->node].label : "");
@@ -208,7 +207,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
       const mp_row *r = &sec->row[k][i];
       mp_cost c = mp_site_cost(&p->site[r->site], k);
       fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
-      jsource(out, sec, r->site);
+      mp_render_json_source(out, sec, r->site);
       used[mp_site_alias(sec, r->site)] = 1;
       fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu,"
 	      "\"free_bytes\":%llu", (unsigned long long)c.n,
@@ -218,7 +217,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	for (j = 0; j < r->nlink; j++) {
 	  const mp_link *l = &p->link[sec->link[r->link0 + j]];
 	  fputs(j ? ",{\"source\":" : "{\"source\":", out);
-	  jsource(out, sec, l->owner);
+	  mp_render_json_source(out, sec, l->owner);
 	  used[mp_site_alias(sec, l->owner)] = 1;
 	  fprintf(out, ",\"blocks\":%llu,\"alloc_bytes\":%llu,"
 		  "\"free_bytes\":%llu}", (unsigned long long)l->cost.n,
@@ -235,7 +234,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   for (i = 0, n = mp_rows_shown(sec->nheld, o); i < n; i++) {
     const mp_held *h = &sec->held[i];
     fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
-    jsource(out, sec, h->site);
+    mp_render_json_source(out, sec, h->site);
     used[mp_site_alias(sec, h->site)] = 1;
     fprintf(out, ",\"bytes\":%llu,\"allocs\":%llu,\"frees\":%llu}",
 	    (unsigned long long)mp_held_bytes(h), (unsigned long long)h->cost.n,
@@ -247,7 +246,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     for (i = 0, n = mp_rows_shown(sec->npeak, o); i < n; i++) {
       const mp_srow *r = &sec->peak[i];
       fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
-      jsource(out, sec, r->site);
+      mp_render_json_source(out, sec, r->site);
       used[mp_site_alias(sec, r->site)] = 1;
       fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
 	      (unsigned long long)r->cost.plus, (unsigned long long)r->cost.n);
@@ -265,7 +264,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     for (i = 0, n = mp_rows_shown(sec->ntemp, o); i < n; i++) {
       const mp_srow *r = &sec->temp[i];
       fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
-      jsource(out, sec, r->site);
+      mp_render_json_source(out, sec, r->site);
       used[mp_site_alias(sec, r->site)] = 1;
       fprintf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"made_blocks\":%llu,"
 	      "\"made_bytes\":%llu}", (unsigned long long)r->cost.n,
@@ -279,6 +278,16 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     mp_stacktree_free(&t);
     if (k < 0) { free(used); return -1; }
   }
+  mp_render_json_aliases(out, names, used);
+  fputs("}\n", out);
+  free(used);
+  return ferror(out) ? -1 : 0;
+}
+
+void mp_render_json_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used)
+{
+  uint32_t i, j;
   fputs(",\n\"aliases\":[", out);
   for (i = 1, j = 0; i < names->nalias; i++) {
     if (!used[i]) continue;
@@ -287,7 +296,5 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     mp_json_name(out, mp_strtab_get(names, names->alias[i]), MP_NAME_KEEP);
     fputc('}', out);
   }
-  fputs("]}\n", out);
-  free(used);
-  return ferror(out) ? -1 : 0;
+  fputc(']', out);
 }

@@ -209,11 +209,18 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     mp_stacktree_free(&t);
     if (k < 0) { free(used); return -1; }
   }
+  mp_render_text_aliases(out, names, used);
+  free(used);
+  return ferror(out) ? -1 : 0;
+}
+
+void mp_render_text_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used)
+{
+  uint32_t i, j;
   for (i = 1, j = 0; i < names->nalias; i++) {
     if (!used[i]) continue;
     if (!j++) fputs("ALIASES:\n", out);
     text_alias(out, mp_strtab_get(names, names->alias[i]), i);
   }
-  free(used);
-  return ferror(out) ? -1 : 0;
 }
