@@ -132,6 +132,8 @@ local function text_rows(text)
   local rows, section = {}, nil
   for line in text:gmatch("([^\n]*)\n") do
     if line:match("^[A-Z][A-Z ]+:?$") then section = line
+    elseif line:match("^PEAK: ") then section = "PEAK"
+    elseif line:match("^TEMPORARY: ") then section = "TEMPORARY"
     elseif line:match("^CALL STACKS") then section = "CALL STACKS"
     elseif section == "CALL STACKS" then  -- Not rows of the sections.
     elseif line:match("^\t\t") then
@@ -163,6 +165,14 @@ local function json_rows(doc)
     rows[#rows + 1] = string.format("HEAP SUMMARY: %s holds %dB: %d allocs, %d frees",
       h.source.label, h.bytes, h.allocs, h.frees)
   end
+  for _, h in ipairs(doc.peak_sources or {}) do
+    rows[#rows + 1] = string.format("PEAK %s holds %dB in %d blocks (%.1f%%)",
+      h.source.label, h.bytes, h.blocks, 100 * h.bytes / doc.peak.bytes)
+  end
+  for _, h in ipairs(doc.temporary_sources or {}) do
+    rows[#rows + 1] = string.format("TEMPORARY %s: %d of %d blocks\t%dB of %dB",
+      h.source.label, h.blocks, h.made_blocks, h.bytes, h.made_bytes)
+  end
   return table.concat(rows, "\n")
 end
 
@@ -170,7 +180,8 @@ local seen_kinds = {}
 for _, p in ipairs(profiles) do
   local name = p:match("[^/]*$")
   for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2",
-                          "--stacks --metric leak-count" }) do
+                          "--stacks --metric leak-count",
+                          "--peak --temporary 5" }) do
     local js, rc = run("build/ljmemprof report --format json " .. opts ..
                        " '" .. p .. "'")
     local okj, doc = pcall(cjson.decode, js)
@@ -190,11 +201,26 @@ for _, p in ipairs(profiles) do
         t.ok(doc.allocations == nil and doc.deallocations == nil,
              name .. " --leak-only: no event sections")
       end
+      if opts:match("^%-%-peak") then
+        t.ok(#doc.peak_sources > 0 and doc.temporary.window == 5,
+             name .. " --peak --temporary 5: both views, the window")
+      end
     end
   end
 end
 t.ok(seen_kinds.lua and seen_kinds.cfunc and seen_kinds.trace and
      seen_kinds.internal, "the profiles cover every kind of source")
+
+-- Several profiles in one report.
+do
+  local js, rc = run("build/ljmemprof report --format json --peak '" ..
+                     kinds .. "' '" .. stacks .. "'")
+  local okj, doc = pcall(cjson.decode, js)
+  t.ok(rc == 0 and okj and #validate(doc) == 0 and #doc.files == 2 and
+       doc.peak.profiles == 2, "two profiles merged: valid, their names, "
+       .. "the peak the sum of 2", okj and table.concat(validate(doc), "\n")
+       or tostring(doc))
+end
 
 -- Details a program needs, from the recorded profile.
 local doc = cjson.decode((run("build/ljmemprof report --format json '" ..

@@ -180,6 +180,14 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   }
   fputs("{\"format\":\"ljmemprof-report\",\"format_version\":1,\"file\":", out);
   mp_json_cstr(out, o->file ? o->file : "");
+  if (o->nfiles > 1) {
+    fputs(",\"files\":[", out);
+    for (x = 0; x < o->nfiles; x++) {
+      if (x) fputc(',', out);
+      mp_json_cstr(out, o->files[x]);
+    }
+    fputc(']', out);
+  }
   fprintf(out, ",\"complete\":%s", p->rc == MP_END ? "true" : "false");
   if (p->rc != MP_END)
     fprintf(out, ",\"truncated_at\":%zu", p->r.err_offset);
