@@ -128,30 +128,13 @@ static int cmp_row(const void *pa, const void *pb)
   return x->site < y->site ? -1 : x->site > y->site;
 }
 
-/* Blocks by site on side v: a site's and its stack nodes'. */
-static mp_live *by_site(const mp_profile *v)
-{
-  mp_live *by = calloc((size_t)v->nsite + 1, sizeof(*by));
-  uint32_t i;
-  if (!by) return NULL;
-  for (i = 0; i < v->nsite; i++) by[i] = v->slive[i];
-  for (i = 0; i < v->nnode; i++) {
-    mp_live *l = &by[v->node[i].site];
-    l->n += v->nlive[i].n;
-    l->bytes += v->nlive[i].bytes;
-    l->pn += v->nlive[i].pn;
-    l->pbytes += v->nlive[i].pbytes;
-  }
-  return by;
-}
-
 static int build_rows(mp_diff *d)
 {
   mp_live *by[2];
   uint32_t i;
   int k, rc = -1;
-  by[0] = by_site(&d->side[0]);
-  by[1] = by_site(&d->side[1]);
+  by[0] = mp_profile_by_site(&d->side[0]);
+  by[1] = mp_profile_by_site(&d->side[1]);
   d->row = calloc((size_t)d->m.nsite + 1, sizeof(*d->row));
   if (!by[0] || !by[1] || !d->row) goto done;
   for (i = 0; i < d->m.nsite; i++) {

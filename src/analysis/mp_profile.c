@@ -255,6 +255,24 @@ static inline int link_note(mp_profile *p, int kind, uint32_t site,
   return 0;
 }
 
+mp_live *mp_profile_by_site(const mp_profile *p)
+{
+  mp_live *by = calloc((size_t)p->nsite + 1, sizeof(*by));
+  uint32_t i;
+  if (!by) return NULL;
+  for (i = 0; p->slive && i < p->nsite; i++) by[i] = p->slive[i];
+  for (i = 0; p->nlive && i < p->nnode; i++) {
+    mp_live *l = &by[p->node[i].site];
+    l->n += p->nlive[i].n;
+    l->bytes += p->nlive[i].bytes;
+    l->pn += p->nlive[i].pn;
+    l->pbytes += p->nlive[i].pbytes;
+    l->tn += p->nlive[i].tn;
+    l->tbytes += p->nlive[i].tbytes;
+  }
+  return by;
+}
+
 uint32_t mp_profile_site(mp_profile *p, const mp_loc *l)
 {
   uint32_t i = site_find(p, l);

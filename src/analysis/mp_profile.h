@@ -223,6 +223,11 @@ static inline uint32_t mp_owner_site(const mp_profile *p, uint32_t owner)
 			       : owner;
 }
 
+/* The owners' records by site (calloc'd, nsite of them; free it): a
+** site's own with those of the stack nodes billed to it. NULL when out of
+** memory. */
+mp_live *mp_profile_by_site(const mp_profile *p);
+
 /* The site of location l in p, made if it is new (with its owner record
 ** if p->full); UINT32_MAX when out of memory. */
 uint32_t mp_profile_site(mp_profile *p, const mp_loc *l);

@@ -161,19 +161,11 @@ static int sort_rows(mp_sections *sec, mp_srow *r, uint32_t n,
 static int build_owned(mp_sections *sec, sortrec *rec)
 {
   const mp_profile *p = sec->p;
-  mp_live *by = calloc((size_t)p->nsite + 1, sizeof(*by));
+  mp_live *by = mp_profile_by_site(p);
   mp_srow *r = calloc((size_t)p->nsite + 1, sizeof(*r));
   uint32_t i, n;
   int rc = -1;
   if (!by || !r) goto done;
-  for (i = 0; i < p->nsite; i++) by[i] = p->slive[i];
-  for (i = 0; i < p->nnode; i++) {
-    mp_live *l = &by[p->node[i].site];
-    l->pn += p->nlive[i].pn;
-    l->pbytes += p->nlive[i].pbytes;
-    l->tn += p->nlive[i].tn;
-    l->tbytes += p->nlive[i].tbytes;
-  }
   if (p->want & MP_WANT_PEAK) {
     for (i = n = 0; i < p->nsite; i++)
       if (by[i].pn) {

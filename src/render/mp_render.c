@@ -18,6 +18,9 @@ const mp_renderer mp_renderers[] = {
     mp_render_svg, MP_RF_STACKS, NULL },
   { "pprof", "a gzip'd pprof profile.proto (go tool pprof, Pyroscope)",
     mp_render_pprof, MP_RF_STACKS | MP_RF_BINARY, NULL },
+  { "html", "one self-contained HTML page: summary, sources, flame graph, "
+    "timeline, temporaries", mp_render_html, MP_RF_FULL,
+    mp_render_diff_html },
   { NULL, NULL, NULL, 0, NULL }
 };
 

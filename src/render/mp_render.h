@@ -81,12 +81,14 @@ int mp_render_collapsed(FILE *out, const mp_sections *sec,
 int mp_render_svg(FILE *out, const mp_sections *sec, const mp_render_opts *o);
 int mp_render_pprof(FILE *out, const mp_sections *sec,
 		    const mp_render_opts *o);
+int mp_render_html(FILE *out, const mp_sections *sec, const mp_render_opts *o);
 
 /* The diffs (render_diff.c, render_html.c). */
 int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o);
 int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o);
 int mp_render_diff_collapsed(FILE *out, const mp_diff *d,
 			     const mp_render_opts *o);
+int mp_render_diff_html(FILE *out, const mp_diff *d, const mp_render_opts *o);
 
 /* The stack formats, from a tree. */
 typedef int (*mp_render_tree_fn)(FILE *out, const mp_stacktree *t,
