@@ -755,7 +755,7 @@ static int json_report(FILE *out, const mp_sections *sec,
 /* A side's costs of a diff row as JSON numbers. */
 static void json_dcost(FILE *out, const mp_dcost *c)
 {
-  fprintf(out, ",%llu,%llu,%llu,%llu,%llu,%llu",
+  fprintf(out, "%llu,%llu,%llu,%llu,%llu,%llu",
 	  (unsigned long long)c->alloc.plus, (unsigned long long)c->alloc.n,
 	  (unsigned long long)c->freed.minus, (unsigned long long)c->freed.n,
 	  (unsigned long long)c->live.plus, (unsigned long long)c->live.n);
@@ -779,8 +779,9 @@ static int json_diff(FILE *out, const mp_diff *d, const mp_render_opts *o)
     const mp_drow *r = &d->row[i];
     fputs(i ? ",\n[" : "\n[", out);
     mp_json_cstr(out, d->sec.label[r->site]);
-    fprintf(out, ",\"%s\"", mp_src_name(d->m.site[r->site].loc.src));
+    fprintf(out, ",\"%s\",", mp_src_name(d->m.site[r->site].loc.src));
     json_dcost(out, &r->side[0]);
+    fputc(',', out);
     json_dcost(out, &r->side[1]);
     fputc(']', out);
   }
