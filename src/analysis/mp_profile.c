@@ -363,10 +363,10 @@ static inline void live_change(mp_profile *p, mp_live *l, uint64_t n,
 /* What the block of size bytes at addr stands for: itself, or its weight
 ** in a sampled profile. */
 static inline mp_weight block_weight(const mp_profile *p, uint64_t addr,
-				     uint64_t size)
+				     uint64_t size, int sampled)
 {
   mp_weight w;
-  if (p->sample) return mp_sample_weight(p->sample, addr, size);
+  if (sampled) return mp_sample_weight(p->sample, addr, size);
   w.n = 1;
   w.bytes = size;
   return w;
@@ -376,7 +376,7 @@ static inline mp_weight block_weight(const mp_profile *p, uint64_t addr,
 ** owner. */
 static __attribute__((noinline)) void replaced(mp_profile *p, uint64_t addr)
 {
-  mp_weight w = block_weight(p, addr, p->heap.rsize);
+  mp_weight w = block_weight(p, addr, p->heap.rsize, p->sample != 0);
   p->heap.replaced = 0;
   live_change(p, owner_live(p, p->heap.rsite), -w.n, -w.bytes);
 }
@@ -398,20 +398,20 @@ static inline void new_peak(mp_profile *p, uint64_t b, uint64_t n)
 /* Aggregate one allocation event; MP_OK or MP_ERR_NOMEM. Inlined by force
 ** into the loop over a batch, where GCC would otherwise call it and save
 ** and restore six registers for every event. `full` is a constant: the
-** loop is compiled twice, without and with the owners' records, the
-** weights of a sampled profile, temporaries and the timeline. */
+** loop is compiled three times, without the owners' records (0), with
+** them, temporaries and the timeline (1), and with the weights of a
+** sampled profile too (2). */
 static inline __attribute__((always_inline))
 int on_event(mp_profile *p, const mp_event *e, const int full)
 {
   unsigned k = e->kind;
   uint32_t si, owner, put = 0;
   uint64_t size, cnt = 1, nb = e->nsize, ob = e->osize, before = 0;
-  mp_weight wn = { 1, e->nsize };
+  mp_weight wn = { 1, e->nsize }, wo = { 1, e->osize };
   mp_site *s;
   if (full) {
     before = p->live_bytes;
-    if (p->sample) {	/* What the recorded event stands for. */
-      mp_weight wo = { 1, 0 };
+    if (full == 2) {	/* What the recorded event stands for. */
       if (k & MP_AEV_ALLOC) wn = mp_sample_weight(p->sample, e->naddr,
 						  e->nsize);
       if (k & MP_AEV_FREE) wo = mp_sample_weight(p->sample, e->oaddr,
@@ -448,7 +448,8 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
     mp_weight w = { 1, size };
     if (full) {
       mp_live *l = owner_live(p, owner);
-      if (p->sample) w = mp_sample_weight(p->sample, e->oaddr, size);
+      if (full == 2)	/* The block's size, as it was weighed. */
+	w = size == e->osize ? wo : block_weight(p, e->oaddr, size, 1);
       live_change(p, l, -w.n, -w.bytes);
       if (p->heap.stamped &&
 	  (uint32_t)(p->nalloc - p->heap.took - 1) < p->window) {
@@ -496,7 +497,8 @@ static int on_item(mp_profile *p, const mp_item *it)
     e.nsize = it->nsize;
     e.kind = it->kind;
     e.src = it->src;
-    rc = p->full ? on_event(p, &e, 1) : on_event(p, &e, 0);
+    rc = p->sample ? on_event(p, &e, 2) : p->full ? on_event(p, &e, 1) :
+	 on_event(p, &e, 0);
     return rc == MP_OK ? MP_OK : stop_at(p, rc, it->offset);
   }
   switch (it->src) {	/* The extension's records. */
@@ -547,11 +549,18 @@ int on_events_full(mp_profile *p, const mp_event *ev, size_t n, size_t off)
   return on_events_x(p, ev, n, off, 1);
 }
 
+static __attribute__((noinline))
+int on_events_sampled(mp_profile *p, const mp_event *ev, size_t n, size_t off)
+{
+  return on_events_x(p, ev, n, off, 2);
+}
+
 static inline int on_events(mp_profile *p, const mp_event *ev, size_t n,
 			    size_t off)
 {
-  return p->full ? on_events_full(p, ev, n, off)
-		 : on_events_plain(p, ev, n, off);
+  return p->sample ? on_events_sampled(p, ev, n, off) :
+	 p->full ? on_events_full(p, ev, n, off) :
+	 on_events_plain(p, ev, n, off);
 }
 
 /* Events are aggregated a batch at a time, in one of two ways. Straight
@@ -633,6 +642,12 @@ static __attribute__((noinline)) int direct_batch_full(mp_profile *p,
 							size_t *n)
 {
   return direct_batch_x(p, n, 1);
+}
+
+static __attribute__((noinline)) int direct_batch_sampled(mp_profile *p,
+							   size_t *n)
+{
+  return direct_batch_x(p, n, 2);
 }
 
 uint64_t mp_profile_events(const mp_profile *p)
@@ -758,7 +773,8 @@ int mp_profile_read_input(mp_profile *p, mp_input *in)
     size_t pos = mp_reader_offset(&p->r), n;
     size_t lookups = p->heap.lookups;
     if (!prefetch) {
-      prc = p->full ? direct_batch_full(p, &n) : direct_batch_plain(p, &n);
+      prc = p->sample ? direct_batch_sampled(p, &n) :
+	    p->full ? direct_batch_full(p, &n) : direct_batch_plain(p, &n);
       if (prc != MP_OK) goto out;
     } else {
       int nxt = cur ^ 1;

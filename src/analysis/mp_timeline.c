@@ -36,11 +36,12 @@ void mp_timeline_next(mp_timeline *t, uint64_t ev, uint64_t live)
       for (i = 0; i < MP_TL_POINTS / 2; i++)
 	merge(&t->pt[i], &t->pt[2 * i], &t->pt[2 * i + 1]);
       t->n = MP_TL_POINTS / 2;
+      t->cur = &t->pt[t->n - 1];
       t->width *= 2;
       t->end = t->pt[t->n - 1].ev + t->width;
       continue;
     }
-    p = &t->pt[t->n++];
+    p = t->cur = &t->pt[t->n++];
     memset(p, 0, sizeof(*p));
     p->ev = t->end;
     p->last = p->max = p->min = live;

@@ -47,7 +47,8 @@ typedef struct mp_tmark {
 
 typedef struct mp_timeline {
   mp_tpoint pt[MP_TL_POINTS];
-  uint32_t n;		/* Intervals in use; pt[n - 1] is the current. */
+  uint32_t n;		/* Intervals in use... */
+  mp_tpoint *cur;	/* ...pt[n - 1], the current one (NULL at first). */
   uint64_t width;	/* Events an interval spans. */
   uint64_t end;		/* The first event after the current interval. */
   mp_tmark mark[MP_TL_MARKS];
@@ -72,7 +73,7 @@ static inline void mp_timeline_event(mp_timeline *t, uint64_t ev,
 {
   mp_tpoint *p;
   if (ev >= t->end) mp_timeline_next(t, ev, before);
-  p = &t->pt[t->n - 1];
+  p = t->cur;
   p->last = live;
   if (live > p->max) p->max = live;
   if (live < p->min) p->min = live;

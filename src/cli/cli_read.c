@@ -13,6 +13,7 @@
 */
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -150,8 +151,9 @@ static uint64_t profile_events(const void *ctx)
   return mp_profile_events(ctx);
 }
 
-int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
-		const mp_cli_opts *o)
+/* mp_cli_read(), with the progress line or not. */
+static int read_in(const char *path, mp_input *in, mp_profile *p,
+		   const mp_cli_opts *o, int progress)
 {
   int rc, status;
   mp_profile_init(p);
@@ -164,9 +166,9 @@ int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
     mp_profile_free(p);
     return MP_EXIT_ERROR;
   }
-  mp_cli_progress(in, path, profile_events, p);
+  if (progress) mp_cli_progress(in, path, profile_events, p);
   rc = mp_profile_read_input(p, in);
-  mp_cli_progress_end(in);
+  if (progress) mp_cli_progress_end(in);
   status = mp_cli_outcome(path, rc, &p->r, in);
   if (status != MP_EXIT_ERROR && p->overflow) {
     fprintf(stderr, "ljmemprof: %s: warning: the sizes in the profile add "
@@ -179,6 +181,55 @@ int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
     mp_input_close(in);
   }
   return status;
+}
+
+int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
+		const mp_cli_opts *o)
+{
+  return read_in(path, in, p, o, 1);
+}
+
+/* Read path into *p and close the input; progress: show the progress
+** line (one read at a time may). The status of mp_cli_read(). */
+static int read_closed(const char *path, mp_profile *p, const mp_cli_opts *o,
+		       int progress)
+{
+  mp_input in;
+  int st = read_in(path, &in, p, o, progress);
+  if (st != MP_EXIT_ERROR) mp_input_close(&in);
+  return st;
+}
+
+/* A read in a thread of its own. */
+typedef struct job {
+  const char *path;
+  mp_profile *p;
+  const mp_cli_opts *o;
+  int status;
+} job;
+
+static void *job_run(void *arg)
+{
+  job *j = arg;
+  j->status = read_closed(j->path, j->p, j->o, 0);
+  return NULL;
+}
+
+void mp_cli_read_two(const char *const *paths, int n, mp_profile *p,
+		     const mp_cli_opts *o, int *st)
+{
+  job j;
+  pthread_t t;
+  int threaded;
+  j.path = paths[n - 1];
+  j.p = &p[n - 1];
+  j.o = o;
+  threaded = n > 1 && pthread_create(&t, NULL, job_run, &j) == 0;
+  st[0] = read_closed(paths[0], &p[0], o, 1);
+  if (n < 2) return;
+  if (threaded) pthread_join(t, NULL);
+  else job_run(&j);
+  st[1] = j.status;
 }
 
 int mp_cli_finish_output(int status)
@@ -194,33 +245,33 @@ int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
 		    const mp_cli_opts *o)
 {
   mp_cli_opts each;
-  mp_input in;
-  mp_profile s;
-  int status = MP_EXIT_OK, st, i;
-  if (n == 1) {
-    if ((st = mp_cli_read(paths[0], &in, p, o)) != MP_EXIT_ERROR)
-      mp_input_close(&in);
-    return st;
-  }
+  mp_profile s[2];
+  int status = MP_EXIT_OK, st[2], i, k, m, bad = 0;
+  if (n == 1) return read_closed(paths[0], p, o, 1);
   if (o) each = *o;
   else memset(&each, 0, sizeof(each));
   each.want &= ~(unsigned)MP_WANT_TIMELINE;	/* A merge has no time. */
   mp_merge_init(p);
-  for (i = 0; i < n; i++) {
-    if ((st = mp_cli_read(paths[i], &in, &s, &each)) == MP_EXIT_ERROR) {
-      mp_profile_free(p);
-      return st;
+  for (i = 0; i < n; i += m) {	/* Two at a time: the cores read both. */
+    m = n - i < 2 ? n - i : 2;
+    mp_cli_read_two(paths + i, m, s, &each, st);
+    for (k = 0; k < m; k++) {
+      if (st[k] == MP_EXIT_ERROR) {
+	bad = 1;
+	continue;
+      }
+      if (!bad && mp_merge_add(p, &s[k], NULL) < 0) {
+	fprintf(stderr, "ljmemprof: %s: out of memory for the merged "
+		"profile\n", paths[i + k]);
+	bad = 1;
+      }
+      mp_profile_free(&s[k]);
+      if (st[k] > status) status = st[k];
     }
-    mp_input_close(&in);
-    if (mp_merge_add(p, &s, NULL) < 0) {
-      fprintf(stderr, "ljmemprof: %s: out of memory for the merged "
-	      "profile\n", paths[i]);
-      mp_profile_free(&s);
+    if (bad) {
       mp_profile_free(p);
       return MP_EXIT_ERROR;
     }
-    mp_profile_free(&s);
-    if (st > status) status = st;
   }
   return status;
 }

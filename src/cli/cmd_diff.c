@@ -133,11 +133,10 @@ int mp_cmd_diff(int argc, char **argv)
     free(paths);
     return MP_EXIT_ERROR;
   }
-  st[0] = mp_cli_read_all(&paths[0], 1, &p[0], &o);
-  st[1] = st[0] == MP_EXIT_ERROR ? MP_EXIT_ERROR
-	  : mp_cli_read_all(&paths[1], 1, &p[1], &o);
+  mp_cli_read_two(paths, 2, p, &o, st);
   if (st[0] == MP_EXIT_ERROR || st[1] == MP_EXIT_ERROR) {
     if (st[0] != MP_EXIT_ERROR) mp_profile_free(&p[0]);
+    if (st[1] != MP_EXIT_ERROR) mp_profile_free(&p[1]);
     status = MP_EXIT_ERROR;
     goto out;
   }

@@ -141,6 +141,13 @@ int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
 int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
 		    const mp_cli_opts *o);
 
+/* Read paths[0] and, if n is 2, paths[1] into p[0] and p[1] (as
+** mp_cli_read(), the inputs closed), the second in a thread of its own:
+** two cores read two profiles in the time of one. st[] gets the status
+** of each (a profile is freed on MP_EXIT_ERROR). */
+void mp_cli_read_two(const char *const *paths, int n, mp_profile *p,
+		     const mp_cli_opts *o, int *st);
+
 /* Classify how reading stopped (rc from the pass or the decoder, with r
 ** and the input) and print the warning or the error line; returns the
 ** exit status as mp_cli_read() does. */
