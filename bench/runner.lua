@@ -242,7 +242,8 @@ C.setenv("LUA_CPATH", opt.agent .. "/?.so;;", 1)
 -- What the CLI offers today (the report tool is written in parallel).
 local usage = capture("(" .. CLI .. " 2>&1)")
 local has = { report = usage:find("report", 1, true) ~= nil,
-              info = usage:find("info", 1, true) ~= nil }
+              info = usage:find("info", 1, true) ~= nil,
+              diff = usage:find("diff", 1, true) ~= nil }
 
 -- -- One measured workload ---------------------------------------------------
 
@@ -392,11 +393,21 @@ local function bench_reader()
   -- { label, arguments, output file, runs }: `events` prints gigabytes of
   -- JSON for a big profile, so it runs once into /dev/null; the others run
   -- three times (median time, largest peak RSS).
+  -- A fifth field names the file the command writes (-o), checked instead
+  -- of its standard output; diff reads the profile twice (against itself).
+  local html = OUT .. "/reader.html"
   local cmds = { { "events", { "events" }, "/dev/null", 1 } }
   if has.info then cmds[#cmds + 1] = { "info", { "info" } } end
   if has.report then
     cmds[#cmds + 1] = { "report", { "report" } }
     cmds[#cmds + 1] = { "report --leak-only", { "report", "--leak-only" } }
+    cmds[#cmds + 1] = { "report --peak", { "report", "--peak" } }
+    cmds[#cmds + 1] = { "report --temporary", { "report", "--temporary" } }
+    cmds[#cmds + 1] = { "report --format html", { "report", "--format",
+      "html", "-o", html }, nil, nil, html }
+  end
+  if has.diff then
+    cmds[#cmds + 1] = { "diff (itself)", { "diff", path } }
   end
   for _, c in ipairs(cmds) do
     local argv = { CLI }
@@ -412,15 +423,24 @@ local function bench_reader()
         die("ljmemprof %s %s failed with status %d:\n%s", c[1], path, code,
             (slurp(err) or ""):sub(1, 2000))
       end
-      if out ~= "/dev/null" and (file_size(out) or 0) == 0 then
+      if out ~= "/dev/null" and (file_size(c[5] or out) or 0) == 0 then
         die("ljmemprof %s %s printed nothing", c[1], path)
       end
       times[i], peak = t, math.max(peak, rss)
     end
     reader[#reader + 1] = { cmd = c[1], t = median(times), rss = peak }
   end
+  -- How long the HTML report takes to open in a browser.
+  if has.report and file_size(html) and
+     os.execute("command -v chromium >/dev/null 2>&1 && " ..
+                "command -v python3 >/dev/null 2>&1") == 0 then
+    log("reader: opening the HTML report in headless chromium")
+    reader.html = capture("python3 bench/html_load.py " .. html .. " 5 2>&1",
+                          true)
+  end
   os.remove(OUT .. "/reader-err.txt")
   if not opt.keep then os.remove(path) end
+  os.remove(html)
   os.remove(OUT .. "/reader-out.txt")
 end
 
@@ -482,12 +502,16 @@ end
 if opt.reader then
   io.write(("\nreader on binary-trees %d (jit off): %s events, %.0f MB\n")
     :format(opt.reader_depth, si(reader.events), reader.bytes / 1e6))
-  io.write(("%-20s %8s %10s %8s %9s\n"):format("command", "wall s", "events/s",
-    "MB/s", "peak RSS"))
+  io.write(("%-20s %8s %10s %8s %9s %9s\n"):format("command", "wall s",
+    "events/s", "MB/s", "peak RSS", "x report"))
+  local base
+  for _, c in ipairs(reader) do if c.cmd == "report" then base = c.t end end
   for _, c in ipairs(reader) do
-    io.write(("%-20s %8.2f %10s %8.1f %6.0f MB\n"):format(c.cmd, c.t,
-      si(reader.events / c.t), reader.bytes / c.t / 1e6, c.rss / 1024))
+    io.write(("%-20s %8.2f %10s %8.1f %6.0f MB %8s\n"):format(c.cmd, c.t,
+      si(reader.events / c.t), reader.bytes / c.t / 1e6, c.rss / 1024,
+      base and ("%.2fx"):format(c.t / base) or "-"))
   end
+  if reader.html then io.write(reader.html, "\n") end
   if not has.report then
     io.write("report, report --leak-only: skipped, `ljmemprof report` does "
              .. "not exist yet in this build\n")
