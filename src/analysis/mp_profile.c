@@ -698,6 +698,7 @@ static void count_live(void *ctx, uint64_t addr, uint64_t size,
 static int finish(mp_profile *p)
 {
   uint32_t i;
+  if (p->tl) mp_timeline_end(p->tl, p->live_bytes);
   if (!p->full) {
     free(p->slive);
     free(p->nlive);

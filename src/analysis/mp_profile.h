@@ -26,8 +26,9 @@
 ** allocations after their own) and follow the heap over time
 ** (mp_timeline.h). In a sampled profile (the agent's "sample" setting)
 ** every sum is weighted by what the recorded block stands for
-** (mp_sample.h). The extra work is in a second instance of the loop over
-** events, so a plain report does not pay for it.
+** (mp_sample.h). The extra work is in other instances of the loop over
+** events (one with the owners' records, one with the weights too), so a
+** plain report does not pay for it.
 **
 ** Errors: mp_profile_read() returns how the stream ended (MP_END) or why
 ** the pass stopped (MP_ERR_*); everything decoded before that is

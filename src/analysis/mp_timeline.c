@@ -27,8 +27,14 @@ static void merge(mp_tpoint *d, const mp_tpoint *a, const mp_tpoint *b)
   *d = m;
 }
 
+void mp_timeline_end(mp_timeline *t, uint64_t live)
+{
+  if (t->cur) t->cur->last = live;
+}
+
 void mp_timeline_next(mp_timeline *t, uint64_t ev, uint64_t live)
 {
+  mp_timeline_end(t, live);
   while (ev >= t->end) {
     mp_tpoint *p;
     if (t->n == MP_TL_POINTS) {	/* Halve the points, double the width. */

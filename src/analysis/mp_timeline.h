@@ -62,11 +62,16 @@ typedef struct mp_timeline {
 void mp_timeline_init(mp_timeline *t);
 
 /* Start the interval of event ev (ev >= t->end), live bytes being live
-** before it. */
+** before it (and so at the end of the current one). */
 void mp_timeline_next(mp_timeline *t, uint64_t ev, uint64_t live);
 
-/* Account event ev, after which live bytes are live; it allocated an
-** events of ab bytes and freed fb bytes. */
+/* The events are over, live bytes being live: the end of the current
+** interval. */
+void mp_timeline_end(mp_timeline *t, uint64_t live);
+
+/* Account event ev, after which live bytes are live (before it: before);
+** it allocated an events of ab bytes and freed fb bytes. An interval's
+** last value is set when the next one starts (or at the end). */
 static inline void mp_timeline_event(mp_timeline *t, uint64_t ev,
 				     uint64_t live, uint64_t an, uint64_t ab,
 				     uint64_t fb, uint64_t before)
@@ -74,9 +79,8 @@ static inline void mp_timeline_event(mp_timeline *t, uint64_t ev,
   mp_tpoint *p;
   if (ev >= t->end) mp_timeline_next(t, ev, before);
   p = t->cur;
-  p->last = live;
   if (live > p->max) p->max = live;
-  if (live < p->min) p->min = live;
+  else if (live < p->min) p->min = live;
   p->alloc_n += an;
   p->alloc_bytes += ab;
   p->free_bytes += fb;
