@@ -41,7 +41,7 @@ EOF
 ok $? "the peak program runs"
 read -r F G <"$TMPD/sizes"
 P="$TMPD/peak.ljm"
-N=$($MP info --format json "$P" | sed -n 's/.*"events":{"alloc":\([0-9]*\),"realloc":\([0-9]*\),"free":\([0-9]*\)}.*/\1 \2 \3/p' |
+N=$(with_timeout 60 $MP info --format json "$P" | sed -n 's/.*"events":{"alloc":\([0-9]*\),"realloc":\([0-9]*\),"free":\([0-9]*\)}.*/\1 \2 \3/p' |
   awk '{ print $1 + $2 + $3 }')
 run $MP report --peak --leak-only "$P"
 peak=$(echo "$out" | sed -n '/^PEAK/,$p' | sed 's/, at [0-9.]* m\{0,1\}s of [0-9.]* m\{0,1\}s$//')
@@ -167,8 +167,8 @@ is "$rc:$(num "$out" alloc_bytes)" "0:$(( $(num "$one" alloc_bytes) * 2 ))" "a p
 run $MP report "$TMPD/j1.ljm" "$TMPD/j2.ljm"
 echo "$out" | grep -q '^TRACE started at @jit.lua:5: '
 ok $? "merged traces are named by where they started: 'TRACE started at @jit.lua:5'"
-t1=$($MP report "$TMPD/j1.ljm" | sed -n 's/^TRACE \[[0-9]*\] started at @jit.lua:5: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s }')
-t2=$($MP report "$TMPD/j2.ljm" | sed -n 's/^TRACE \[[0-9]*\] started at @jit.lua:5: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s }')
+t1=$(with_timeout 60 $MP report "$TMPD/j1.ljm" | sed -n 's/^TRACE \[[0-9]*\] started at @jit.lua:5: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s }')
+t2=$(with_timeout 60 $MP report "$TMPD/j2.ljm" | sed -n 's/^TRACE \[[0-9]*\] started at @jit.lua:5: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s }')
 tm=$(echo "$out" | sed -n '/^ALLOCATIONS/,/^$/s/^TRACE started at @jit.lua:5: \([0-9]*\) events.*/\1/p')
 is "$tm" "$((t1 + t2))" "the merged trace's allocations are the sum of each profile's traces started there ($t1 + $t2)"
 run $MP report "$TMPD/j1.ljm" "$TMPD/nonexistent.ljm"
@@ -192,7 +192,7 @@ f:write(P.head_ext(), P.info("sample", "4096"), P.time(0),
         P.alloc_ext(0x1000, 1000), P.time(1000000), P.final())
 f:close()
 EOF
-luajit "$TMPD/mk.lua" "$TMPD/notes.ljm" "$TMPD/sampled.ljm"
+with_timeout 60 luajit "$TMPD/mk.lua" "$TMPD/notes.ljm" "$TMPD/sampled.ljm"
 run $MP info "$TMPD/notes.ljm"
 is "$rc:$(echo "$out" | sed -n '/^duration/,$p')" "0:duration:   2.500 s (1 time marks)
 collected:  yes (a full garbage collection ran before the end: what is live is reachable)

@@ -238,6 +238,18 @@ uint32_t mp_profile_site(mp_profile *p, const mp_loc *l);
 int mp_profile_add_link(mp_profile *p, int kind, uint32_t site,
 			uint32_t owner, const mp_cost *c);
 
+/* Bytes allocated (new sizes of allocations and reallocations) and freed
+** (old sizes of reallocations and frees), after the pass. */
+static inline uint64_t mp_profile_allocated(const mp_profile *p)
+{
+  return p->total[MP_AEV_ALLOC].plus + p->total[MP_AEV_REALLOC].plus;
+}
+
+static inline uint64_t mp_profile_freed(const mp_profile *p)
+{
+  return p->total[MP_AEV_REALLOC].minus + p->total[MP_AEV_FREE].minus;
+}
+
 /* Events by kind counted so far (cheap enough for a progress line). */
 uint64_t mp_profile_events(const mp_profile *p);
 

@@ -81,8 +81,8 @@ int mp_cmd_info(int argc, char **argv)
   }
   nev = p.total[MP_AEV_ALLOC].n + p.total[MP_AEV_REALLOC].n +
 	p.total[MP_AEV_FREE].n;
-  alloc = p.total[MP_AEV_ALLOC].plus + p.total[MP_AEV_REALLOC].plus;
-  freed = p.total[MP_AEV_REALLOC].minus + p.total[MP_AEV_FREE].minus;
+  alloc = mp_profile_allocated(&p);
+  freed = mp_profile_freed(&p);
   if (json) {
     fputs("{\"file\":", stdout);
     mp_json_cstr(stdout, path);

@@ -696,10 +696,8 @@ static int json_report(FILE *out, const mp_sections *sec,
 	  (unsigned long long)p->total[MP_AEV_ALLOC].n,
 	  (unsigned long long)p->total[MP_AEV_REALLOC].n,
 	  (unsigned long long)p->total[MP_AEV_FREE].n,
-	  (unsigned long long)(p->total[MP_AEV_ALLOC].plus +
-			       p->total[MP_AEV_REALLOC].plus),
-	  (unsigned long long)(p->total[MP_AEV_REALLOC].minus +
-			       p->total[MP_AEV_FREE].minus),
+	  (unsigned long long)mp_profile_allocated(p),
+	  (unsigned long long)mp_profile_freed(p),
 	  (unsigned long long)p->live_bytes, (unsigned long long)p->live_n,
 	  (unsigned long long)p->peak_bytes,
 	  (unsigned long long)p->peak_blocks);

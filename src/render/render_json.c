@@ -203,10 +203,8 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	  (unsigned long long)p->total[MP_AEV_ALLOC].n,
 	  (unsigned long long)p->total[MP_AEV_REALLOC].n,
 	  (unsigned long long)p->total[MP_AEV_FREE].n,
-	  (unsigned long long)(p->total[MP_AEV_ALLOC].plus +
-			       p->total[MP_AEV_REALLOC].plus),
-	  (unsigned long long)(p->total[MP_AEV_REALLOC].minus +
-			       p->total[MP_AEV_FREE].minus));
+	  (unsigned long long)mp_profile_allocated(p),
+	  (unsigned long long)mp_profile_freed(p));
   mp_render_json_summary(out, p);
   for (x = 0; x < 3 && !o->leak_only; x++) {
     k = mp_section_order[x];

@@ -171,8 +171,9 @@ class Page:
     def problems(self):
         """Console errors and warnings, uncaught exceptions and failed loads
         seen so far on this page, as strings."""
-        try:
-            while True:  # Drain what has arrived.
+        end = time.monotonic() + 2
+        try:  # Drain what has arrived (for 2 s at most).
+            while time.monotonic() < end:
                 self.b.events.append(self.b.recv(0.2))
         except TimeoutError:
             pass
