@@ -72,9 +72,14 @@ typedef struct ljmp_options {
   unsigned stacks;	/* Record each allocation's call stack, up to this
 			   many frames (LJMP_STACKS_MAX at most); 0 = the
 			   one-frame memprof stream of version 3. */
+  int collect;		/* Non-zero: a full garbage collection, recorded,
+			   just before the stream ends at ljmp_stop() or at
+			   lua_close() (not at process exit), so that what
+			   the profile says is still held is still
+			   reachable. ljmp_stop_with() can ask for it too. */
 } ljmp_options;
 
-#define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0 }
+#define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0, 0 }
 #define LJMP_STACKS_DEFAULT	64	/* What `stacks = true` asks for. */
 #define LJMP_STACKS_MAX		10000
 
@@ -90,6 +95,12 @@ LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
 ** stream is finalised; the hook stays behind whatever wraps it, forwarding
 ** every call unrecorded). */
 LJMP_API int ljmp_stop(struct lua_State *L);
+
+/* ljmp_stop() with flags: LJMP_STOP_COLLECT runs a full garbage
+** collection, recorded like any other frees, before the stream ends; the
+** profile then says so (a note that `ljmemprof report` shows). */
+#define LJMP_STOP_COLLECT	1
+LJMP_API int ljmp_stop_with(struct lua_State *L, unsigned flags);
 
 /* Non-zero while the VM of L is being profiled. After fork(), a child
 ** does not inherit the recording: running() is 0 there, stop() says

@@ -4,7 +4,7 @@
 **   local mp = require("ljmemprof")
 **   mp.start([path | {path = "file", bufsize = n, mode = 0644}])
 **                                                    -> true | nil, msg, errno
-**   mp.stop()                                        -> true | nil, msg, errno
+**   mp.stop([{collect = true}])                      -> true | nil, msg, errno
 **   mp.running()                                     -> boolean
 **   mp.compat()   installs misc.memprof.start/stop (Tarantool's names)
 **
@@ -86,6 +86,10 @@ static void read_options(lua_State *L, ljmp_options *opt)
       opt->bufsize = (size_t)int_option(L, key, 4096, (double)(1u << 30));
     } else if (!strcmp(key, "mode")) {
       opt->mode = (unsigned)int_option(L, key, 0, 07777);
+    } else if (!strcmp(key, "collect")) {
+      if (lua_type(L, -1) != LUA_TBOOLEAN)
+	bad_option(L, key, "must be a boolean");
+      opt->collect = lua_toboolean(L, -1);
     } else if (!strcmp(key, "stacks")) {
       if (lua_type(L, -1) == LUA_TBOOLEAN)
 	opt->stacks = lua_toboolean(L, -1) ? LJMP_STACKS_DEFAULT : 0;
@@ -95,7 +99,7 @@ static void read_options(lua_State *L, ljmp_options *opt)
 	bad_option(L, key, "must be a number of frames or a boolean");
     } else {
       luaL_error(L, "bad argument #1 to 'start' (unknown option '%s'; "
-		 "options are path, bufsize, mode, stacks)", key);
+		 "options are path, bufsize, mode, stacks, collect)", key);
     }
     lua_pop(L, 1);
   }
@@ -126,14 +130,38 @@ static int mp_lua_start(lua_State *L)
   return 1;
 }
 
-/* mp.stop() */
+/* The options table of stop() at index 1: flags for ljmp_stop_with(). */
+static unsigned stop_options(lua_State *L)
+{
+  unsigned flags = 0;
+  if (lua_isnoneornil(L, 1)) return 0;
+  if (!lua_istable(L, 1))
+    luaL_argerror(L, 1, "options table expected");
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
+							 : NULL;
+    if (!key || strcmp(key, "collect"))
+      luaL_error(L, "bad argument #1 to 'stop' (unknown option '%s'; the "
+		 "option is collect)", key ? key : luaL_typename(L, -2));
+    if (lua_type(L, -1) != LUA_TBOOLEAN)
+      luaL_error(L, "bad argument #1 to 'stop' (options.collect must be a "
+		 "boolean)");
+    if (lua_toboolean(L, -1)) flags |= LJMP_STOP_COLLECT;
+    lua_pop(L, 1);
+  }
+  return flags;
+}
+
+/* mp.stop([{collect = true}]) */
 static int mp_lua_stop(lua_State *L)
 {
   char path[4096] = "";
   mp_state *s = mp_state_find(L);
+  unsigned flags = stop_options(L);
   int rc;
   if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
-  rc = ljmp_stop(L);
+  rc = ljmp_stop_with(L, flags);
   if (rc) return push_error(L, rc, rc == LJMP_ENOTRUN || !*path ? NULL : path);
   lua_pushboolean(L, 1);
   return 1;

@@ -389,6 +389,10 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     rc = LJMP_ENOMEM;
     goto fail;
   }
+  s->ext = opt.stacks != 0;
+  s->collect = opt.collect != 0;
+  s->t0 = mp_now();
+  s->st.tick = MP_TICK;
   rc = mp_sink_prepare(s, size, opt.path != NULL);
   if (rc) {
     if (rc < 0) errno = -rc;
@@ -428,11 +432,23 @@ fail:
   return rc;
 }
 
-/* See ljmemprof.h: restore the allocator, finish the stream, free. */
+/* See ljmemprof.h. */
 int ljmp_stop(lua_State *L)
+{
+  return ljmp_stop_with(L, 0);
+}
+
+/* See ljmemprof.h: collect if asked, restore the allocator, finish the
+** stream, free. */
+int ljmp_stop_with(lua_State *L, unsigned flags)
 {
   mp_state *s = state_of(L);
   int err;
+  if (s && !s->forked && !s->finished &&
+      (s->collect || (flags & LJMP_STOP_COLLECT))) {
+    lua_gc(L, LUA_GCCOLLECT, 0);	/* Recorded: the hook is still in. */
+    s->notes |= MP_NOTE_COLLECT;
+  }
   if (s && s->forked) {	/* A child's copy of the parent's profiler. */
     discard_forked(L, s);
     return LJMP_ENOTRUN;

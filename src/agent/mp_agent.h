@@ -81,6 +81,7 @@ typedef struct mp_stacks {
   uint64_t new_addr;	/* Last new address written (deltas)... */
   uint64_t old_addr;	/* ...and last old address... */
   uint32_t last_node;	/* ...and node of the last stack event. */
+  uint32_t tick;	/* Events until the next time mark. */
   uint32_t scan[2];	/* Where (in words above the hook's frame) the
 			   return address into a trace was found last. */
   uintptr_t ret;	/* The last return address into a trace... */
@@ -91,6 +92,12 @@ typedef struct mp_stacks {
 } mp_stacks;
 
 #define MP_NCHUNK	4		/* Buffers in flight (file sinks). */
+
+/* Notes written at the end of the stream (MP_X_INFO, see mp_ext.h). */
+#define MP_NOTE_COLLECT	1	/* A full collection ran just before. */
+#define MP_NOTE_SIZE	2	/* Recording stopped at max_size. */
+
+#define MP_TICK		4096	/* Events between time marks. */
 #define MP_PAGE		4096		/* Chunk sizes and alignment. */
 #define MP_SLACK	512		/* Spare bytes after a chunk: the most
 					   one write puts past its end. */
@@ -143,6 +150,10 @@ typedef struct mp_state {
   ljmp_on_stop on_stop;
   int err;			/* Sticky errno of the sink; 0 if none. */
   int finished;			/* Epilogue written (stop, close or exit). */
+  int ext;			/* The stream is the ljmemprof extension. */
+  unsigned notes;		/* MP_NOTE_*: written at the end. */
+  int collect;			/* Collect garbage fully before the end. */
+  uint64_t t0;			/* Monotonic ns at start (time marks). */
   char *path;			/* The file written, or NULL (callback). */
   dev_t dev;			/* Its identity, to refuse a second profiler */
   ino_t ino;			/* on the same file. */
@@ -169,6 +180,14 @@ void mp_sink_forked(mp_state *s);
 void mp_sink_flush(mp_state *s);
 void mp_sink_put(mp_state *s, const void *data, size_t len);
 void mp_sink_finish(mp_state *s);
+
+/* -- mp_sym.c ------------------------------------------------------------- */
+/* Write the end of the stream at s->pos (see mp_ext.h): in the extension,
+** a last time mark, the notes, the epilogue; in version 3, the epilogue,
+** then the notes in a trailer if there are any. */
+void mp_stream_end(mp_state *s);
+/* Nanoseconds of the monotonic clock. */
+uint64_t mp_now(void);
 
 /* -- mp_names.c ---------------------------------------------------------- */
 /* Collect the names of the C functions reachable from the globals and

@@ -256,7 +256,7 @@ void mp_sink_finish(mp_state *s)
   if (s->finished) return;
   s->finished = 1;
   __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
-  if (!s->err) *s->pos++ = 0x80;	/* MP_FINAL: the stream is complete. */
+  if (!s->err) mp_stream_end(s);	/* The stream is complete. */
   if (s->pos >= s->lim && s->has_thread) handoff(s);	/* Full: split. */
   len = (size_t)(s->pos - s->buf);
   if (s->has_thread) {

@@ -494,6 +494,11 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
     mp_leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, nsize);
   }
+  if (MP_UNLIKELY(--st->tick == 0)) {	/* A time mark now and then. */
+    st->tick = MP_TICK;
+    s->pos = mp_put_time(s, s->pos);
+    mp_settle(s);
+  }
   if (nsize == 0) return stack_free(s, ptr, osize);
   /* The stack is read before forwarding (a stack reallocation frees the
   ** stack the frames are in); the event counts if the allocator succeeds,

@@ -303,6 +303,9 @@ static int on_item(mp_profile *p, const mp_item *it)
   case MP_SRC_INFO:
     info_add(p, it);
     return MP_OK;
+  case MP_SRC_TIME:
+    p->time_ns = it->id;
+    return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;

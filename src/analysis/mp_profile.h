@@ -120,6 +120,7 @@ typedef struct mp_profile {
   uint32_t nnode, capnode;
   unsigned stacks;	/* Frames the agent recorded at most (its "stacks"
 			   setting), 0 without stacks. */
+  uint64_t time_ns;	/* The last time mark: ns since the start. */
   /* Totals. */
   mp_cost total[MP_AEV_N];	/* By event kind. */
   uint64_t nsym[2][MP_SRC_N];	/* Symbols by source >> MP_SRC_SHIFT: [0] in

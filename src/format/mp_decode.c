@@ -97,7 +97,8 @@ static int get_prologue(mp_reader *r, const char *magic, int *ver)
   for (i = 0; i < 3 && i < left; i++)
     if (r->p[i] != (uint8_t)magic[i]) {
       snprintf(msg, sizeof(msg), "magic \"%s\" of a memprof %s", magic,
-	       magic[2] == 's' ? "symtab" : "event stream");
+	       magic[2] == 's' ? "symtab" : magic[2] == 'n' ?
+	       "trailer of notes" : "event stream");
       return fail(r, MP_ERR_DATA, r->p, msg);
     }
   if (left < MP_PROLOGUE_SIZE) {
@@ -338,6 +339,11 @@ static int get_xrec(mp_reader *r, mp_item *it)
 			    "setting value")) != MP_OK)
       return rc;
     break;
+  case MP_X_TIME:
+    it->src = MP_SRC_TIME;
+    if ((rc = get_uleb_in(r, &q, end, &it->id, "time mark")) != MP_OK)
+      return rc;
+    break;
   default:	/* A later record: skipped. */
     r->p = end;
     return NO_ITEM;
@@ -476,6 +482,37 @@ int mp_reader_next(mp_reader *r, mp_item *it)
       r->err_offset = 0;
       return MP_MORE;
     }
+    return rc;
+  }
+}
+
+int mp_reader_note(mp_reader *r, mp_item *it)
+{
+  for (;;) {
+    const uint8_t *at = r->p;
+    int rc, ver;
+    if (r->phase == MP_PH_DONE) {
+      if (at >= r->end && r->eof) return MP_END;
+      if (at >= r->end) return MP_MORE;
+      if ((rc = get_prologue(r, MP_LJN_MAGIC, &ver)) != MP_OK) {
+	if (rc != MP_ERR_TRUNC || r->eof) return rc;
+	r->p = at;	/* The window ends in the trailer's prologue. */
+	r->phase = MP_PH_DONE;
+	return MP_MORE;
+      }
+      r->phase = MP_PH_TRAILER;
+    }
+    if (r->phase != MP_PH_TRAILER) return MP_ERR_DATA;
+    if (r->p >= r->end) return r->eof ? MP_END : MP_MORE;
+    if (*r->p != MP_XREC)
+      return fail(r, MP_ERR_DATA, r->p, "a note (extended record) of the trailer");
+    rc = get_xrec(r, it);
+    if (rc == MP_ERR_TRUNC && !r->eof) {
+      r->p = at;
+      r->phase = MP_PH_TRAILER;
+      return MP_MORE;
+    }
+    if (rc == NO_ITEM) continue;
     return rc;
   }
 }
