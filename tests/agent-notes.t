@@ -105,7 +105,8 @@ t.is(ie[#ie - 3], "info collect=1", "the note is the last record before the epil
 t.is(ie[#ie - 1], "end", "then the epilogue, and no trailer")
 
 -- 4. Bad options of stop() are errors, never ignored.
-assert(mp.start(T.tmpname("bad")))
+local pb = T.tmpname("bad")
+assert(mp.start(pb))
 local ok, err = pcall(mp.stop, { colect = true })
 t.is(err, "bad argument #1 to 'stop' (unknown option 'colect'; the option is collect)",
      "a misspelt stop option")
@@ -116,5 +117,5 @@ ok, err = pcall(mp.stop, "now")
 t.ok(not ok and err:find("options table expected"), "stop with a string", err)
 t.ok(mp.running(), "still running after the refused calls")
 assert(mp.stop())
-for _, p in ipairs({ pc, pn, pl, pe }) do os.remove(p) end
+for _, p in ipairs({ pc, pn, pl, pe, pb }) do os.remove(p) end
 t.done()
