@@ -632,14 +632,14 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
   return res;
 }
 
-/* The lua_Alloc installed while sampling; ud is the state. Most calls
-** cost a subtraction (allocations) or a look-up in the small set of live
-** sampled blocks (frees). */
-void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
+/* The sampling hook's work beyond forwarding: a free of a sampled block
+** or one that may be a prototype or trace, an allocation that is taken,
+** the reallocation of a sampled block. */
+static MP_NOINLINE void *sample_slow(mp_state *s, void *ptr, size_t osize,
+				     size_t nsize, int take)
 {
-  mp_state *s = (mp_state *)ud;
   mp_sampler *sm = &s->sm;
-  int take, old;
+  int old;
   mp_enter(s);
   if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
     mp_sink_limited(s);
@@ -648,8 +648,7 @@ void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
   }
   if (nsize == 0) {
     sym_free(s, ptr, osize);
-    if (MP_LIKELY(!sm->live.count) ||
-	!mp_hash_del(&sm->live, (uintptr_t)ptr)) {
+    if (!sm->live.count || !mp_hash_del(&sm->live, (uintptr_t)ptr)) {
       mp_leave(s);
       return s->orig_f(s->orig_ud, ptr, osize, 0);
     }
@@ -658,12 +657,33 @@ void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
     mp_leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, 0);
   }
-  sm->left -= (int64_t)nsize;
-  take = sm->left < 0;
-  old = ptr && sm->live.count && mp_hash_has(&sm->live, (uintptr_t)ptr);
-  if (MP_LIKELY(!take && !old)) {
+  old = ptr && mp_hash_has(&sm->live, (uintptr_t)ptr);
+  if (!take && !old) {
     mp_leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, nsize);
   }
   return sampled(s, ptr, osize, nsize, take, old);
+}
+
+/* The lua_Alloc installed while sampling; ud is the state. Most calls
+** only count bytes (allocations) or look for the block in the small set
+** of live sampled ones (frees), then forward as a tail call: no register
+** is saved, no event flag is set, as nothing is recorded. Whether
+** recording goes on is only asked when something would be. */
+void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  mp_state *s = (mp_state *)ud;
+  mp_sampler *sm = &s->sm;
+  if (nsize) {
+    int64_t left = sm->left - (int64_t)nsize;
+    sm->left = left;
+    if (MP_LIKELY(left >= 0) &&
+	(!ptr || !mp_hash_has(&sm->live, (uintptr_t)ptr)))
+      return s->orig_f(s->orig_ud, ptr, osize, nsize);
+    return sample_slow(s, ptr, osize, nsize, left < 0);
+  }
+  if (MP_LIKELY(osize < s->sym_min) && ptr &&
+      !mp_hash_has(&sm->live, (uintptr_t)ptr))
+    return s->orig_f(s->orig_ud, ptr, osize, 0);
+  return sample_slow(s, ptr, osize, 0, 0);
 }
