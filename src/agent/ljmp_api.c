@@ -379,17 +379,8 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
 static void put_info(mp_state *s, const char *key, unsigned long value)
 {
   char v[24];
-  uint8_t *p = s->pos;
-  size_t nk = strlen(key), nv = (size_t)snprintf(v, sizeof(v), "%lu", value);
-  *p++ = MP_XREC;
-  *p++ = MP_X_INFO;
-  p = mp_put_uleb(p, 2 + nk + nv);
-  p = mp_put_uleb(p, nk);
-  memcpy(p, key, nk);
-  p += nk;
-  p = mp_put_uleb(p, nv);
-  memcpy(p, v, nv);
-  s->pos = p + nv;
+  snprintf(v, sizeof(v), "%lu", value);
+  s->pos = mp_put_info(s->pos, key, v);
   if (s->pos >= s->lim) mp_sink_flush(s);
 }
 
