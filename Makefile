@@ -26,7 +26,7 @@ LUA_CPATH_DIR := $(PREFIX)/lib/lua/5.1
 DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
             neovim wrk python3-lupa lua-lpeg zlib1g-dev golang-go python3 chromium
 
-AGENT_SRC := src/agent/mp_hook.c src/agent/mp_stack.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
+AGENT_SRC := src/agent/mp_arm.c src/agent/mp_hook.c src/agent/mp_stack.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
              src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \
              src/agent/lib_ljmemprof.c
 AGENT_OBJ := $(patsubst src/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))

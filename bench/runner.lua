@@ -3,7 +3,7 @@
 -- usage: luajit bench/runner.lua [--quick] [--pairs N] [--size small|default]
 --                                [--only NAME[,NAME]] [--jit on|off|both]
 --                                [--no-reader] [--reader-depth N] [--keep]
---                                [--agent DIR] [--stacks N]
+--                                [--agent DIR] [--stacks N] [--sample BYTES]
 --
 -- For every workload and JIT mode it runs the workload without and with the
 -- profiler in alternating pairs (the order flips every pair so that drift
@@ -18,10 +18,14 @@
 -- --stacks N (default 64; 0: off) adds a third run to every pair, profiled
 -- with call stacks of up to N frames (mp.start{stacks = N}), in the same
 -- rotation, and the table gains its ratio and bytes per event ("stk")
--- beside the one-frame mode's. Its events are counted by `info` once the
--- reader reads stack profiles; until then the one-frame run's count is
--- used and the B/ev is marked "~" (exact with the JIT off, where both runs
--- allocate alike; close with it on).
+-- beside the one-frame mode's. Its events are counted by `info`; if that
+-- fails, the one-frame run's count is used and the B/ev is marked "~"
+-- (exact with the JIT off, where both runs allocate alike).
+--
+-- --sample BYTES (default 524288, the agent's default rate; 0: off) adds
+-- one more run to every round, sampled at that mean (mp.start{sample =
+-- BYTES}, which records call stacks of 64 frames), and a table of its
+-- ratio, its profile's size beside the full one's, and its events.
 --
 -- Children are started with fork/execvp and reaped with wait4 through the
 -- FFI, which gives exact wall times (no shell in between) and the peak RSS
@@ -193,7 +197,7 @@ local WORKLOADS = {
 
 local opt = { pairs = nil, size = "default", jit = "both", reader = true,
               reader_depth = nil, keep = false, only = nil, agent = "build",
-              stacks = 64 }
+              stacks = 64, sample = 524288 }
 do
   local i = 1
   local function val(name)
@@ -213,6 +217,7 @@ do
     elseif a == "--keep" then opt.keep = true
     elseif a == "--agent" then opt.agent = val(a):gsub("/$", "")
     elseif a == "--stacks" then opt.stacks = tonumber(val(a))
+    elseif a == "--sample" then opt.sample = tonumber(val(a))
     elseif a == "-h" or a == "--help" then
       local head = slurp("bench/runner.lua"):match("^(.-)\nlocal ")
       io.write((("\n" .. head):gsub("\n%-%- ?", "\n"):sub(2)), "\n")
@@ -229,6 +234,9 @@ do
   opt.pairs = opt.pairs or (opt.size == "quick" and 2 or 5)
   if opt.pairs < 1 then die("--pairs must be at least 1") end
   if not opt.stacks or opt.stacks < 0 then die("--stacks must be a number") end
+  if not opt.sample or opt.sample < 0 or opt.sample % 1 ~= 0 then
+    die("--sample must be a number of bytes")
+  end
   opt.reader_depth = opt.reader_depth or
     ({ quick = 10, small = 15, default = 17 })[opt.size]
 end
@@ -248,14 +256,15 @@ local has = { report = usage:find("report", 1, true) ~= nil,
 -- -- One measured workload ---------------------------------------------------
 
 -- Argument vector for one run of w (profiled when prof names the profile,
--- with call stacks of up to `stacks` frames if given).
-local function argv_of(w, jit_on, prof, stacks)
+-- with call stacks of up to `stacks` frames if given, sampled at a mean of
+-- `sample` bytes if given).
+local function argv_of(w, jit_on, prof, stacks, sample)
   local a = { LUAJIT }
   if not jit_on then a[#a + 1] = "-joff" end
   if prof then
     a[#a + 1] = "-e"
-    a[#a + 1] = ('local mp = require"ljmemprof"; assert(mp.start{ path = %q, stacks = %d })')
-      :format(prof, stacks or 0)
+    a[#a + 1] = ('local mp = require"ljmemprof"; assert(mp.start{ path = %q, stacks = %d, sample = %d })')
+      :format(prof, stacks or 0, sample or 0)
   end
   a[#a + 1] = w.script
   a[#a + 1] = tostring(w.size[opt.size])
@@ -264,9 +273,9 @@ end
 
 -- Run once; returns wall seconds, the checksum line and CPU seconds; dies
 -- if the run failed.
-local function run_once(w, jit_on, prof, stacks)
+local function run_once(w, jit_on, prof, stacks, sample)
   local out, err = OUT .. "/stdout.txt", OUT .. "/stderr.txt"
-  local t, code, _, cpu = spawn(argv_of(w, jit_on, prof, stacks), out, err)
+  local t, code, _, cpu = spawn(argv_of(w, jit_on, prof, stacks, sample), out, err)
   local text = slurp(out) or ""
   local sum = text:match("\n?(checksum [^\n]*)")
   if code ~= 0 or not sum then
@@ -306,17 +315,18 @@ local function bench(w, jit_on)
   local what = w.name .. " jit " .. mode
   local prof = ("%s/%s-jit%s.ljm"):format(OUT, w.name, mode)
   local sprof = ("%s/%s-jit%s-stacks.ljm"):format(OUT, w.name, mode)
-  local stk = opt.stacks > 0
-  log("%-22s size %-5s warm-up + %d %s", what, tostring(w.size[opt.size]),
-      opt.pairs, stk and "triples" or "pairs")
+  local pprof = ("%s/%s-jit%s-sample.ljm"):format(OUT, w.name, mode)
+  local stk, smp = opt.stacks > 0, opt.sample > 0
+  log("%-22s size %-5s warm-up + %d rounds of %d", what,
+      tostring(w.size[opt.size]), opt.pairs, 2 + (stk and 1 or 0) + (smp and 1 or 0))
   local _, want = run_once(w, jit_on, nil)
   local base, with, ratio, cratio = {}, {}, {}, {}
-  local swith, sratio = {}, {}
+  local swith, sratio, pratio = {}, {}, {}
   -- A profiled run; its profile is checked, then deleted unless it is the
   -- last one (kept to count the events): deleting it before the kernel
   -- writes it back keeps that disk work out of the runs that follow.
-  local function profiled(i, path, stacks)
-    local t, sum, cpu = run_once(w, jit_on, path, stacks)
+  local function profiled(i, path, stacks, sample)
+    local t, sum, cpu = run_once(w, jit_on, path, stacks, sample)
     check_profile(path, what)
     if i < opt.pairs then os.remove(path) end
     return t, sum, cpu
@@ -327,7 +337,15 @@ local function bench(w, jit_on)
       function () return run_once(w, jit_on, nil) end,
       function () return profiled(i, prof) end,
     }
-    if stk then runs[3] = function () return profiled(i, sprof, opt.stacks) end end
+    local k_stk, k_smp
+    if stk then
+      runs[#runs + 1] = function () return profiled(i, sprof, opt.stacks) end
+      k_stk = #runs
+    end
+    if smp then
+      runs[#runs + 1] = function () return profiled(i, pprof, 0, opt.sample) end
+      k_smp = #runs
+    end
     local t, sum, cpu = {}, {}, {}
     for k = 0, #runs - 1 do
       local j = (i - 1 + k) % #runs + 1
@@ -340,7 +358,8 @@ local function bench(w, jit_on)
     end
     base[i], with[i], ratio[i] = t[1], t[2], t[2] / t[1]
     cratio[i] = cpu[1] > 0 and cpu[2] / cpu[1] or 0 / 0
-    if stk then swith[i], sratio[i] = t[3], t[3] / t[1] end
+    if stk then swith[i], sratio[i] = t[k_stk], t[k_stk] / t[1] end
+    if smp then pratio[i] = t[k_smp] / t[1] end
   end
   local size = file_size(prof)
   local events = count_events(prof)
@@ -368,6 +387,12 @@ local function bench(w, jit_on)
     r.s_ratio = median(sratio)
     r.s_b_ev = sev > 0 and ssize / sev or 0
     r.s_ns_ev = sev > 0 and (median(swith) - r.base) / sev * 1e9 or 0
+  end
+  if smp then
+    r.p_ratio = median(pratio)
+    r.p_bytes = file_size(pprof)
+    r.p_events = count_events(pprof, true)
+    if not opt.keep then os.remove(pprof) end
   end
   results[#results + 1] = r
 end
@@ -489,13 +514,24 @@ for _, r in ipairs(results) do
 end
 
 if opt.stacks > 0 then
-  io.write(("\nstacks = %d beside one frame (medians of the same rounds; \"~\": events of the\none-frame run, the reader cannot count a stack profile yet)\n"):format(opt.stacks))
+  io.write(("\nstacks = %d beside one frame (medians of the same rounds; \"~\": events of the\none-frame run, where the stack profile's could not be counted)\n"):format(opt.stacks))
   io.write(("%-13s %3s %7s %7s %7s %7s %7s %7s\n"):format("workload", "jit",
     "ratio", "stk", "B/ev", "stk B/ev", "ns/ev", "stk ns"))
   for _, r in ipairs(results) do
     io.write(("%-13s %3s %6.2fx %6.2fx %7.1f %7.1f%s %7.1f %7.1f\n"):format(
       r.name, r.jit, r.ratio, r.s_ratio, r.b_ev, r.s_b_ev,
       r.s_approx and "~" or " ", r.ns_ev, r.s_ns_ev))
+  end
+end
+
+if opt.sample > 0 then
+  io.write(("\nsample = %d (mean bytes between samples) beside every event (medians of the\nsame rounds; the sampled profile records call stacks of 64 frames)\n"):format(opt.sample))
+  io.write(("%-13s %3s %7s %7s %10s %10s %8s\n"):format("workload", "jit",
+    "ratio", "smp", "full size", "smp size", "smp ev"))
+  for _, r in ipairs(results) do
+    io.write(("%-13s %3s %6.2fx %6.2fx %9.1fM %9.1fk %8s\n"):format(
+      r.name, r.jit, r.ratio, r.p_ratio, r.bytes / 1e6, r.p_bytes / 1e3,
+      r.p_events and si(r.p_events) or "?"))
   end
 end
 

@@ -38,6 +38,8 @@ struct lua_State;
 					   (errno says why). */
 #define LJMP_EBUSY	(-10008)	/* Another profiler of this process
 					   is writing that file. */
+#define LJMP_ESIGNAL	(-10009)	/* The signal has a handler of the
+					   program's, or another is armed. */
 
 /*
 ** Writer callback: consume len bytes at data. Return 0 on success or a
@@ -72,9 +74,29 @@ typedef struct ljmp_options {
   unsigned stacks;	/* Record each allocation's call stack, up to this
 			   many frames (LJMP_STACKS_MAX at most); 0 = the
 			   one-frame memprof stream of version 3. */
+  int collect;		/* Non-zero: a full garbage collection, recorded,
+			   just before the stream ends at ljmp_stop() or at
+			   lua_close() (not at process exit), so that what
+			   the profile says is still held is still
+			   reachable. ljmp_stop_with() can ask for it too. */
+  size_t sample;	/* Sample: record an allocation with probability
+			   1 - exp(-size / sample), so that each allocated
+			   byte is recorded with chance 1/sample, and the
+			   frees of recorded blocks; `ljmemprof` scales the
+			   counts back. Implies stacks (LJMP_STACKS_DEFAULT
+			   unless set). 0 = record every event. */
+  unsigned long long seed;	/* The sampler's random seed; 0 = one
+				   drawn from the clock and the pid. */
+  size_t max_size;	/* Stop recording before the profile grows past
+			   this many bytes (at least LJMP_MAX_SIZE_MIN),
+			   with a complete stream that notes why; 0 = no
+			   limit. */
 } ljmp_options;
 
-#define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0 }
+#define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0, 0, \
+				  0, 0, 0 }
+#define LJMP_SAMPLE_DEFAULT	524288	/* What `sample = true` asks for. */
+#define LJMP_MAX_SIZE_MIN	65536
 #define LJMP_STACKS_DEFAULT	64	/* What `stacks = true` asks for. */
 #define LJMP_STACKS_MAX		10000
 
@@ -91,11 +113,32 @@ LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
 ** every call unrecorded). */
 LJMP_API int ljmp_stop(struct lua_State *L);
 
-/* Non-zero while the VM of L is being profiled. After fork(), a child
-** does not inherit the recording: running() is 0 there, stop() says
-** LJMP_ENOTRUN, start() begins a profile of the child's own; the parent's
-** file is left to the parent. */
+/* ljmp_stop() with flags: LJMP_STOP_COLLECT runs a full garbage
+** collection, recorded like any other frees, before the stream ends; the
+** profile then says so (a note that `ljmemprof report` shows). */
+#define LJMP_STOP_COLLECT	1
+LJMP_API int ljmp_stop_with(struct lua_State *L, unsigned flags);
+
+/* Non-zero while the VM of L is being profiled. 0 once recording stopped
+** at max_size: the profile is complete, ljmp_stop() returns 0 and
+** ljmp_start() may begin another. After fork(), a child does not inherit
+** the recording: running() is 0 there, stop() says LJMP_ENOTRUN, start()
+** begins a profile of the child's own; the parent's file is left to the
+** parent. */
 LJMP_API int ljmp_running(struct lua_State *L);
+
+/* Arm signal signo (SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH, SIGURG, SIGPWR or
+** a real-time signal) to toggle recording of L's VM: each signal starts a
+** recording with the options opt (a path is required; "%n" in it numbers
+** the recordings, else the second and later get ".N" appended), or stops
+** the one running (with a collection first if opt->collect). The handler
+** only counts signals; the switch happens at a safe point soon after,
+** when the VM next allocates while running Lua code (never in compiled
+** code or the garbage collector). One signal per process; errors of a
+** start or stop at a signal go to stderr. Returns 0, LJMP_EARG,
+** LJMP_ENOMEM, LJMP_ERUNNING (armed already) or LJMP_ESIGNAL (the
+** program handles that signal itself, or another signal is armed). */
+LJMP_API int ljmp_arm(struct lua_State *L, int signo, const ljmp_options *opt);
 
 /* Message for an error code returned above (never NULL). */
 LJMP_API const char *ljmp_strerror(int code);

@@ -7,7 +7,7 @@
 # tree is.
 set -eu
 out=${1:-build/example.ljm}
-env -u LUA_PATH -u LUA_INIT LUA_CPATH="build/?.so;;" luajit -joff -e \
+env -u LUA_PATH -u LUA_INIT -u LJMEMPROF LUA_CPATH="build/?.so;;" luajit -joff -e \
   "assert(require('ljmemprof').start('$out'))" examples/example.lua
 echo
 echo "\$ build/ljmemprof report --top 3 -H $out"

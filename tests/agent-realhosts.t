@@ -51,6 +51,32 @@ else
   names=$(build/ljmemprof events "$TMPD/repro.ljm" | sed -n 's/.*"source":"cfunc","label":"\([^"]*\)".*/\1/p' | sort -u | tr '\n' ' ')
   is "$names" "vim.api.nvim_buf_get_lines " \
     "nvim: the API function that made Lua objects, by its shortest Lua name (not vim._editor.api.*)"
+  # LJMEMPROF with a signal, in Neovim (which handles USR1 itself): the
+  # script signals nvim and allocates until running() changes; and a
+  # sampled profile started at load.
+  cat > "$TMPD/nvsig.lua" <<'EOF'
+local mp = require("ljmemprof")
+local keep = {}
+local function wait(want)
+  for i = 1, 2e6 do keep[i % 1000 + 1] = { i } if mp.running() == want then return end end
+  error("no switch")
+end
+vim.loop.kill(vim.loop.os_getpid(), "sigusr2")
+wait(true)
+for i = 1, 1000 do keep[i] = { i, i } end
+vim.loop.kill(vim.loop.os_getpid(), "sigusr2")
+wait(false)
+EOF
+  LJMEMPROF="$TMPD/nvsig-%n.ljm,signal=USR2,start=no" timeout $T nvim --headless -u NONE \
+    -c "luafile $TMPD/nvsig.lua" -c 'qa!' > /dev/null 2>&1
+  is "$?:$(complete "$TMPD/nvsig-1.ljm")" "0:true" "nvim: SIGUSR2 starts and stops a recording"
+  n=$(build/ljmemprof events "$TMPD/nvsig-1.ljm" | grep '"event":"alloc"' | grep -c 'nvsig.lua:9"')
+  is "$n" 1000 "nvim: the tables made while recording, on their line (or its trace)"
+  LJMEMPROF="$TMPD/nvsmp.ljm,sample=16K" timeout $T nvim --headless -u NONE \
+    -c 'lua require("ljmemprof")' -c 'lua local k = {} for i = 1, 100000 do k[i] = { i, tostring(i) } end' \
+    -c 'qa!' > /dev/null 2>&1
+  n=$(build/ljmemprof info "$TMPD/nvsmp.ljm" | sed -n 's/^events: *\([0-9]*\).*/\1/p')
+  [ "${n:-0}" -ge 300 ] && [ "$n" -le 3000 ]; ok $? "nvim: LJMEMPROF=...,sample=16K: a sampled profile ($n events)"
 fi
 
 timeout $T luajit "$TMPD/repro.lua"; ok $? "luajit runs the reproduction"
@@ -83,6 +109,14 @@ function response(status, headers, body) log[#log + 1] = { status, #body } end
 EOF
   timeout $T wrk -t2 -c2 -d1s -s "$TMPD/wrk.lua" "http://127.0.0.1:$port/" > "$TMPD/wrk.out" 2>&1
   ok $? "wrk runs with a profile per thread"
+  # LJMEMPROF: every state that loads the module starts its own file (%n).
+  echo 'require("ljmemprof") local log = {} function response(s, h, b) log[#log + 1] = { s, #b } end' \
+    > "$TMPD/wrkenv.lua"
+  LJMEMPROF="$TMPD/wrkenv-%n.ljm" timeout $T wrk -t2 -c2 -d1s -s "$TMPD/wrkenv.lua" \
+    "http://127.0.0.1:$port/" > "$TMPD/wrk.out" 2>&1
+  ok $? "wrk runs with LJMEMPROF=...-%n.ljm"
+  is "$(ls "$TMPD"/wrkenv-*.ljm | wc -l):$(complete "$TMPD/wrkenv-2.ljm"):$(complete "$TMPD/wrkenv-3.ljm")" \
+    "3:true:true" "wrk: one complete profile per state (the main one and two threads)"
   kill $srv 2>/dev/null
   for w in 1 2; do
     is "$(build/ljmemprof info "$TMPD/wrk-$w.ljm" > /dev/null 2>&1; echo $?)" 0 "wrk thread $w: complete profile"

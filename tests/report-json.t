@@ -139,7 +139,7 @@ local function text_rows(text)
     elseif line:match("^\t\t") then
       rows[#rows + 1] = section .. " over " .. line:sub(3)
     elseif line ~= "" and not line:match("^\t") and
-           section ~= "ALIASES:" then
+           section ~= "ALIASES:" and section ~= "NOTES:" then
       rows[#rows + 1] = section .. " " .. line
     end
   end

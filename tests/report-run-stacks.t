@@ -10,7 +10,7 @@ unset LUA_CPATH
 
 cat >"$TMPD/a.lua" <<'EOF2'
 local function leaf(n) local t = {} for i = 1, n do t[i] = {} end return t end
-local function mid(n) return leaf(n) end
+local function mid(n) local t = leaf(n) return t end
 KEEP = mid(20)
 print("done")
 EOF2

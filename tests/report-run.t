@@ -103,7 +103,7 @@ is "$?:$(echo "$out" | sed -n 3p)" "0:HEAP SUMMARY:" "--luajit PATH"
 # the agent starts before its options run.
 cat >"$TMPD/opts.lua" <<'EOF'
 print("jit:", (jit.status()), "N:", N)
-local keep = {}
+keep = {}
 for i = 1, 10 do keep[i] = {} end
 EOF
 out=$(with_timeout 60 "$MP" run --leak-only -- luajit -joff -e 'N = 7' opts.lua 2>err)

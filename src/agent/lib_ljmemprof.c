@@ -2,9 +2,10 @@
 ** lib_ljmemprof.c: the Lua module `ljmemprof`.
 **
 **   local mp = require("ljmemprof")
-**   mp.start([path | {path = "file", bufsize = n, mode = 0644}])
+**   mp.start([path | {path = "file", bufsize = n, mode = 0644, stacks = n,
+**             sample = bytes, seed = n, max_size = bytes, collect = bool}])
 **                                                    -> true | nil, msg, errno
-**   mp.stop()                                        -> true | nil, msg, errno
+**   mp.stop([{collect = true}])                      -> true | nil, msg, errno
 **   mp.running()                                     -> boolean
 **   mp.compat()   installs misc.memprof.start/stop (Tarantool's names)
 **
@@ -44,11 +45,16 @@ static int push_error(lua_State *L, int code, const char *path)
   return 3;
 }
 
+/* The function whose options are read, and their argument number, for
+** messages. */
+static const char *opt_fname = "start";
+static int opt_arg = 1;
+
 /* Raise an error about option `key` of the options table. */
 static int bad_option(lua_State *L, const char *key, const char *what)
 {
-  return luaL_error(L, "bad argument #1 to 'start' (options.%s %s)", key,
-		    what);
+  return luaL_error(L, "bad argument #%d to '%s' (options.%s %s)", opt_arg,
+		    opt_fname, key, what);
 }
 
 /* An integer option value in [lo, hi], or an error naming the option. */
@@ -67,17 +73,21 @@ static double int_option(lua_State *L, const char *key, double lo, double hi)
   return n;
 }
 
-/* Read the options table at index 1 into *opt. Iterates over the table
-** rather than looking keys up, so that an unknown key is an error and no
-** key string is made (which would be garbage freed while recording). */
-static void read_options(lua_State *L, ljmp_options *opt)
+/* Read the options table at index idx of function fname into *opt.
+** Iterates over the table rather than looking keys up, so that an unknown
+** key is an error and no key string is made (which would be garbage freed
+** while recording). */
+static void read_options(lua_State *L, int idx, const char *fname,
+			 ljmp_options *opt)
 {
+  opt_fname = fname;
+  opt_arg = idx;
   lua_pushnil(L);
-  while (lua_next(L, 1)) {
+  while (lua_next(L, idx)) {
     const char *key;
     if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_error(L, "bad argument #1 to 'start' (option names must be "
-		 "strings)");
+      luaL_error(L, "bad argument #%d to '%s' (option names must be "
+		 "strings)", idx, fname);
     key = lua_tostring(L, -2);
     if (!strcmp(key, "path")) {
       if (lua_type(L, -1) != LUA_TSTRING) bad_option(L, key, "must be a string");
@@ -86,6 +96,21 @@ static void read_options(lua_State *L, ljmp_options *opt)
       opt->bufsize = (size_t)int_option(L, key, 4096, (double)(1u << 30));
     } else if (!strcmp(key, "mode")) {
       opt->mode = (unsigned)int_option(L, key, 0, 07777);
+    } else if (!strcmp(key, "collect")) {
+      if (lua_type(L, -1) != LUA_TBOOLEAN)
+	bad_option(L, key, "must be a boolean");
+      opt->collect = lua_toboolean(L, -1);
+    } else if (!strcmp(key, "sample")) {
+      if (lua_type(L, -1) == LUA_TBOOLEAN)
+	opt->sample = lua_toboolean(L, -1) ? LJMP_SAMPLE_DEFAULT : 0;
+      else if (lua_type(L, -1) == LUA_TNUMBER)
+	opt->sample = (size_t)int_option(L, key, 0, (double)(1ull << 40));
+      else
+	bad_option(L, key, "must be a number of bytes or a boolean");
+    } else if (!strcmp(key, "seed")) {
+      opt->seed = (unsigned long long)int_option(L, key, 0, 0x1p53);
+    } else if (!strcmp(key, "max_size")) {
+      opt->max_size = (size_t)int_option(L, key, LJMP_MAX_SIZE_MIN, 0x1p53);
     } else if (!strcmp(key, "stacks")) {
       if (lua_type(L, -1) == LUA_TBOOLEAN)
 	opt->stacks = lua_toboolean(L, -1) ? LJMP_STACKS_DEFAULT : 0;
@@ -94,11 +119,22 @@ static void read_options(lua_State *L, ljmp_options *opt)
       else
 	bad_option(L, key, "must be a number of frames or a boolean");
     } else {
-      luaL_error(L, "bad argument #1 to 'start' (unknown option '%s'; "
-		 "options are path, bufsize, mode, stacks)", key);
+      luaL_error(L, "bad argument #%d to '%s' (unknown option '%s'; "
+		 "options are path, bufsize, mode, stacks, sample, seed, "
+		 "max_size, collect)", idx, fname, key);
     }
     lua_pop(L, 1);
   }
+}
+
+/* A path's % sequences must be known (see ljmp_start). */
+static void check_path(lua_State *L, int idx, const char *fname,
+		       const char *path)
+{
+  if (mp_path_check(path))
+    luaL_error(L, "bad argument #%d to '%s' (path '%s': %% must be followed "
+	       "by p (the pid), n (the number of the start) or %%)", idx,
+	       fname, path);
 }
 
 /* mp.start([path | options]) */
@@ -114,26 +150,100 @@ static int mp_lua_start(lua_State *L)
     opt.path = lua_tostring(L, 1);
     break;
   case LUA_TTABLE:
-    read_options(L, &opt);
+    read_options(L, 1, "start", &opt);
     break;
   default:
     return luaL_argerror(L, 1, "path string or options table expected");
   }
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
+  check_path(L, 1, "start", opt.path);
   rc = ljmp_start(L, &opt);
   if (rc) return push_error(L, rc, opt.path);
   lua_pushboolean(L, 1);
   return 1;
 }
 
-/* mp.stop() */
+/* mp.signal(signal, [path | options]): arm signal (a name such as "USR2"
+** or a number) to toggle recording with these options. */
+static int mp_lua_signal(lua_State *L)
+{
+  ljmp_options opt = LJMP_OPTIONS_INIT;
+  int signo = 0, rc;
+  opt.path = MP_DEFAULT_PATH;
+  if (lua_type(L, 1) == LUA_TSTRING)
+    signo = mp_signal_number(lua_tostring(L, 1));
+  else if (lua_type(L, 1) == LUA_TNUMBER &&
+	   lua_tonumber(L, 1) == (lua_Number)lua_tointeger(L, 1) &&
+	   mp_signal_ok((int)lua_tointeger(L, 1)))
+    signo = (int)lua_tointeger(L, 1);
+  if (!signo)
+    return luaL_error(L, "bad argument #1 to 'signal' (a signal that can "
+		      "toggle the profiler expected (USR1, USR2, HUP, WINCH, "
+		      "URG, PWR, RTMIN+n, RTMAX-n, or its number))");
+  switch (lua_type(L, 2)) {
+  case LUA_TNONE: case LUA_TNIL:
+    break;
+  case LUA_TSTRING:
+    opt.path = lua_tostring(L, 2);
+    break;
+  case LUA_TTABLE:
+    read_options(L, 2, "signal", &opt);
+    break;
+  default:
+    return luaL_error(L, "bad argument #2 to 'signal' (path string or "
+		      "options table expected)");
+  }
+  check_path(L, 2, "signal", opt.path);
+  rc = ljmp_arm(L, signo, &opt);
+  if (rc == LJMP_ERUNNING) {
+    lua_pushnil(L);
+    lua_pushstring(L, "a signal is armed for this VM already");
+    lua_pushinteger(L, EBUSY);
+    return 3;
+  }
+  if (rc == LJMP_ESIGNAL) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", strsignal(signo), ljmp_strerror(rc));
+    lua_pushinteger(L, EBUSY);
+    return 3;
+  }
+  if (rc) return push_error(L, rc, NULL);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* The options table of stop() at index 1: flags for ljmp_stop_with(). */
+static unsigned stop_options(lua_State *L)
+{
+  unsigned flags = 0;
+  if (lua_isnoneornil(L, 1)) return 0;
+  if (!lua_istable(L, 1))
+    luaL_argerror(L, 1, "options table expected");
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
+							 : NULL;
+    if (!key || strcmp(key, "collect"))
+      luaL_error(L, "bad argument #1 to 'stop' (unknown option '%s'; the "
+		 "option is collect)", key ? key : luaL_typename(L, -2));
+    if (lua_type(L, -1) != LUA_TBOOLEAN)
+      luaL_error(L, "bad argument #1 to 'stop' (options.collect must be a "
+		 "boolean)");
+    if (lua_toboolean(L, -1)) flags |= LJMP_STOP_COLLECT;
+    lua_pop(L, 1);
+  }
+  return flags;
+}
+
+/* mp.stop([{collect = true}]) */
 static int mp_lua_stop(lua_State *L)
 {
   char path[4096] = "";
   mp_state *s = mp_state_find(L);
+  unsigned flags = stop_options(L);
   int rc;
   if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
-  rc = ljmp_stop(L);
+  rc = ljmp_stop_with(L, flags);
   if (rc) return push_error(L, rc, rc == LJMP_ENOTRUN || !*path ? NULL : path);
   lua_pushboolean(L, 1);
   return 1;
@@ -178,6 +288,7 @@ static const luaL_Reg mp_funcs[] = {
   {"start", mp_lua_start},
   {"stop", mp_lua_stop},
   {"running", mp_lua_running},
+  {"signal", mp_lua_signal},
   {"compat", mp_lua_compat},
   {NULL, NULL}
 };
@@ -213,6 +324,11 @@ int luaopen_ljmemprof(lua_State *L)
   pin_module();
   mp_sentinel_install(L);
   note_builtins(L);
+  {
+    char err[512];
+    if (mp_env_start(L, err, sizeof(err)) < 0)
+      return luaL_error(L, "ljmemprof: LJMEMPROF: %s", err);
+  }
   lua_newtable(L);
   luaL_register(L, NULL, mp_funcs);
   lua_pushliteral(L, "ljmemprof 0.1");

@@ -161,8 +161,8 @@ static mp_state *state_of(lua_State *L)
 {
   void *ud;
   lua_Alloc f = lua_getallocf(L, &ud);
-  return f == mp_hook_alloc || f == mp_hook_alloc_stacks ? (mp_state *)ud
-							  : NULL;
+  return f == mp_hook_alloc || f == mp_hook_alloc_stacks ||
+	 f == mp_hook_alloc_sampled ? (mp_state *)ud : NULL;
 }
 
 /* A live profiler of L's VM that is no longer its allocator (something
@@ -205,6 +205,7 @@ static void state_strip(mp_state *s)
   mp_hash_free(&s->st.index);
   mp_hash_free(&s->st.luabuiltins);
   memset(&s->st, 0, sizeof(s->st));
+  mp_hash_free(&s->sm.live);
   mp_sink_close(s);
   free(s->path);
   s->path = NULL;
@@ -230,6 +231,7 @@ static void discard_forked(lua_State *L, mp_state *s)
 /* __gc of the registry sentinel: finalise a running profile at lua_close. */
 static int sentinel_gc(lua_State *L)
 {
+  mp_arm_closed(L);
   if (state_of(L) || wrapped_state(L)) ljmp_stop(L);
   return 0;
 }
@@ -265,12 +267,12 @@ void mp_sentinel_install(lua_State *L)
 int ljmp_running(lua_State *L)
 {
   mp_state *s = mp_state_find(L);
-  return s && !s->finished;
+  return s && !s->finished && !s->limited;
 }
 
 /* Copy the caller's options into *o, whatever the size of the struct it
 ** was built with; 0 or LJMP_EARG. */
-static int options_read(ljmp_options *o, const ljmp_options *user)
+int mp_options_read(ljmp_options *o, const ljmp_options *user)
 {
   size_t n = user->size ? user->size : sizeof(*o), i;
   memset(o, 0, sizeof(*o));
@@ -280,6 +282,49 @@ static int options_read(ljmp_options *o, const ljmp_options *user)
   memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
   o->size = sizeof(*o);
   return 0;
+}
+
+/* Recordings started in this process: the %n of a path. */
+static unsigned long starts;
+
+/* Path with %p (the process id), %n (the number of this start in the
+** process: 1, 2, ...: n) and %% replaced, into out; 0, or -1 if the path
+** has another % sequence or does not fit. */
+static int path_expand(const char *path, char *out, size_t size,
+		       unsigned long n)
+{
+  size_t k = 0;
+  for (; *path; path++) {
+    char num[24];
+    const char *add = num;
+    if (*path != '%') {
+      num[0] = *path;
+      num[1] = '\0';
+    } else if (path[1] == 'p') {
+      snprintf(num, sizeof(num), "%ld", (long)getpid());
+      path++;
+    } else if (path[1] == 'n') {
+      snprintf(num, sizeof(num), "%lu", n);
+      path++;
+    } else if (path[1] == '%') {
+      add = "%";
+      path++;
+    } else {
+      return -1;
+    }
+    for (; *add; add++) {
+      if (k + 1 >= size) return -1;
+      out[k++] = *add;
+    }
+  }
+  out[k] = '\0';
+  return 0;
+}
+
+int mp_path_check(const char *path)
+{
+  char out[4096];
+  return path_expand(path, out, sizeof(out), 0);
 }
 
 /* Open the profile file for s: created with mode (0600 unless given) or,
@@ -334,17 +379,8 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
 static void put_info(mp_state *s, const char *key, unsigned long value)
 {
   char v[24];
-  uint8_t *p = s->pos;
-  size_t nk = strlen(key), nv = (size_t)snprintf(v, sizeof(v), "%lu", value);
-  *p++ = MP_XREC;
-  *p++ = MP_X_INFO;
-  p = mp_put_uleb(p, 2 + nk + nv);
-  p = mp_put_uleb(p, nk);
-  memcpy(p, key, nk);
-  p += nk;
-  p = mp_put_uleb(p, nv);
-  memcpy(p, v, nv);
-  s->pos = p + nv;
+  snprintf(v, sizeof(v), "%lu", value);
+  s->pos = mp_put_info(s->pos, key, v);
   if (s->pos >= s->lim) mp_sink_flush(s);
 }
 
@@ -357,13 +393,17 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_state *s;
   size_t size;
   uint8_t head[2 * MP_PROLOGUE_SIZE + 1], *p;
+  char path[4096];
   int rc, created = 0;
-  if (!L || !user || options_read(&opt, user) < 0) return LJMP_EARG;
-  if (!opt.path == !opt.writer || opt.stacks > LJMP_STACKS_MAX)
+  if (!L || !user || mp_options_read(&opt, user) < 0) return LJMP_EARG;
+  if (!opt.path == !opt.writer || opt.stacks > LJMP_STACKS_MAX ||
+      (opt.max_size && opt.max_size < LJMP_MAX_SIZE_MIN))
     return LJMP_EARG;
+  if (opt.sample && !opt.stacks) opt.stacks = LJMP_STACKS_DEFAULT;
   if ((s = state_of(L)) != NULL) {
-    if (!s->forked) return LJMP_ERUNNING;
-    discard_forked(L, s);
+    if (s->limited && !s->forked) ljmp_stop(L);	/* Ended at max_size. */
+    else if (!s->forked) return LJMP_ERUNNING;
+    else discard_forked(L, s);
   }
   if (mp_state_find(L)) return LJMP_ERUNNING;	/* Live behind a wrapper. */
   /* The full check calls jit.status(), which makes garbage: only for a VM
@@ -372,6 +412,12 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_sentinel_install(L);
   size = opt.bufsize ? opt.bufsize : MP_BUFSIZE_DEFAULT;
   if (size < MP_BUFSIZE_MIN) return LJMP_EARG;
+  if (opt.path) {
+    if (path_expand(opt.path, path, sizeof(path),
+		    __atomic_add_fetch(&starts, 1, __ATOMIC_RELAXED)) < 0)
+      return LJMP_EARG;
+    opt.path = path;
+  }
   s = calloc(1, sizeof(*s));
   if (!s) return LJMP_ENOMEM;
   s->fd = -1;
@@ -389,6 +435,14 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     rc = LJMP_ENOMEM;
     goto fail;
   }
+  s->ext = opt.stacks != 0;
+  s->collect = opt.collect != 0;
+  s->max_size = opt.max_size;
+  s->t0 = mp_now();
+  s->st.tick = s->st.ticks = opt.sample ? MP_TICK_SAMPLED : MP_TICK;
+  if (opt.sample)
+    mp_sample_init(&s->sm, opt.sample, opt.seed ? opt.seed :
+		   s->t0 ^ (uint64_t)getpid() << 32 ^ (uintptr_t)s);
   rc = mp_sink_prepare(s, size, opt.path != NULL);
   if (rc) {
     if (rc < 0) errno = -rc;
@@ -417,9 +471,11 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_names_prepare(L);
   mp_names_wrap_require(&s->names, L);
   if (opt.stacks) put_info(s, "stacks", opt.stacks);
+  if (opt.sample) put_info(s, "sample", opt.sample);
   s->recording = 1;
   list_live(s);
-  lua_setallocf(L, opt.stacks ? mp_hook_alloc_stacks : mp_hook_alloc, s);
+  lua_setallocf(L, opt.sample ? mp_hook_alloc_sampled :
+		   opt.stacks ? mp_hook_alloc_stacks : mp_hook_alloc, s);
   return 0;
 fail:
   if (s->fd >= 0) close(s->fd);
@@ -428,11 +484,23 @@ fail:
   return rc;
 }
 
-/* See ljmemprof.h: restore the allocator, finish the stream, free. */
+/* See ljmemprof.h. */
 int ljmp_stop(lua_State *L)
+{
+  return ljmp_stop_with(L, 0);
+}
+
+/* See ljmemprof.h: collect if asked, restore the allocator, finish the
+** stream, free. */
+int ljmp_stop_with(lua_State *L, unsigned flags)
 {
   mp_state *s = state_of(L);
   int err;
+  if (s && !s->forked && !s->finished && !s->limited &&
+      (s->collect || (flags & LJMP_STOP_COLLECT))) {
+    lua_gc(L, LUA_GCCOLLECT, 0);	/* Recorded: the hook is still in. */
+    s->notes |= MP_NOTE_COLLECT;
+  }
   if (s && s->forked) {	/* A child's copy of the parent's profiler. */
     discard_forked(L, s);
     return LJMP_ENOTRUN;
@@ -451,8 +519,9 @@ int ljmp_stop(lua_State *L)
   lua_setallocf(L, s->orig_f, s->orig_ud);
   mp_names_unwrap_require(L);
   list_del(s);
-  /* Finished already: the process is exiting and the stream is complete. */
-  err = s->finished ? LJMP_ENOTRUN : 0;
+  /* Finished already: the process is exiting and the stream is complete
+  ** (or it ended at its size limit, a success). */
+  err = s->finished && !s->limited ? LJMP_ENOTRUN : 0;
   mp_sink_finish(s);
   if (!err && s->err) err = -s->err;
   state_free(s);
@@ -475,6 +544,8 @@ const char *ljmp_strerror(int code)
   case LJMP_ETHREAD: return "cannot start the profiler's writer thread";
   case LJMP_EBUSY: return "another profiler in this process is writing "
 			  "this file";
+  case LJMP_ESIGNAL: return "that signal cannot toggle the profiler: the "
+			    "program handles it, or another signal is armed";
   }
   if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
   return "unknown error";

@@ -81,6 +81,8 @@ typedef struct mp_stacks {
   uint64_t new_addr;	/* Last new address written (deltas)... */
   uint64_t old_addr;	/* ...and last old address... */
   uint32_t last_node;	/* ...and node of the last stack event. */
+  uint32_t tick;	/* Events until the next time mark... */
+  uint32_t ticks;	/* ...and between two (fewer when sampling). */
   uint32_t scan[2];	/* Where (in words above the hook's frame) the
 			   return address into a trace was found last. */
   uintptr_t ret;	/* The last return address into a trace... */
@@ -90,7 +92,24 @@ typedef struct mp_stacks {
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;
 
+/* The sampler: every allocated byte has the same chance to be sampled,
+** 1 in mean; an allocation is recorded when it holds a sampled byte (see
+** mp_hook_alloc_sampled). */
+typedef struct mp_sampler {
+  int64_t left;		/* Bytes until the next sampled byte. */
+  uint64_t mean;	/* The mean gap: the sample option. */
+  uint64_t rng;		/* Random state. */
+  mp_hash live;		/* Addresses of sampled blocks not freed yet. */
+} mp_sampler;
+
 #define MP_NCHUNK	4		/* Buffers in flight (file sinks). */
+
+/* Notes written at the end of the stream (MP_X_INFO, see mp_ext.h). */
+#define MP_NOTE_COLLECT	1	/* A full collection ran just before. */
+#define MP_NOTE_SIZE	2	/* Recording stopped at max_size. */
+
+#define MP_TICK		4096	/* Events between time marks... */
+#define MP_TICK_SAMPLED	16	/* ...and sampled events between them. */
 #define MP_PAGE		4096		/* Chunk sizes and alignment. */
 #define MP_SLACK	512		/* Spare bytes after a chunk: the most
 					   one write puts past its end. */
@@ -118,6 +137,7 @@ typedef struct mp_state {
   mp_names names;		/* Lua names of C functions, made at start. */
   mp_names builtins;		/* Names of builtins, keyed by ffid. */
   mp_stacks st;			/* Stacks mode (st.depth > 0). */
+  mp_sampler sm;		/* Sampling (sm.mean > 0, stacks on). */
   int host_written;		/* The host's symbol is in the stream. */
   char host_name[80];		/* "HOST (program)": see host_loc(). */
   size_t ntraces;
@@ -143,6 +163,13 @@ typedef struct mp_state {
   ljmp_on_stop on_stop;
   int err;			/* Sticky errno of the sink; 0 if none. */
   int finished;			/* Epilogue written (stop, close or exit). */
+  size_t max_size;		/* The size limit of the profile, or 0... */
+  size_t sent;			/* ...bytes handed to the sink before buf... */
+  int limited;			/* ...and 1 once it was reached. */
+  int ext;			/* The stream is the ljmemprof extension. */
+  unsigned notes;		/* MP_NOTE_*: written at the end. */
+  int collect;			/* Collect garbage fully before the end. */
+  uint64_t t0;			/* Monotonic ns at start (time marks). */
   char *path;			/* The file written, or NULL (callback). */
   dev_t dev;			/* Its identity, to refuse a second profiler */
   ino_t ino;			/* on the same file. */
@@ -152,6 +179,9 @@ typedef struct mp_state {
 /* -- mp_hook.c, mp_stack.c ----------------------------------------------- */
 void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize);
+void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize);
+/* Start sampling with a mean gap of mean bytes; seed 0 = a fixed one. */
+void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed);
 /* Forget every stack node: a prototype or a trace they name has died. */
 void mp_stack_forget(mp_state *s);
 
@@ -160,6 +190,24 @@ void mp_sentinel_install(lua_State *L);
 /* The live profiler of L's VM (its hook, or wrapped by something else),
 ** or NULL. */
 mp_state *mp_state_find(lua_State *L);
+/* Copy the caller's options into *o (see ljmp_options.size); 0 or
+** LJMP_EARG. */
+int mp_options_read(ljmp_options *o, const ljmp_options *user);
+/* 0 if the % sequences of a profile's path are all known (%p, %n, %%)
+** and it fits, else -1. */
+int mp_path_check(const char *path);
+
+/* -- mp_arm.c ------------------------------------------------------------ */
+/* The VM of L is closing: its arm only forwards from now on. */
+void mp_arm_closed(lua_State *L);
+/* The number of a signal that may be armed, from its name ("USR2",
+** "SIGUSR2", "RTMIN+3", "12"), or 0. */
+int mp_signal_number(const char *name);
+/* Whether signal signo may be armed. */
+int mp_signal_ok(int signo);
+/* Start (or arm) as the LJMEMPROF variable says, if it is set: 0, or -1
+** with a message in err. */
+int mp_env_start(lua_State *L, char *err, size_t errsize);
 
 /* -- mp_sink.c ------------------------------------------------------------ */
 int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded);
@@ -169,6 +217,20 @@ void mp_sink_forked(mp_state *s);
 void mp_sink_flush(mp_state *s);
 void mp_sink_put(mp_state *s, const void *data, size_t len);
 void mp_sink_finish(mp_state *s);
+/* Called by the hook when it finds recording off: end the stream if it
+** stopped at its size limit. */
+void mp_sink_limited(mp_state *s);
+
+/* -- mp_sym.c ------------------------------------------------------------- */
+/* Write the end of the stream at s->pos (see mp_ext.h): in the extension,
+** a last time mark, the notes, the epilogue; in version 3, the epilogue,
+** then the notes in a trailer if there are any. */
+void mp_stream_end(mp_state *s);
+/* Append an MP_X_INFO record key = value (strings of fewer than 128
+** bytes) at p; the byte after it. */
+uint8_t *mp_put_info(uint8_t *p, const char *key, const char *value);
+/* Nanoseconds of the monotonic clock. */
+uint64_t mp_now(void);
 
 /* -- mp_names.c ---------------------------------------------------------- */
 /* Collect the names of the C functions reachable from the globals and

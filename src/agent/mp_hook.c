@@ -249,6 +249,7 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   uint8_t *p;
   mp_enter(s);
   if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
+    mp_sink_limited(s);
     mp_leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, nsize);
   }

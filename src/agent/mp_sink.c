@@ -33,6 +33,10 @@
 #include "mp_agent.h"
 #include "../format/mp_format.h"
 
+/* What one event or symbol record and the end of the stream may add to
+** the profile after it reached the limit of max_size. */
+#define MP_RESERVE	(MP_SLACK + MP_NAME_MAX + 256)
+
 /* write(2) all of data; returns 0 or errno. SIGPIPE and SIGXFSZ are held
 ** back while writing so that a closed pipe or a file size limit ends the
 ** recording instead of killing the program. */
@@ -126,14 +130,30 @@ static void *writer_main(void *arg)
   return NULL;
 }
 
-/* Continue in chunk next: move the bytes written past lim to its start. */
+/* Set where the hook flushes: the end of the chunk, or before it where
+** the profile reaches max_size less what the end of an event and of the
+** stream may add (see limit()). */
+static void set_lim(mp_state *s)
+{
+  s->lim = s->buf + s->bufsize;
+  if (s->max_size && !s->limited) {
+    size_t used = s->sent + MP_RESERVE;
+    size_t left = s->max_size > used ? s->max_size - used : 0;
+    if (left < s->bufsize) s->lim = s->buf + left;
+  }
+}
+
+/* Continue in chunk next: move the bytes written past the end of the
+** full chunk to its start. */
 static void carry_to(mp_state *s, uint8_t *next)
 {
-  size_t carry = (size_t)(s->pos - s->lim);
-  memcpy(next, s->lim, carry);
+  uint8_t *end = s->buf + s->bufsize;
+  size_t carry = (size_t)(s->pos - end);
+  memcpy(next, end, carry);
+  s->sent += s->bufsize;
   s->buf = next;
   s->pos = next + carry;
-  s->lim = next + s->bufsize;
+  set_lim(s);
 }
 
 /* Queue the full chunk and continue in a free one (waiting if none). */
@@ -179,7 +199,7 @@ int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded)
     s->chunk[i] = p;
   }
   s->buf = s->pos = s->chunk[0];
-  s->lim = s->buf + s->bufsize;
+  set_lim(s);
   if (!threaded) return 0;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv_ready, NULL);
@@ -207,30 +227,57 @@ int mp_sink_begin(mp_state *s, const uint8_t *prologue, size_t len)
     if (s->has_thread) stop_thread(s);
     return err;
   }
+  s->sent = len;
   /* A regular file is rewritten from offset 0 with the prologue in the
   ** first chunk, so that every chunk lands page-aligned for O_DIRECT. */
   if (!s->writer && fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) &&
       lseek(s->fd, 0, SEEK_SET) == 0) {
     memcpy(s->pos, prologue, len);
     s->pos += len;
+    s->sent = 0;
     s->direct = set_direct(s->fd, 1) == 0;
   }
+  set_lim(s);
   return 0;
 }
 
-/* The chunk is full (pos >= lim): hand its bufsize bytes to the sink and
-** continue in an empty chunk with what was written past its end. */
+/* The profile reached max_size: recording stops. The event or record
+** being written is completed (it fits in MP_RESERVE), and the stream is
+** ended, with the note, at the next call of the hook (mp_sink_limited()),
+** at stop or at exit. */
+static void limit(mp_state *s)
+{
+  s->limited = 1;
+  s->notes |= MP_NOTE_SIZE;
+  __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
+  set_lim(s);
+}
+
+/* pos reached lim: if the chunk is full, hand its bufsize bytes to the
+** sink and continue in an empty chunk with what was written past its end;
+** if the profile is at its size limit, stop recording. */
 void mp_sink_flush(mp_state *s)
 {
-  if (s->has_thread) { handoff(s); return; }
-  if (!s->err && !s->forked) {
-    int err = s->writer(s->ctx, s->buf, s->bufsize);
-    if (err) {
-      s->err = err;
-      __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
+  if (s->pos >= s->buf + s->bufsize) {
+    if (s->has_thread) {
+      handoff(s);
+    } else {
+      if (!s->err && !s->forked) {
+	int err = s->writer(s->ctx, s->buf, s->bufsize);
+	if (err) {
+	  s->err = err;
+	  __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
+	}
+      }
+      carry_to(s, s->buf);
     }
   }
-  carry_to(s, s->buf);
+  if (s->pos >= s->lim) limit(s);
+}
+
+void mp_sink_limited(mp_state *s)
+{
+  if (s->limited) mp_sink_finish(s);
 }
 
 /* Append len bytes of arbitrary size (e.g. a long chunk name). */
@@ -253,11 +300,13 @@ void mp_sink_put(mp_state *s, const void *data, size_t len)
 void mp_sink_finish(mp_state *s)
 {
   size_t len;
-  if (s->finished) return;
-  s->finished = 1;
+  /* Claimed once: the hook may end a stream at its size limit while
+  ** another thread's exit() ends them all. */
+  if (__atomic_exchange_n(&s->finished, 1, __ATOMIC_ACQ_REL)) return;
   __atomic_store_n(&s->recording, 0, __ATOMIC_RELAXED);
-  if (!s->err) *s->pos++ = 0x80;	/* MP_FINAL: the stream is complete. */
-  if (s->pos >= s->lim && s->has_thread) handoff(s);	/* Full: split. */
+  if (!s->err) mp_stream_end(s);	/* The stream is complete. */
+  if (s->pos >= s->buf + s->bufsize && s->has_thread)	/* Full: split. */
+    handoff(s);
   len = (size_t)(s->pos - s->buf);
   if (s->has_thread) {
     pthread_mutex_lock(&s->mu);

@@ -453,9 +453,9 @@ static MP_INLINE uint8_t *put_where(mp_stacks *st, uint8_t *p, int ev,
 
 /* -- The hook ------------------------------------------------------------- */
 
-/* A free: the running (or exiting) trace, else internal, as in version
-** 3; then forwarded as a tail call. */
-static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
+/* Append a free of ptr, billed to the running (or exiting) trace, else
+** internal, as in version 3. */
+static MP_INLINE void put_free(mp_state *s, void *ptr, size_t osize)
 {
   global_State *g = (global_State *)s->g;
   int32_t vst = g->vmstate;
@@ -464,7 +464,6 @@ static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
   if (vst > 0) tn = (TraceNo)vst;
   else if (vst == ~LJ_VMST_EXIT && G2J(g)->state == LJ_TRACE_IDLE)
     tn = G2J(g)->parent;
-  if (osize >= s->sym_min && mp_sym_forget(s, ptr)) mp_stack_forget(s);
   if (tn) mp_want_trace(s, g, tn);
   h = p = s->pos;
   if (tn) {
@@ -476,6 +475,30 @@ static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
   p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
   s->pos = mp_put_uleb_fast(p, osize);
   mp_settle(s);
+}
+
+/* A prototype or trace we named may be about to be freed: forget it. */
+static MP_INLINE void sym_free(mp_state *s, void *ptr, size_t osize)
+{
+  if (osize >= s->sym_min && mp_sym_forget(s, ptr)) mp_stack_forget(s);
+}
+
+/* A time mark every MP_TICK events (or fewer, see mp_stacks.tick). */
+static MP_INLINE void tick(mp_state *s)
+{
+  mp_stacks *st = &s->st;
+  if (MP_UNLIKELY(--st->tick == 0)) {
+    st->tick = st->ticks;
+    s->pos = mp_put_time(s, s->pos);
+    mp_settle(s);
+  }
+}
+
+/* A free: recorded, then forwarded as a tail call. */
+static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
+{
+  sym_free(s, ptr, osize);
+  put_free(s, ptr, osize);
   mp_leave(s);
   return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
@@ -491,9 +514,11 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
   uint8_t *p, *h;
   mp_enter(s);
   if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
+    mp_sink_limited(s);
     mp_leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, nsize);
   }
+  tick(s);
   if (nsize == 0) return stack_free(s, ptr, osize);
   /* The stack is read before forwarding (a stack reallocation frees the
   ** stack the frames are in); the event counts if the allocator succeeds,
@@ -520,4 +545,145 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
   }
   mp_leave(s);
   return res;
+}
+
+/* -- The sampled hook ----------------------------------------------------- */
+
+/* -ln(u) for u in (0, 1], to about 1e-7: u = m 2^e with m in [1, 2), and
+** ln m = 2 atanh((m-1)/(m+1)) by its series (no libm in the agent). */
+static double neg_log(double u)
+{
+  union { double d; uint64_t b; } x = { u };
+  int e = (int)((x.b >> 52) & 0x7ff) - 1023;
+  double m, t, t2;
+  x.b = (x.b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  m = x.d;
+  t = (m - 1) / (m + 1);
+  t2 = t * t;
+  return -(e * 0.6931471805599453 +
+	   2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 +
+	   t2 * (1.0 / 9 + t2 * (1.0 / 11 + t2 / 13)))))));
+}
+
+/* Bytes to the next sample: exponentially distributed with mean
+** sm->mean (xorshift64* for the uniform draw). */
+static int64_t next_gap(mp_sampler *sm)
+{
+  uint64_t x = sm->rng;
+  double u, gap;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  sm->rng = x;
+  u = (double)(((x * 0x2545f4914f6cdd1dull) >> 11) + 1) * 0x1p-53;
+  gap = neg_log(u) * (double)sm->mean;
+  return gap < 0x1p62 ? (int64_t)gap : (int64_t)1 << 62;
+}
+
+void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed)
+{
+  sm->mean = mean;
+  sm->rng = seed ? seed : 0x9e3779b97f4a7c15ull;
+  sm->left = next_gap(sm);
+}
+
+/* A sampled event: the allocation was chosen (take), or its old block was
+** (old), or both. The stack is captured before forwarding, as in the
+** full hook; the event is written once the allocator succeeded. */
+static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
+				 size_t nsize, int take, int old)
+{
+  mp_stacks *st = &s->st;
+  mp_sampler *sm = &s->sm;
+  uint32_t node = 0;
+  uint8_t *p, *h;
+  void *res;
+  if (take) {
+    sm->left = next_gap(sm);
+    /* A block whose free could not be followed is not sampled. */
+    if (mp_hash_reserve(&sm->live, 1) < 0) take = 0;
+    else node = capture(s, __builtin_frame_address(0));
+  }
+  res = s->orig_f(s->orig_ud, ptr, osize, nsize);
+  if (MP_UNLIKELY(res == NULL)) {	/* Nothing changed. */
+    mp_leave(s);
+    return NULL;
+  }
+  tick(s);
+  if (old) mp_hash_del(&sm->live, (uintptr_t)ptr);
+  if (!take) {	/* The sampled block moved to one that is not. */
+    put_free(s, ptr, osize);
+    mp_leave(s);
+    return res;
+  }
+  h = s->pos;
+  if (old) {
+    p = put_where(st, h, MP_AEV_REALLOC, node);
+    p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, (uint64_t)(uintptr_t)ptr);
+    p = mp_put_uleb_fast(p, osize);
+  } else {	/* A new block, or one that was not sampled moved. */
+    p = put_where(st, h, MP_AEV_ALLOC, node);
+  }
+  p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);
+  s->pos = mp_put_uleb_fast(p, nsize);
+  mp_hash_add(&sm->live, (uintptr_t)res);	/* Room was reserved. */
+  mp_settle(s);
+  mp_leave(s);
+  return res;
+}
+
+/* The sampling hook's work beyond forwarding: a free of a sampled block
+** or one that may be a prototype or trace, an allocation that is taken,
+** the reallocation of a sampled block. */
+static MP_NOINLINE void *sample_slow(mp_state *s, void *ptr, size_t osize,
+				     size_t nsize, int take)
+{
+  mp_sampler *sm = &s->sm;
+  int old;
+  mp_enter(s);
+  if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
+    mp_sink_limited(s);
+    mp_leave(s);
+    return s->orig_f(s->orig_ud, ptr, osize, nsize);
+  }
+  if (nsize == 0) {
+    sym_free(s, ptr, osize);
+    if (!sm->live.count || !mp_hash_del(&sm->live, (uintptr_t)ptr)) {
+      mp_leave(s);
+      return s->orig_f(s->orig_ud, ptr, osize, 0);
+    }
+    tick(s);
+    put_free(s, ptr, osize);
+    mp_leave(s);
+    return s->orig_f(s->orig_ud, ptr, osize, 0);
+  }
+  old = ptr && mp_hash_has(&sm->live, (uintptr_t)ptr);
+  if (!take && !old) {
+    mp_leave(s);
+    return s->orig_f(s->orig_ud, ptr, osize, nsize);
+  }
+  return sampled(s, ptr, osize, nsize, take, old);
+}
+
+/* The lua_Alloc installed while sampling; ud is the state. Most calls
+** only count bytes (allocations) or look for the block in the small set
+** of live sampled ones (frees), then forward as a tail call: no register
+** is saved, no event flag is set, as nothing is recorded. Whether
+** recording goes on is only asked when something would be. */
+void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  mp_state *s = (mp_state *)ud;
+  mp_sampler *sm = &s->sm;
+  if (nsize) {
+    int64_t left = sm->left - (int64_t)nsize;
+    sm->left = left;
+    if (MP_LIKELY(left >= 0) &&
+	(!ptr || !mp_hash_has(&sm->live, (uintptr_t)ptr)))
+      return s->orig_f(s->orig_ud, ptr, osize, nsize);
+    return sample_slow(s, ptr, osize, nsize, left < 0);
+  }
+  if (MP_LIKELY(osize < s->sym_min) && ptr &&
+      !mp_hash_has(&sm->live, (uintptr_t)ptr))
+    return s->orig_f(s->orig_ud, ptr, osize, 0);
+  return sample_slow(s, ptr, osize, 0, 0);
 }

@@ -77,6 +77,17 @@ MP_NOINLINE void mp_sym_trace(mp_state *s, global_State *g, TraceNo n);
 ** one (stack nodes naming it must not be reused either). */
 MP_NOINLINE int mp_sym_forget(mp_state *s, void *ptr);
 
+/* Append a time mark (MP_X_TIME: ns since start) at p; the byte after. */
+static inline uint8_t *mp_put_time(mp_state *s, uint8_t *p)
+{
+  uint8_t *q = p + 3;
+  q = mp_put_uleb(q, mp_now() - s->t0);
+  p[0] = MP_XREC;
+  p[1] = MP_X_TIME;
+  p[2] = (uint8_t)(q - p - 3);
+  return q;
+}
+
 /* Write the host's symbol (a C function at address 0) once. */
 MP_NOINLINE void mp_sym_host(mp_state *s);
 

@@ -110,7 +110,10 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
     m->nnode++;
   }
   /* Totals and what the profiles say of themselves. */
-  for (k = 0; k < MP_AEV_N; k++) mp_cost_add(&m->total[k], &s->total[k]);
+  for (k = 0; k < MP_AEV_N; k++) {
+    mp_cost_add(&m->total[k], &s->total[k]);
+    m->recorded[k] += s->sample ? s->recorded[k] : s->total[k].n;
+  }
   for (k = 0; k < MP_SRC_N; k++) {
     m->nsym[0][k] += s->nsym[0][k];
     m->nsym[1][k] += s->nsym[1][k];

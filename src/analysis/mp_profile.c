@@ -470,6 +470,7 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
     }
   }
   p->nev++;
+  if (full == 2) p->recorded[k]++;
   if (full) {
     if (k & MP_AEV_ALLOC) p->nalloc++;
     if (p->live_bytes > p->peak_bytes)
@@ -725,6 +726,30 @@ static int finish(mp_profile *p)
   return 0;
 }
 
+/* After the epilogue of a version-3 stream: the notes of its trailer
+** (settings and time marks, mp_ext.h). The events are complete whatever
+** follows, so bytes that are not a trailer, or a record cut short or
+** malformed, only end the notes: the profile stays complete. */
+static void read_notes(mp_profile *p, mp_input *in)
+{
+  mp_item it;
+  int rc;
+  if (p->r.ext) return;	/* Its notes came before the epilogue. */
+  for (;;) {
+    rc = mp_reader_note(&p->r, &it);
+    if (rc == MP_MORE) {
+      if (mp_input_fill(in, &p->r) != 0) break;
+      continue;
+    }
+    if (rc != MP_OK) break;
+    if (it.src == MP_SRC_INFO) info_add(p, &it);
+    else if (it.src == MP_SRC_TIME) mark_add(p, it.id);
+  }
+  p->r.err[0] = '\0';
+  p->r.err_offset = 0;
+  p->r.phase = MP_PH_DONE;
+}
+
 /* Set up what p->want asks for, before the first event; 0 or -1. */
 static int prepare(mp_profile *p)
 {
@@ -803,6 +828,7 @@ int mp_profile_read_input(mp_profile *p, mp_input *in)
     if (!n) {
       mp_item it;
       rc = mp_reader_next(&p->r, &it);
+      if (rc == MP_END) read_notes(p, in);
       if (rc == MP_MORE) {	/* Events decoded ahead keep no pointer. */
 	rc = mp_input_fill(in, &p->r);
 	if (rc == 0) rc = MP_OK;

@@ -172,6 +172,8 @@ typedef struct mp_profile {
   uint32_t capslive, capnlive;
   uint64_t live_n, live_bytes;	/* Live blocks (weighted when sampled). */
   uint64_t nev;		/* Events so far. */
+  uint64_t recorded[MP_AEV_N];	/* A sampled profile: events recorded, by
+				   kind (total[] has the estimates). */
   uint32_t nalloc;	/* Allocation events so far, modulo 2^32: the
 			   stamp of a block (temporaries). */
   uint64_t pepoch;	/* Bumped at every new peak (lazy snapshots). */

@@ -79,8 +79,11 @@ int mp_cmd_info(int argc, char **argv)
     total += nsym[k];
     hdr += p.nsym[0][k];
   }
-  nev = p.total[MP_AEV_ALLOC].n + p.total[MP_AEV_REALLOC].n +
-	p.total[MP_AEV_FREE].n;
+  /* Events as recorded; a sampled profile's estimates follow them. */
+  if (!p.sample)
+    for (k = 1; k < MP_AEV_N; k++) p.recorded[k] = p.total[k].n;
+  nev = p.recorded[MP_AEV_ALLOC] + p.recorded[MP_AEV_REALLOC] +
+	p.recorded[MP_AEV_FREE];
   alloc = mp_profile_allocated(&p);
   freed = mp_profile_freed(&p);
   if (json) {
@@ -93,9 +96,14 @@ int mp_cmd_info(int argc, char **argv)
     if (p.rc == MP_ERR_DATA) fputs(",\"damaged\":true", stdout);
     if (p.overflow) fputs(",\"overflow\":true", stdout);
     printf(",\"events\":{\"alloc\":%llu,\"realloc\":%llu,\"free\":%llu}",
-	   (unsigned long long)p.total[MP_AEV_ALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_REALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_FREE].n);
+	   (unsigned long long)p.recorded[MP_AEV_ALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_REALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_FREE]);
+    if (p.sample)
+      printf(",\"estimated_events\":{\"alloc\":%llu,\"realloc\":%llu,"
+	     "\"free\":%llu}", (unsigned long long)p.total[MP_AEV_ALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_REALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_FREE].n);
     printf(",\"symbols\":{\"lua\":%llu,\"cfunc\":%llu,\"trace\":%llu,"
 	   "\"in_header\":%llu,\"in_stream\":%llu}",
 	   (unsigned long long)nsym[MP_SRC_LFUNC >> MP_SRC_SHIFT],
@@ -119,9 +127,18 @@ int mp_cmd_info(int argc, char **argv)
 		p.r.err_offset, p.r.err);
     printf("events:     %llu (alloc %llu, realloc %llu, free %llu)\n",
 	   (unsigned long long)nev,
-	   (unsigned long long)p.total[MP_AEV_ALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_REALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_FREE].n);
+	   (unsigned long long)p.recorded[MP_AEV_ALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_REALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_FREE]);
+    if (p.sample)
+      printf("estimated:  %llu events (alloc %llu, realloc %llu, free %llu): "
+	     "each recorded one counts for the blocks it stands for\n",
+	     (unsigned long long)(p.total[MP_AEV_ALLOC].n +
+				  p.total[MP_AEV_REALLOC].n +
+				  p.total[MP_AEV_FREE].n),
+	     (unsigned long long)p.total[MP_AEV_ALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_REALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_FREE].n);
     printf("symbols:    %llu (", (unsigned long long)total);
     for (k = MP_SRC_LFUNC; k <= MP_SRC_TRACE; k += 1 << MP_SRC_SHIFT)
       printf("%s%s %llu", k != MP_SRC_LFUNC ? ", " : "", mp_src_name(k),

@@ -22,10 +22,16 @@
 #include <unistd.h>
 
 #include "cli/mp_cli.h"
+#include "util/mp_size.h"
 
 #define ENV_OUT		"LJMEMPROF_RUN_FILE"
 #define ENV_NOTE	"LJMEMPROF_RUN_NOTE"
 #define ENV_STACKS	"LJMEMPROF_RUN_STACKS"
+#define ENV_SAMPLE	"LJMEMPROF_RUN_SAMPLE"
+#define ENV_MAX_SIZE	"LJMEMPROF_RUN_MAX_SIZE"
+#define SAMPLE_DEFAULT	524288	/* Bytes of a bare --sample (the agent's
+				   LJMP_SAMPLE_DEFAULT). */
+#define MAX_SIZE_MIN	65536	/* The agent's LJMP_MAX_SIZE_MIN. */
 #define STACKS_DEFAULT	64	/* Frames of a bare --stacks (the agent's
 				   LJMP_STACKS_DEFAULT). */
 #define STACKS_MAX	10000	/* The agent's LJMP_STACKS_MAX. */
@@ -35,11 +41,12 @@ const char mp_help_run[] =
 "    ljmemprof run - profile a Lua script and print its memory report\n"
 "\n"
 "SYNOPSIS\n"
-"    ljmemprof run [-o FILE] [--luajit PATH] [--stacks [N]] [--html FILE]\n"
-"                  [REPORT OPTIONS] SCRIPT [ARGS...]\n"
-"    ljmemprof run [-o FILE] [--stacks [N]] [REPORT OPTIONS] -- LUAJIT\n"
-"                  [LUAJIT OPTIONS]\n"
-"                  [SCRIPT [ARGS...]]\n"
+"    ljmemprof run [-o FILE] [--luajit PATH] [--stacks [N]] [--sample [BYTES]]\n"
+"                  [--max-size BYTES] [--html FILE] [REPORT OPTIONS]\n"
+"                  SCRIPT [ARGS...]\n"
+"    ljmemprof run [-o FILE] [--stacks [N]] [--sample [BYTES]]\n"
+"                  [--max-size BYTES] [--html FILE] [REPORT OPTIONS] -- LUAJIT\n"
+"                  [LUAJIT OPTIONS] [SCRIPT [ARGS...]]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs `luajit SCRIPT ARGS...` with the ljmemprof agent recording from\n"
@@ -53,6 +60,12 @@ const char mp_help_run[] =
 "    After --, the rest is a whole LuaJIT command line, for LuaJIT's own\n"
 "    options (-joff, -jv, -O..., -l, -e): the agent starts before all of\n"
 "    them (`LUAJIT -e <start the agent> [LUAJIT OPTIONS] ...`).\n"
+"\n"
+"    When the script ends (its last line, or an error), a full garbage\n"
+"    collection runs before the profile ends, so what the report says is\n"
+"    still allocated was still reachable: the program's leaks and caches,\n"
+"    not garbage the collector had not reached yet. A script that ends\n"
+"    with os.exit() skips it (no Lua code runs at process exit).\n"
 "\n"
 "    If the script stops the profiler itself (ljmemprof.stop(), or\n"
 "    misc.memprof.stop() after compat()), the profile ends there: the\n"
@@ -81,6 +94,17 @@ const char mp_help_run[] =
 "        mp.start{stacks = N} does, and add the CALL STACKS view to a text\n"
 "        or json report (3 stacks per source). The next argument is taken\n"
 "        as N only if it is a number.\n"
+"    --sample [BYTES], --sample=BYTES\n"
+"        Sample: record an allocation with probability 1 - exp(-size /\n"
+"        BYTES), so that each allocated byte has a chance of 1 in BYTES\n"
+"        (512K if not given; K, M and G multiply by 1024), as\n"
+"        mp.start{sample = BYTES} does. The report scales the counts\n"
+"        back to estimates and says it is sampled. Sampling records call\n"
+"        stacks (--stacks sets their depth, 64 by default).\n"
+"    --max-size BYTES, --max-size=BYTES\n"
+"        Stop recording before the profile grows past BYTES (at least 64K;\n"
+"        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
+"        complete and notes that it stopped at the limit.\n"
 "    --format, --sort, --top, --leak-only, -H/--human-readable, --metric\n"
 "        As for 'ljmemprof report'. The report goes to standard output\n"
 "        (-o names the profile here); pprof, a binary format, is refused\n"
@@ -93,7 +117,9 @@ const char mp_help_run[] =
 "    The child gets LUA_CPATH with the module's directory first,\n"
 "    " ENV_OUT " naming the profile file, " ENV_NOTE " naming the\n"
 "    file where the start code notes a stop by the script, and with\n"
-"    --stacks " ENV_STACKS " (the number of frames).\n"
+"    --stacks " ENV_STACKS " (the number of frames), with --sample\n"
+"    " ENV_SAMPLE ", with --max-size " ENV_MAX_SIZE ". LJMEMPROF is\n"
+"    removed from its environment (this command starts the agent).\n"
 "\n"
 "EXIT STATUS\n"
 "    The script's exit status if it is not 0 (128 + the signal number if\n"
@@ -115,7 +141,9 @@ const char mp_help_run[] =
 static const char start_code[] =
   "local mp = require('ljmemprof') "
   "local ok, err = mp.start{ path = os.getenv('" ENV_OUT "'), "
-  "stacks = tonumber(os.getenv('" ENV_STACKS "')) } "
+  "stacks = tonumber(os.getenv('" ENV_STACKS "')), "
+  "sample = tonumber(os.getenv('" ENV_SAMPLE "')), "
+  "max_size = tonumber(os.getenv('" ENV_MAX_SIZE "')), collect = true } "
   "if not ok then "
   "io.stderr:write('ljmemprof run: cannot start the profiler: ', "
   "tostring(err), '\\n') os.exit(2) end "
@@ -184,11 +212,35 @@ static int set_cpath(void)
 ** and arguments) with `-e <start the agent>` after the program; returns
 ** the exit status as a shell would (128 + signal), 127 if it could not be
 ** started. */
+/* Set variable name to the number v, or unset it if v is 0; 0 or -1. */
+static int setenv_num(const char *name, unsigned long long v)
+{
+  char num[24];
+  if (!v) return unsetenv(name);
+  snprintf(num, sizeof(num), "%llu", v);
+  return setenv(name, num, 1);
+}
+
+/* The profile's path for the agent, whose paths expand %p and %n: each %
+** doubled. 0, or -1 if it does not fit. */
+static int escape_path(const char *path, char *buf, size_t size)
+{
+  size_t k = 0;
+  for (; *path; path++) {
+    if (k + 3 > size) return -1;
+    if (*path == '%') buf[k++] = '%';
+    buf[k++] = *path;
+  }
+  buf[k] = '\0';
+  return 0;
+}
+
 static int run_child(char **cmd, int n, const char *out, const char *note,
-		     uint32_t stacks)
+		     uint32_t stacks, unsigned long long sample,
+		     unsigned long long max_size)
 {
   struct sigaction ign, oint, oquit;
-  char **cargv, nframes[16];
+  char **cargv, opath[2 * PATH_MAX];
   pid_t pid;
   int st, i;
   if (!(cargv = calloc((size_t)n + 3, sizeof(char *)))) return 127;
@@ -204,14 +256,17 @@ static int run_child(char **cmd, int n, const char *out, const char *note,
   sigemptyset(&ign.sa_mask);
   sigaction(SIGINT, &ign, &oint);
   sigaction(SIGQUIT, &ign, &oquit);
-  snprintf(nframes, sizeof(nframes), "%u", stacks);
   pid = fork();
   if (pid == 0) {
     sigaction(SIGINT, &oint, NULL);
     sigaction(SIGQUIT, &oquit, NULL);
-    if (setenv(ENV_OUT, out, 1) < 0 || setenv(ENV_NOTE, note, 1) < 0 ||
-	(stacks ? setenv(ENV_STACKS, nframes, 1) : unsetenv(ENV_STACKS)) < 0 ||
-	set_cpath() < 0) {
+    errno = ENAMETOOLONG;	/* If the path does not fit. */
+    if (escape_path(out, opath, sizeof(opath)) < 0 ||
+	setenv(ENV_OUT, opath, 1) < 0 || setenv(ENV_NOTE, note, 1) < 0 ||
+	setenv_num(ENV_STACKS, stacks) < 0 ||
+	setenv_num(ENV_SAMPLE, sample) < 0 ||
+	setenv_num(ENV_MAX_SIZE, max_size) < 0 ||
+	unsetenv("LJMEMPROF") < 0 || set_cpath() < 0) {
       fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
       _exit(127);
     }
@@ -256,6 +311,7 @@ int mp_cmd_run(int argc, char **argv)
   char tmp[PATH_MAX], note[PATH_MAX], **cmd;
   int i, n, status, rstatus, dashdash = 0;
   uint32_t stacks = 0;
+  long long sample = 0, max_size = 0;
   struct stat st;
   memset(&o, 0, sizeof(o));
   for (i = 0; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
@@ -288,6 +344,28 @@ int mp_cmd_run(int argc, char **argv)
 	return MP_EXIT_ERROR;
       }
       o.render.stacks = stacks ? MP_STACKS_VIEW : 0;
+      continue;
+    }
+    if (!strcmp(a, "--sample") || !strncmp(a, "--sample=", 9)) {
+      v = a[8] ? a + 9 : i + 1 < argc && argv[i + 1][0] >= '0' &&
+		 argv[i + 1][0] <= '9' ? argv[++i] : NULL;
+      sample = v ? mp_parse_size(v) : SAMPLE_DEFAULT;
+      if (sample <= 0) {
+	fprintf(stderr, "ljmemprof run: --sample %s: mean bytes between "
+		"samples expected, e.g. 512K or 1M\n", v);
+	return MP_EXIT_ERROR;
+      }
+      continue;
+    }
+    if ((r = mp_cli_opt_value("run", argc, argv, &i, "--max-size", NULL,
+			      &v))) {
+      if (r < 0) return MP_EXIT_ERROR;
+      max_size = mp_parse_size(v);
+      if (max_size < MAX_SIZE_MIN) {
+	fprintf(stderr, "ljmemprof run: --max-size %s: bytes expected, at "
+		"least 64K (e.g. 100M)\n", v);
+	return MP_EXIT_ERROR;
+      }
       continue;
     }
     r = mp_cli_report_opt("run", argc, argv, &i, &o);
@@ -327,7 +405,8 @@ int mp_cmd_run(int argc, char **argv)
   }
   if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
   memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
-  status = run_child(cmd, n, out ? out : tmp, note, stacks);
+  status = run_child(cmd, n, out ? out : tmp, note, stacks,
+		     (unsigned long long)sample, (unsigned long long)max_size);
   free(cmd);
   if (stat(out ? out : tmp, &st) < 0 || st.st_size == 0) {
     /* The agent did not start (its error is above), or the script was

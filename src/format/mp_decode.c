@@ -97,7 +97,8 @@ static int get_prologue(mp_reader *r, const char *magic, int *ver)
   for (i = 0; i < 3 && i < left; i++)
     if (r->p[i] != (uint8_t)magic[i]) {
       snprintf(msg, sizeof(msg), "magic \"%s\" of a memprof %s", magic,
-	       magic[2] == 's' ? "symtab" : "event stream");
+	       magic[2] == 's' ? "symtab" : magic[2] == 'n' ?
+	       "trailer of notes" : "event stream");
       return fail(r, MP_ERR_DATA, r->p, msg);
     }
   if (left < MP_PROLOGUE_SIZE) {
@@ -340,7 +341,7 @@ static int get_xrec(mp_reader *r, mp_item *it)
     break;
   case MP_X_TIME:
     it->src = MP_SRC_TIME;
-    if ((rc = get_uleb_in(r, &q, end, &it->id, "nanoseconds")) != MP_OK)
+    if ((rc = get_uleb_in(r, &q, end, &it->id, "time mark")) != MP_OK)
       return rc;
     break;
   default:	/* A later record: skipped. */
@@ -385,12 +386,8 @@ static int next_event(mp_reader *r, mp_item *it)
   it->offset = r->origin + (size_t)(at - r->base);
   if (h == MP_FINAL) {
     r->p++;
-    if (r->ext) {	/* Its notes came before the epilogue. */
-      r->phase = MP_PH_DONE;
-      return MP_END;
-    }
-    r->phase = MP_PH_TRAILER;
-    return NO_ITEM;
+    r->phase = MP_PH_DONE;
+    return MP_END;
   }
   if (h >= 0x80 || !((r->headers | symbol_headers(r->ljm_version)) >>
 		     (h & 0x1f) & 1) ||
@@ -447,47 +444,6 @@ size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n)
   return i;
 }
 
-/* After a memprof epilogue, what follows: nothing, a trailer of notes
-** (mp_ext.h), or bytes this reader ignores as memprof readers do. The
-** events are complete whatever the trailer holds, so it never makes an
-** error: a record that is cut or bad ends it quietly, and only settings
-** and time marks are taken from it. MP_ERR_TRUNC (not at eof: wait for
-** more bytes), MP_END, NO_ITEM or MP_OK (an item). */
-static int trailer(mp_reader *r, mp_item *it)
-{
-  size_t left = (size_t)(r->end - r->p);
-  int rc;
-  if (r->phase == MP_PH_TRAILER) {
-    if (left < MP_PROLOGUE_SIZE && !r->eof)
-      return fail(r, MP_ERR_TRUNC, r->end, "a trailer or the end of data");
-    if (left < MP_PROLOGUE_SIZE || memcmp(r->p, MP_LJN_MAGIC, 3) ||
-	r->p[3] != MP_LJN_VERSION)
-      goto end;
-    r->p += MP_PROLOGUE_SIZE;
-    r->phase = MP_PH_NOTES;
-    return NO_ITEM;
-  }
-  if (!left && !r->eof)
-    return fail(r, MP_ERR_TRUNC, r->end, "a note or the end of data");
-  if (!left || *r->p != MP_XREC) goto end;
-  rc = get_xrec(r, it);
-  if (rc == MP_ERR_TRUNC && !r->eof) return rc;
-  if (rc == MP_OK && (it->src == MP_SRC_INFO || it->src == MP_SRC_TIME)) {
-    r->phase = MP_PH_NOTES;	/* get_xrec() leaves it. */
-    return MP_OK;
-  }
-  if (rc == MP_OK || rc == NO_ITEM) {	/* Not a note: skipped. */
-    r->phase = MP_PH_NOTES;
-    return NO_ITEM;
-  }
-end:
-  r->err[0] = '\0';
-  r->err_offset = 0;
-  r->p = r->end;
-  r->phase = MP_PH_DONE;
-  return MP_END;
-}
-
 /* One step of the grammar: an item (MP_OK), the end, an error, or NO_ITEM
 ** when a prologue or the symtab's end marker was read. */
 static int step(mp_reader *r, mp_item *it)
@@ -509,8 +465,6 @@ static int step(mp_reader *r, mp_item *it)
     return NO_ITEM;
   case MP_PH_EVENTS:
     return next_event(r, it);
-  case MP_PH_TRAILER: case MP_PH_NOTES:
-    return trailer(r, it);
   }
   return MP_ERR_DATA;	/* Read on after the end or an error. */
 }
@@ -528,6 +482,39 @@ int mp_reader_next(mp_reader *r, mp_item *it)
       r->err_offset = 0;
       return MP_MORE;
     }
+    return rc;
+  }
+}
+
+int mp_reader_note(mp_reader *r, mp_item *it)
+{
+  for (;;) {
+    const uint8_t *at = r->p;
+    int rc, ver;
+    if (r->phase == MP_PH_DONE) {
+      if (at >= r->end && r->eof) return MP_END;
+      if (at >= r->end) return MP_MORE;
+      if ((rc = get_prologue(r, MP_LJN_MAGIC, &ver)) != MP_OK) {
+	if (rc != MP_ERR_TRUNC || r->eof) return rc;
+	r->p = at;	/* The window ends in the trailer's prologue. */
+	r->phase = MP_PH_DONE;
+	return MP_MORE;
+      }
+      r->phase = MP_PH_TRAILER;
+    }
+    if (r->phase != MP_PH_TRAILER) return MP_ERR_DATA;
+    if (r->p >= r->end) return r->eof ? MP_END : MP_MORE;
+    if (*r->p != MP_XREC)
+      return fail(r, MP_ERR_DATA, r->p, "a note (extended record) of the trailer");
+    at = r->p;	/* Not the prologue's start: it was read (a window may end
+		   inside the record after it). */
+    rc = get_xrec(r, it);
+    if (rc == MP_ERR_TRUNC && !r->eof) {
+      r->p = at;
+      r->phase = MP_PH_TRAILER;
+      return MP_MORE;
+    }
+    if (rc == NO_ITEM) continue;
     return rc;
   }
 }

@@ -92,7 +92,7 @@
 ** mark. The last three are not sources on the wire. */
 #define MP_SRC_BUILTIN		(6 << 2)
 #define MP_SRC_INFO		(7 << 2)
-#define MP_SRC_TIME		(8 << 2)	/* A time mark: id, its ns. */
+#define MP_SRC_TIME		(8 << 2)	/* A time mark: id is its ns. */
 
 /* Extended record types. */
 enum {

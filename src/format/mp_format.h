@@ -196,9 +196,8 @@ enum {
   MP_PH_SYMTAB,		/* In the symtab header. */
   MP_PH_LJM,		/* Before the event stream prologue. */
   MP_PH_EVENTS,		/* In the event stream. */
-  MP_PH_TRAILER,	/* After a memprof epilogue: a trailer may follow. */
-  MP_PH_NOTES,		/* In the trailer's records. */
-  MP_PH_DONE		/* After the end or an error. */
+  MP_PH_DONE,		/* After the epilogue or an error. */
+  MP_PH_TRAILER		/* In the trailer of notes. */
 };
 
 /* Pull decoder over a window of the stream: the whole stream in memory
@@ -251,6 +250,12 @@ static inline size_t mp_reader_offset(const mp_reader *r)
 /* Decode the next item into *it. Returns MP_OK, MP_END, MP_MORE or
 ** MP_ERR_*. */
 int mp_reader_next(mp_reader *r, mp_item *it);
+
+/* After MP_END: decode the next note of the trailer that may follow a
+** version-3 epilogue (mp_ext.h) into *it (an MP_SRC_INFO item). Returns
+** MP_OK, MP_END when the data ends (with or without a trailer), MP_MORE,
+** or MP_ERR_DATA for bytes after the epilogue that are not a trailer. */
+int mp_reader_note(mp_reader *r, mp_item *it);
 
 /* An allocation event as mp_event_decode() makes it: the fields of
 ** mp_item that events have, in a record half its size. */

@@ -158,8 +158,7 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     }
     fputc('\n', out);
   }
-  fputs(p->collect ? "HEAP SUMMARY (after a full garbage collection: what "
-	"is held is reachable):\n" : "HEAP SUMMARY:\n", out);
+  fputs("HEAP SUMMARY:\n", out);
   for (i = 0, n = mp_rows_shown(sec->nheld, o); i < n; i++) {
     const mp_held *h = &sec->held[i];
     label(out, sec, h->site);
@@ -210,6 +209,18 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     if (k < 0) { free(used); return -1; }
   }
   mp_render_text_aliases(out, names, used);
+  if (p->collect || p->stopped[0]) {	/* After Tarantool's layout. */
+    fputs("NOTES:\n", out);
+    if (p->collect)
+      fputs("a full garbage collection ran before the end: what is held "
+	    "is reachable\n", out);
+    if (p->stopped[0]) {
+      fputs("recording stopped early: ", out);
+      mp_text_put(out, p->stopped, strlen(p->stopped), 0);
+      fputc('\n', out);
+    }
+    fputc('\n', out);
+  }
   free(used);
   return ferror(out) ? -1 : 0;
 }

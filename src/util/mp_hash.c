@@ -10,11 +10,6 @@
 
 #define MIN_LG		6	/* 64 slots at least. */
 
-/* Home slot of key: Fibonacci hashing, the top bits of key * 2^64/phi. */
-static inline size_t home(const mp_hash *h, uint64_t key)
-{
-  return (size_t)((key * 0x9e3779b97f4a7c15ull) >> h->shift);
-}
 
 /* Key 0 marks an empty slot: records whose hash is 0 are stored under 1. */
 static inline uint64_t record_key(uint64_t hash)
@@ -44,7 +39,7 @@ static int rehash(mp_hash *h, unsigned lg)
   n.shift = 64 - lg;
   for (i = 0; h->key && i <= h->mask; i++)
     if (h->key[i]) {
-      size_t j = home(&n, h->key[i]);
+      size_t j = mp_hash_home_(&n, h->key[i]);
       while (k[j]) j = (j + 1) & n.mask;
       k[j] = h->key[i];
       if (v) v[j] = h->val ? h->val[i] : 0;
@@ -73,13 +68,6 @@ static inline int room(mp_hash *h)
   return mp_hash_reserve(h, 1);
 }
 
-/* Slot of key, or the empty slot that ends its probe sequence. */
-static inline size_t probe(const mp_hash *h, uint64_t key)
-{
-  size_t j = home(h, key);
-  while (h->key[j] && h->key[j] != key) j = (j + 1) & h->mask;
-  return j;
-}
 
 /* Empty slot j and shift the later entries of its cluster back. */
 static void vacate(mp_hash *h, size_t j)
@@ -89,7 +77,7 @@ static void vacate(mp_hash *h, size_t j)
     size_t k;
     i = (i + 1) & h->mask;
     if (!h->key[i]) break;
-    k = home(h, h->key[i]);
+    k = mp_hash_home_(h, h->key[i]);
     /* Leave i where it is if its home k lies cyclically in (j, i]. */
     if (j <= i ? (j < k && k <= i) : (j < k || k <= i)) continue;
     h->key[j] = h->key[i];
@@ -113,22 +101,17 @@ int mp_hash_add(mp_hash *h, uint64_t key)
     return 1;
   }
   if (h->key) {
-    j = probe(h, key);
+    j = mp_hash_probe_(h, key);
     if (h->key[j]) return 0;
   }
   if (room(h) < 0) return -1;
-  j = probe(h, key);
+  j = mp_hash_probe_(h, key);
   h->key[j] = key;
   if (h->val) h->val[j] = 0;
   h->count++;
   return 1;
 }
 
-int mp_hash_has(const mp_hash *h, uint64_t key)
-{
-  if (!key) return h->zero;
-  return h->key && h->key[probe(h, key)] != 0;
-}
 
 int mp_hash_put(mp_hash *h, uint64_t key, uint32_t val)
 {
@@ -142,11 +125,11 @@ int mp_hash_put(mp_hash *h, uint64_t key, uint32_t val)
     return isnew;
   }
   if (h->key && h->val) {
-    j = probe(h, key);
+    j = mp_hash_probe_(h, key);
     if (h->key[j]) { h->val[j] = val; return 0; }
   }
   if (room(h) < 0) return -1;
-  j = probe(h, key);
+  j = mp_hash_probe_(h, key);
   if (h->key[j]) { h->val[j] = val; return 0; }
   h->key[j] = key;
   h->val[j] = val;
@@ -159,7 +142,7 @@ uint32_t *mp_hash_get(const mp_hash *h, uint64_t key)
   size_t j;
   if (!key) return h->zero ? (uint32_t *)&h->zval : NULL;
   if (!h->key || !h->val) return NULL;
-  j = probe(h, key);
+  j = mp_hash_probe_(h, key);
   return h->key[j] ? &h->val[j] : NULL;
 }
 
@@ -173,7 +156,7 @@ int mp_hash_del(mp_hash *h, uint64_t key)
     return 1;
   }
   if (!h->key) return 0;
-  j = probe(h, key);
+  j = mp_hash_probe_(h, key);
   if (!h->key[j]) return 0;
   vacate(h, j);
   return 1;
@@ -185,7 +168,7 @@ uint32_t *mp_hash_first(const mp_hash *h, uint64_t hash, mp_hash_iter *it)
 {
   it->key = record_key(hash);
   if (!h->key || !h->val) return NULL;
-  it->slot = (home(h, it->key) - 1) & h->mask;
+  it->slot = (mp_hash_home_(h, it->key) - 1) & h->mask;
   return mp_hash_next(h, it);
 }
 
@@ -210,7 +193,7 @@ int mp_hash_insert(mp_hash *h, uint64_t hash, uint32_t val)
   size_t j;
   h->map = 1;
   if (room(h) < 0) return -1;
-  for (j = home(h, key); h->key[j]; j = (j + 1) & h->mask) {}
+  for (j = mp_hash_home_(h, key); h->key[j]; j = (j + 1) & h->mask) {}
   h->key[j] = key;
   h->val[j] = val;
   h->count++;

@@ -84,8 +84,27 @@ int mp_hash_reserve(mp_hash *h, size_t n);
 /* Set: add key. 1 if it is new, 0 if it was there, -1 out of memory. */
 int mp_hash_add(mp_hash *h, uint64_t key);
 
-/* Set or map: 1 if key is in, else 0. */
-int mp_hash_has(const mp_hash *h, uint64_t key);
+/* Home slot of key: Fibonacci hashing, the top bits of key * 2^64/phi. */
+static inline size_t mp_hash_home_(const mp_hash *h, uint64_t key)
+{
+  return (size_t)((key * 0x9e3779b97f4a7c15ull) >> h->shift);
+}
+
+/* Slot of key, or the empty slot that ends its probe sequence. */
+static inline size_t mp_hash_probe_(const mp_hash *h, uint64_t key)
+{
+  size_t j = mp_hash_home_(h, key);
+  while (h->key[j] && h->key[j] != key) j = (j + 1) & h->mask;
+  return j;
+}
+
+/* Set or map: 1 if key is in, else 0. Inline: the sampling hook asks it
+** at every free. */
+static inline int mp_hash_has(const mp_hash *h, uint64_t key)
+{
+  if (!key) return h->zero;
+  return h->key && h->key[mp_hash_probe_(h, key)] != 0;
+}
 
 /* Map: key's value becomes val. 1 if key is new, 0 if it was there (value
 ** replaced), -1 out of memory. */

@@ -1,0 +1,416 @@
+/*
+** mp_arm.c: starting without code changes: the LJMEMPROF variable and a
+** signal that toggles recording in a running process.
+**
+** A VM is armed for a signal (ljmp_arm) with the options of the
+** recordings the signal starts. The signal handler only counts signals.
+** Arming puts a thin allocator under everything else the VM's allocations
+** go through (the recording hook included, when one starts); it forwards
+** each call and compares the count with the last one it saw: at the first
+** allocation after a signal while the JIT compiler is idle, it asks for a
+** count hook (lua_sethook, as LuaJIT's own luajit.c does from its SIGINT
+** handler). The hook runs
+** before the next bytecode, a safe point for the Lua API: it puts back the
+** program's own hook, if any, and starts or stops recording there. So the
+** switch never happens inside the handler, nor inside the allocator.
+**
+** An armed VM's record lives as long as the process: its allocator may be
+** called until the VM's memory is all freed, after lua_close().
+*/
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lj_obj.h"
+#include "lj_jit.h"
+#include "lj_dispatch.h"
+#include "lauxlib.h"
+
+#include "mp_agent.h"
+#include "mp_sym.h"
+#include "util/mp_size.h"
+
+typedef struct mp_arm {
+  void *g;			/* The VM's global_State. */
+  lua_Alloc orig_f;		/* The allocator under ours. */
+  void *orig_ud;
+  unsigned seen;		/* The signal count last acted on. */
+  int dead;			/* The VM was closed: only forward. */
+  ljmp_options opt;		/* Options of the recordings it starts... */
+  char path[4096];		/* ...and their path. */
+  unsigned starts;		/* Recordings the signal started. */
+  lua_Hook saved_f;		/* The program's hook, put back after ours. */
+  int saved_mask, saved_count;
+  struct mp_arm *next;
+} mp_arm;
+
+static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
+static mp_arm *arms;
+static int arm_signo;		/* The signal armed (one per process). */
+static unsigned sig_count;	/* Signals received (the handler's only
+				   work; atomic). */
+
+static void on_signal(int signo)
+{
+  (void)signo;
+  __atomic_add_fetch(&sig_count, 1, __ATOMIC_RELAXED);
+}
+
+/* The live arm of VM g, or NULL (arm_lock held). */
+static mp_arm *arm_of_locked(void *g)
+{
+  mp_arm *a;
+  for (a = arms; a && (a->g != g || a->dead); a = a->next) {}
+  return a;
+}
+
+static mp_arm *arm_of(void *g)
+{
+  mp_arm *a;
+  pthread_mutex_lock(&arm_lock);
+  a = arm_of_locked(g);
+  pthread_mutex_unlock(&arm_lock);
+  return a;
+}
+
+/* In a child after fork(): the lock may have been held by a lost thread.
+** The arms stay: a child of an armed process (an nginx worker) toggles
+** its own recordings at the signals sent to it. */
+static void arm_fork_child(void)
+{
+  pthread_mutex_init(&arm_lock, NULL);
+}
+
+/* Signals that may toggle recording: those no library or runtime gives a
+** meaning to by default. */
+static const struct { const char *name; int signo; } sig_names[] = {
+  { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
+  { "WINCH", SIGWINCH }, { "URG", SIGURG }, { "PWR", SIGPWR },
+};
+
+int mp_signal_number(const char *name)
+{
+  size_t i;
+  char *end;
+  long n;
+  if (!strncmp(name, "SIG", 3)) name += 3;
+  for (i = 0; i < sizeof(sig_names) / sizeof(sig_names[0]); i++)
+    if (!strcmp(name, sig_names[i].name)) return sig_names[i].signo;
+  if (!strncmp(name, "RTMIN+", 6) || !strncmp(name, "RTMAX-", 6)) {
+    n = strtol(name + 6, &end, 10);
+    if (*end || end == name + 6 || n < 0 || n > SIGRTMAX - SIGRTMIN) return 0;
+    return name[3] == 'I' ? SIGRTMIN + (int)n : SIGRTMAX - (int)n;
+  }
+  if (!strcmp(name, "RTMIN")) return SIGRTMIN;
+  if (!strcmp(name, "RTMAX")) return SIGRTMAX;
+  n = strtol(name, &end, 10);
+  if (*end || end == name || n <= 0 || n > SIGRTMAX) return 0;
+  return mp_signal_ok((int)n) ? (int)n : 0;
+}
+
+int mp_signal_ok(int signo)
+{
+  size_t i;
+  if (signo >= SIGRTMIN && signo <= SIGRTMAX) return 1;
+  for (i = 0; i < sizeof(sig_names) / sizeof(sig_names[0]); i++)
+    if (signo == sig_names[i].signo) return 1;
+  return 0;
+}
+
+/* -- The switch ------------------------------------------------------------ */
+
+/* Start or stop recording in the VM of L. */
+static void toggle(lua_State *L, mp_arm *a)
+{
+  char tmpl[4096 + 4];
+  ljmp_options opt = a->opt;
+  int rc;
+  if (ljmp_running(L)) {
+    rc = ljmp_stop_with(L, a->opt.collect ? LJMP_STOP_COLLECT : 0);
+    if (rc && rc != LJMP_ENOTRUN)
+      fprintf(stderr, "ljmemprof: stopping at a signal: %s\n",
+	      ljmp_strerror(rc));
+    return;
+  }
+  /* A later recording must not overwrite an earlier one: without %n in
+  ** the path, the second and later get ".N" (the start's number). */
+  snprintf(tmpl, sizeof(tmpl), "%s%s", a->path,
+	   a->starts && !strstr(a->path, "%n") ? ".%n" : "");
+  opt.path = tmpl;
+  rc = ljmp_start(L, &opt);
+  if (rc)
+    fprintf(stderr, "ljmemprof: starting at a signal (%s): %s%s%s\n",
+	    a->path, ljmp_strerror(rc), rc == LJMP_ETHREAD ? ": " : "",
+	    rc == LJMP_ETHREAD ? strerror(errno) : "");
+  else
+    a->starts++;
+}
+
+/* The count hook asked for after a signal: put the program's hook back,
+** switch, and pass the event on to the program's hook if it wanted it. */
+static void toggle_hook(lua_State *L, lua_Debug *ar)
+{
+  mp_arm *a = arm_of(G(L));
+  lua_Hook f;
+  int mask;
+  if (!a) { lua_sethook(L, NULL, 0, 0); return; }
+  f = a->saved_f;
+  mask = a->saved_mask;
+  lua_sethook(L, f, mask, a->saved_count);
+  toggle(L, a);
+  if (f && ar->event != LUA_HOOKCOUNT && (mask & (1 << ar->event)))
+    f(L, ar);
+}
+
+/* A signal came: ask for the count hook, unless the JIT compiler is at
+** work (lua_sethook() aborts a recording, which the recorder must not see
+** happen under it): then a later allocation asks. Elsewhere, in the
+** interpreter, in compiled code or in the collector, only the dispatch
+** table changes, as when LuaJIT's own SIGINT handler does it. */
+static MP_NOINLINE void request(mp_arm *a, unsigned n)
+{
+  global_State *g = (global_State *)a->g;
+  lua_State *L = (lua_State *)gcref(g->cur_L);
+  if (a->dead || !L || G2J(g)->state != LJ_TRACE_IDLE) return;
+  a->seen = n;
+  if (lua_gethook(L) == toggle_hook) return;	/* Asked already. */
+  a->saved_f = lua_gethook(L);
+  a->saved_mask = lua_gethookmask(L);
+  a->saved_count = lua_gethookcount(L);
+  lua_sethook(L, toggle_hook, a->saved_mask | LUA_MASKCOUNT, 1);
+}
+
+/* The allocator of an armed VM: forward, and notice signals. */
+static void *armed_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  mp_arm *a = (mp_arm *)ud;
+  unsigned n = __atomic_load_n(&sig_count, __ATOMIC_RELAXED);
+  if (MP_UNLIKELY(n != a->seen)) request(a, n);
+  return a->orig_f(a->orig_ud, ptr, osize, nsize);
+}
+
+/* -- Arming --------------------------------------------------------------- */
+
+void mp_arm_closed(lua_State *L)
+{
+  mp_arm *a;
+  pthread_mutex_lock(&arm_lock);
+  for (a = arms; a; a = a->next)
+    if (a->g == G(L)) a->dead = 1;
+  pthread_mutex_unlock(&arm_lock);
+}
+
+/* See ljmemprof.h. */
+int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
+{
+  ljmp_options opt;
+  struct sigaction sa, old;
+  mp_arm *a;
+  int rc = 0;
+  if (!L || !user || mp_options_read(&opt, user) < 0 || !opt.path ||
+      opt.writer || strlen(opt.path) >= sizeof(a->path) ||
+      mp_path_check(opt.path) || !mp_signal_ok(signo))
+    return LJMP_EARG;
+  if (!(a = calloc(1, sizeof(*a)))) return LJMP_ENOMEM;
+  a->g = G(L);
+  a->opt = opt;
+  memcpy(a->path, opt.path, strlen(opt.path) + 1);
+  a->opt.path = NULL;
+  pthread_mutex_lock(&arm_lock);
+  if (arm_of_locked(G(L))) {
+    rc = LJMP_ERUNNING;
+  } else if (arm_signo && arm_signo != signo) {
+    rc = LJMP_ESIGNAL;
+  } else if (!arm_signo) {
+    /* The program's own handler is never replaced. */
+    if (sigaction(signo, NULL, &old) < 0 || (old.sa_flags & SA_SIGINFO) ||
+	(old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+      rc = LJMP_ESIGNAL;
+    } else {
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = on_signal;
+      sa.sa_flags = SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      if (sigaction(signo, &sa, NULL) < 0) {
+	rc = LJMP_ESIGNAL;
+      } else {
+	arm_signo = signo;
+	pthread_atfork(NULL, NULL, arm_fork_child);
+      }
+    }
+  }
+  if (!rc) {
+    /* Under everything else: below the recording hook if one runs. */
+    mp_state *s = mp_state_find(L);
+    a->seen = __atomic_load_n(&sig_count, __ATOMIC_RELAXED);
+    if (s) {
+      a->orig_f = s->orig_f;
+      a->orig_ud = s->orig_ud;
+      s->orig_f = armed_alloc;
+      s->orig_ud = a;
+    } else {
+      a->orig_f = lua_getallocf(L, &a->orig_ud);
+      lua_setallocf(L, armed_alloc, a);
+    }
+    a->next = arms;
+    arms = a;
+  }
+  pthread_mutex_unlock(&arm_lock);
+  if (rc) { free(a); return rc; }
+  mp_sentinel_install(L);
+  return 0;
+}
+
+/* -- LJMEMPROF -------------------------------------------------------------- */
+
+/* A yes/no value: 1, 0, or -1 if neither. */
+static int parse_bool(const char *v)
+{
+  if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true")) return 1;
+  if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")) return 0;
+  return -1;
+}
+
+/* The keys of LJMEMPROF, what their values are, and their bounds. */
+enum { K_SIZE, K_FRAMES, K_OCTAL, K_BOOL, K_SIGNAL };
+static const struct env_key {
+  const char *name;
+  int kind;
+  long long lo, hi;	/* Bounds (0 is allowed where lo says so). */
+  const char *want;	/* What a bad value should have been. */
+} env_keys[] = {
+  { "stacks", K_FRAMES, 0, LJMP_STACKS_MAX, "frames from 0 to 10000, or yes/no" },
+  { "sample", K_SIZE, 0, 1ll << 40, "mean bytes between samples (e.g. 512K), "
+				   "or yes/no" },
+  { "seed", K_SIZE, 0, 1ll << 50, "a number" },
+  { "max_size", K_SIZE, LJMP_MAX_SIZE_MIN, 1ll << 50, "bytes, at least 64K "
+						     "(e.g. 100M), or 0" },
+  { "bufsize", K_SIZE, 4096, 1ll << 30, "bytes from 4K to 1G" },
+  { "mode", K_OCTAL, 0, 07777, "octal permissions, e.g. 0644" },
+  { "collect", K_BOOL, 0, 1, "yes or no" },
+  { "start", K_BOOL, 0, 1, "yes or no" },
+  { "signal", K_SIGNAL, 0, 0, "a signal that can toggle the profiler (USR1, "
+			      "USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n)" },
+};
+
+/* The value v of key k as a number, or -1 if it is bad. */
+static long long env_value(const struct env_key *k, const char *v)
+{
+  long long n = -1;
+  char *end;
+  int b = *v >= '0' && *v <= '9' ? -1 : parse_bool(v);
+  switch (k->kind) {
+  case K_BOOL:
+    return parse_bool(v);
+  case K_SIGNAL:
+    return mp_signal_number(v) ? mp_signal_number(v) : -1;
+  case K_OCTAL:
+    if (*v < '0' || *v > '7') return -1;
+    n = strtoll(v, &end, 8);
+    if (*end) return -1;
+    break;
+  case K_FRAMES:
+    if (b >= 0) return b ? LJMP_STACKS_DEFAULT : 0;
+    n = mp_parse_size(v);
+    break;
+  case K_SIZE:
+    if (b >= 0 && !strcmp(k->name, "sample"))
+      return b ? LJMP_SAMPLE_DEFAULT : 0;
+    n = mp_parse_size(v);
+    break;
+  }
+  if (n < 0 || n > k->hi || (n < k->lo && n != 0)) return -1;
+  return n;
+}
+
+/* Parse LJMEMPROF's value "path[,key=value]..." into *opt (path into buf),
+** the signal to arm (0: none) and whether to start now. 0, or -1 with a
+** message in err. */
+static int env_parse(const char *env, char *buf, size_t size,
+		     ljmp_options *opt, int *signo, int *start, char *err,
+		     size_t errsize)
+{
+  char *p, *item, *save = NULL;
+  if (strlen(env) >= size) {
+    snprintf(err, errsize, "the value is too long");
+    return -1;
+  }
+  memcpy(buf, env, strlen(env) + 1);
+  p = strchr(buf, ',');
+  if (p) *p++ = '\0';
+  if (!*buf) {
+    snprintf(err, errsize, "no path before the first ','; the form is "
+	     "path[,key=value]...");
+    return -1;
+  }
+  if (mp_path_check(buf)) {
+    snprintf(err, errsize, "path '%s': %% must be followed by p (the pid), "
+	     "n (the number of the start) or %%", buf);
+    return -1;
+  }
+  opt->path = buf;
+  *signo = 0;
+  *start = 1;
+  for (item = p ? strtok_r(p, ",", &save) : NULL; item;
+       item = strtok_r(NULL, ",", &save)) {
+    const struct env_key *k = NULL;
+    char *v = strchr(item, '=');
+    long long n;
+    size_t i;
+    if (!v) {
+      snprintf(err, errsize, "'%s' is not key=value", item);
+      return -1;
+    }
+    *v++ = '\0';
+    for (i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++)
+      if (!strcmp(item, env_keys[i].name)) k = &env_keys[i];
+    if (!k) {
+      snprintf(err, errsize, "unknown key '%s' (keys: stacks, sample, seed, "
+	       "max_size, bufsize, mode, collect, signal, start)", item);
+      return -1;
+    }
+    if ((n = env_value(k, v)) < 0) {
+      snprintf(err, errsize, "%s=%s: %s", item, v, k->want);
+      return -1;
+    }
+    if (!strcmp(item, "stacks")) opt->stacks = (unsigned)n;
+    else if (!strcmp(item, "sample")) opt->sample = (size_t)n;
+    else if (!strcmp(item, "seed")) opt->seed = (unsigned long long)n;
+    else if (!strcmp(item, "max_size")) opt->max_size = (size_t)n;
+    else if (!strcmp(item, "bufsize")) opt->bufsize = (size_t)n;
+    else if (!strcmp(item, "mode")) opt->mode = (unsigned)n;
+    else if (!strcmp(item, "collect")) opt->collect = (int)n;
+    else if (!strcmp(item, "signal")) *signo = (int)n;
+    else *start = (int)n;
+  }
+  return 0;
+}
+
+int mp_env_start(lua_State *L, char *err, size_t errsize)
+{
+  static char buf[8192];
+  const char *env = getenv("LJMEMPROF");
+  ljmp_options opt = LJMP_OPTIONS_INIT;
+  int signo, start, rc;
+  if (!env || !*env) return 0;
+  if (env_parse(env, buf, sizeof(buf), &opt, &signo, &start, err,
+		errsize) < 0)
+    return -1;
+  if (signo && (rc = ljmp_arm(L, signo, &opt)) != 0) {
+    if (rc == LJMP_ERUNNING) return 0;	/* Loaded again: done before. */
+    snprintf(err, errsize, "signal %s: %s", strsignal(signo),
+	     ljmp_strerror(rc));
+    return -1;
+  }
+  if (!start || ljmp_running(L)) return 0;
+  rc = ljmp_start(L, &opt);
+  if (rc == LJMP_ETHREAD)
+    snprintf(err, errsize, "%s: %s", ljmp_strerror(rc), strerror(errno));
+  else if (rc)
+    snprintf(err, errsize, "%s: %s%s", opt.path, ljmp_strerror(rc),
+	     rc == LJMP_EBUSY ? " (put %n in the path: one file per VM)" : "");
+  return rc ? -1 : 0;
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env luajit
+-- Sampling (start{sample = BYTES}): each allocated byte is sampled with
+-- chance 1/BYTES, so an allocation of s bytes is recorded with probability
+-- 1 - exp(-s/BYTES); only the frees of recorded blocks are recorded. The
+-- stream is the extension with its "sample" setting and call stacks.
+-- Checked against a full recording of the same deterministic workload
+-- (JIT off): the mean number of recorded allocations over 20 seeds is
+-- within 5% of the expectation computed from the full recording's sizes
+-- (the standard deviation of that mean is about 1%).
+package.path = "tests/lib/?.lua;" .. package.path
+local T = require("mp_test")
+local t = require("tap")
+local mp = T.mp
+jit.off()
+
+local R = 16384
+
+-- The workload, run by a fresh luajit for each recording (so that every
+-- recording starts from the same VM: the string table's size, the
+-- collector's debt), with start options given as a Lua table constructor.
+-- With gc_off the collector does not run while recording.
+local child = [[
+jit.off()
+local mp = require("ljmemprof")
+local opts = assert(loadstring("return " .. os.getenv("OPTS")))()
+local gc_off = os.getenv("GC_OFF") == "1"
+collectgarbage()
+if gc_off then collectgarbage("stop") end
+assert(mp.start(opts))
+local keep = {}
+for i = 1, 30000 do
+  local s = string.rep("a", i % 200) .. i
+  local x = { i, s }
+  if i % 4 == 0 then keep[#keep + 1] = x end
+end
+local big = {}
+for i = 1, 50 do big[i] = string.rep("b", 20000 + i) end
+if not gc_off then keep, big = nil, nil collectgarbage() end
+assert(mp.stop())
+]]
+
+-- Record the workload with these options (a string: the fields of a Lua
+-- table); the events, whether complete, the file size and its records as
+-- tests/c/stream_items lists them (after a newline). The file is removed.
+local function record(opts, gc_off)
+  local path = T.tmpname("sample")
+  local cmd = "OPTS=" .. t.shq("{ path = '" .. path .. "', " .. opts .. " }") ..
+              " GC_OFF=" .. (gc_off and "1" or "0") ..
+              " LUA_CPATH='build/?.so;;' luajit -e " .. t.shq(child)
+  local rc = os.execute(t.timeout(cmd, 60))
+  assert(rc == 0, "the workload failed: " .. cmd)
+  local f = assert(io.open(path, "rb"))
+  local size = f:seek("end")
+  f:close()
+  local evs, complete = T.events(path)
+  local p = assert(io.popen(t.timeout("build/tests/stream_items " .. path, 60)))
+  local items = "\n" .. p:read("*a")
+  p:close()
+  os.remove(path)
+  return evs, complete, size, items
+end
+
+-- 1. The full recording, and what sampling should give.
+local full, _, full_size = record("")
+local expect = 0
+for _, e in ipairs(full) do
+  if e.event ~= "free" then expect = expect + (1 - math.exp(-e.nsize / R)) end
+end
+t.ok(#full > 60000 and expect > 300, "the full recording: " .. #full ..
+     " events, " .. math.floor(expect) .. " samples expected at 16K")
+
+-- 2. Twenty seeds: counts, frees of sampled blocks only, stacks.
+local sum, stray, unstacked, sizes = 0, 0, 0, 0
+for seed = 1, 20 do
+  local evs, complete, size, items = record("sample = " .. R .. ", seed = " .. seed)
+  local live, n = {}, 0
+  for _, e in ipairs(evs) do
+    if e.event == "free" or e.event == "realloc" then
+      if not live[e.oaddr] then stray = stray + 1 end
+      live[e.oaddr] = nil
+    end
+    if e.event ~= "free" then
+      n = n + 1
+      live[e.naddr] = true
+      if e.source ~= "stack" and e.source ~= "internal" then
+        unstacked = unstacked + 1
+      end
+    end
+  end
+  sum = sum + n
+  sizes = sizes + size
+  if seed == 1 then
+    t.ok(complete, "a sampled profile is complete")
+    t.ok(items:find("\ninfo stacks=64\n") and items:find("\ninfo sample=16384\n")
+         and items:find("\nversion 76\n"), "the extension, with its settings: "
+         .. "stacks 64 (the default with sampling) and sample 16384", items:sub(1, 200))
+  end
+end
+local mean = sum / 20
+t.ok(math.abs(mean - expect) < 0.05 * expect, string.format(
+     "mean recorded allocations over 20 seeds %.1f, expected %.1f", mean, expect))
+t.is(stray, 0, "every recorded free or reallocation is of a recorded block")
+t.is(unstacked, 0, "recorded allocations carry their stack (or are the VM's)")
+t.ok(sizes / 20 < full_size / 20, string.format(
+     "the sampled file is small: %d bytes on average, the full one %d",
+     sizes / 20, full_size))
+
+-- 3. A seed gives the same samples again (the JIT is off, the workload the
+-- same, the collector stopped).
+local function shape(evs)
+  local out = {}
+  for i, e in ipairs(evs) do out[i] = e.event .. e.nsize .. ":" .. e.osize end
+  return table.concat(out, ",")
+end
+local a = record("sample = " .. R .. ", seed = 7", true)
+local b = record("sample = " .. R .. ", seed = 7", true)
+local c = record("sample = " .. R .. ", seed = 8", true)
+t.is(shape(a), shape(b), "the same seed samples the same allocations")
+t.ok(shape(a) ~= shape(c), "another seed others")
+
+-- 4. sample = true is 512 KiB; stacks can be set with it.
+local _, _, _, items = record("sample = true, stacks = 3, seed = 1")
+t.ok(items:find("\ninfo stacks=3\n") and items:find("\ninfo sample=524288\n"),
+     "sample = true: 524288 bytes; stacks = 3 with it", items:sub(1, 200))
+
+-- 5. Bad values are errors naming the option; nothing starts.
+local function err_of(opts)
+  local ok, err = pcall(mp.start, opts)
+  return ok and "started" or err
+end
+local p = T.tmpname("bad")
+t.is(err_of({ path = p, sample = -1 }), "bad argument #1 to 'start' " ..
+     "(options.sample must be an integer from 0 to 1099511627776)", "sample = -1")
+t.is(err_of({ path = p, sample = "1M" }), "bad argument #1 to 'start' " ..
+     "(options.sample must be a number of bytes or a boolean)", "sample = '1M'")
+t.is(err_of({ path = p, sample = 100.5 }), "bad argument #1 to 'start' " ..
+     "(options.sample must be an integer from 0 to 1099511627776)", "sample = 100.5")
+t.is(err_of({ path = p, seed = -3 }), "bad argument #1 to 'start' " ..
+     "(options.seed must be an integer from 0 to 9007199254740992)", "seed = -3")
+t.is(err_of({ path = p, sampel = 5 }), "bad argument #1 to 'start' (unknown " ..
+     "option 'sampel'; options are path, bufsize, mode, stacks, sample, seed, " ..
+     "max_size, collect)", "a misspelt option")
+t.ok(not mp.running() and not io.open(p), "nothing started, no file")
+t.done()
