@@ -451,8 +451,9 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
       if (full == 2)	/* The block's size, as it was weighed. */
 	w = size == e->osize ? wo : block_weight(p, e->oaddr, size, 1);
       live_change(p, l, -w.n, -w.bytes);
+      /* The allocations since the block's own (that one excluded). */
       if (p->heap.stamped &&
-	  (uint32_t)(p->nalloc - p->heap.took - 1) < p->window) {
+	  (uint32_t)(p->nalloc - p->heap.took - w.n) < p->window) {
 	l->tn += w.n;
 	l->tbytes += w.bytes;
       }
@@ -472,7 +473,7 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
   p->nev++;
   if (full == 2) p->recorded[k]++;
   if (full) {
-    if (k & MP_AEV_ALLOC) p->nalloc++;
+    if (k & MP_AEV_ALLOC) p->nalloc += (uint32_t)cnt;	/* Estimated. */
     if (p->live_bytes > p->peak_bytes)
       new_peak(p, p->live_bytes, p->live_n);
     if (p->tl)

@@ -174,8 +174,9 @@ typedef struct mp_profile {
   uint64_t nev;		/* Events so far. */
   uint64_t recorded[MP_AEV_N];	/* A sampled profile: events recorded, by
 				   kind (total[] has the estimates). */
-  uint32_t nalloc;	/* Allocation events so far, modulo 2^32: the
-			   stamp of a block (temporaries). */
+  uint32_t nalloc;	/* Allocation events so far (estimated, if
+			   sampled), modulo 2^32: the stamp of a block
+			   (temporaries). */
   uint64_t pepoch;	/* Bumped at every new peak (lazy snapshots). */
   /* The peak: live_bytes at its highest, after the first event that
   ** reached it; the marks around that moment. */
