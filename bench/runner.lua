@@ -434,26 +434,37 @@ local function bench_reader()
   if has.diff then
     cmds[#cmds + 1] = { "diff (itself)", { "diff", path } }
   end
-  for _, c in ipairs(cmds) do
-    local argv = { CLI }
-    for _, a in ipairs(c[2]) do argv[#argv + 1] = a end
-    argv[#argv + 1] = path
-    local out = c[3] or OUT .. "/reader-out.txt"
-    local err = OUT .. "/reader-err.txt"
-    local times, peak = {}, 0
-    for i = 1, c[4] or 3 do
-      log("reader: ljmemprof %s (%d)", c[1], i)
-      local t, code, rss = spawn(argv, out, err)
-      if code ~= 0 then
-        die("ljmemprof %s %s failed with status %d:\n%s", c[1], path, code,
-            (slurp(err) or ""):sub(1, 2000))
+  -- The commands take turns, round after round, so that the load of a
+  -- shared machine weighs on all of them alike; CPU time (user + system)
+  -- beside wall time is the steadier measure there.
+  local res = {}
+  for round = 1, 3 do
+    for k, c in ipairs(cmds) do
+      if round <= (c[4] or 3) then
+        local argv = { CLI }
+        for _, a in ipairs(c[2]) do argv[#argv + 1] = a end
+        argv[#argv + 1] = path
+        local out = c[3] or OUT .. "/reader-out.txt"
+        local err = OUT .. "/reader-err.txt"
+        local r = res[k] or { times = {}, cpus = {}, peak = 0 }
+        res[k] = r
+        log("reader: ljmemprof %s (%d)", c[1], round)
+        local t, code, rss, cpu = spawn(argv, out, err)
+        if code ~= 0 then
+          die("ljmemprof %s %s failed with status %d:\n%s", c[1], path, code,
+              (slurp(err) or ""):sub(1, 2000))
+        end
+        if out ~= "/dev/null" and (file_size(c[5] or out) or 0) == 0 then
+          die("ljmemprof %s %s printed nothing", c[1], path)
+        end
+        r.times[#r.times + 1], r.cpus[#r.cpus + 1] = t, cpu
+        r.peak = math.max(r.peak, rss)
       end
-      if out ~= "/dev/null" and (file_size(c[5] or out) or 0) == 0 then
-        die("ljmemprof %s %s printed nothing", c[1], path)
-      end
-      times[i], peak = t, math.max(peak, rss)
     end
-    reader[#reader + 1] = { cmd = c[1], t = median(times), rss = peak }
+  end
+  for k, c in ipairs(cmds) do
+    reader[#reader + 1] = { cmd = c[1], t = median(res[k].times),
+                            cpu = median(res[k].cpus), rss = res[k].peak }
   end
   -- How long the HTML report takes to open in a browser.
   if has.report and file_size(html) and
@@ -538,14 +549,17 @@ end
 if opt.reader then
   io.write(("\nreader on binary-trees %d (jit off): %s events, %.0f MB\n")
     :format(opt.reader_depth, si(reader.events), reader.bytes / 1e6))
-  io.write(("%-20s %8s %10s %8s %9s %9s\n"):format("command", "wall s",
-    "events/s", "MB/s", "peak RSS", "x report"))
-  local base
-  for _, c in ipairs(reader) do if c.cmd == "report" then base = c.t end end
+  io.write(("%-20s %8s %10s %8s %9s %9s %7s %7s\n"):format("command",
+    "wall s", "events/s", "MB/s", "peak RSS", "x report", "cpu s", "x cpu"))
+  local base, bcpu
   for _, c in ipairs(reader) do
-    io.write(("%-20s %8.2f %10s %8.1f %6.0f MB %8s\n"):format(c.cmd, c.t,
-      si(reader.events / c.t), reader.bytes / c.t / 1e6, c.rss / 1024,
-      base and ("%.2fx"):format(c.t / base) or "-"))
+    if c.cmd == "report" then base, bcpu = c.t, c.cpu end
+  end
+  for _, c in ipairs(reader) do
+    io.write(("%-20s %8.2f %10s %8.1f %6.0f MB %8s %7.2f %7s\n"):format(
+      c.cmd, c.t, si(reader.events / c.t), reader.bytes / c.t / 1e6,
+      c.rss / 1024, base and ("%.2fx"):format(c.t / base) or "-", c.cpu,
+      bcpu and ("%.2fx"):format(c.cpu / bcpu) or "-"))
   end
   if reader.html then io.write(reader.html, "\n") end
   if not has.report then
