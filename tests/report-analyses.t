@@ -188,6 +188,21 @@ tm=$(echo "$out" | sed -n '/^ALLOCATIONS/,/^$/s/^TRACE started at @jit.lua:5: \(
 is "$tm" "$((t1 + t2))" "the merged trace's allocations are the sum of each profile's traces started there ($t1 + $t2)"
 run $MP report "$TMPD/j1.ljm" "$TMPD/nonexistent.ljm"
 is "$rc:$out" "2:" "a merge with a missing file: nothing reported"
+# pprof of a merge, read by Go's pprof: its total is the sum of both.
+if command -v go >/dev/null 2>&1; then
+  export GOCACHE="$TMPD/gocache" HOME="${HOME:-$TMPD}"
+  run $MP report --format pprof -o "$TMPD/m.pb.gz" "$TMPD/j1.ljm" "$TMPD/j2.ljm"
+  total=$(with_timeout 120 go tool pprof -top -unit=B "$TMPD/m.pb.gz" 2>&1 | sed -n 's/.* of \([0-9]*\)B total$/\1/p')
+  a1=$(num "$one" alloc_bytes)
+  a2=$(num "$(with_timeout 60 $MP report --format json "$TMPD/j2.ljm")" alloc_bytes)
+  is "$rc:$total" "0:$((a1 + a2))" "pprof of two profiles: go tool pprof's total is the sum of their allocated bytes"
+else
+  echo "not ok - go tool pprof is not installed (Debian golang-go; make deps)"
+  tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
+fi
+run $MP report --format svg --peak "$TMPD/j1.ljm"
+is "$rc:$out:$err" "2::ljmemprof report: --peak is for the text and json formats; svg always shows every stack (see 'ljmemprof report --help')" \
+  "--peak with a stack format: one error line (--metric peak-bytes draws the peak)"
 
 # -- What a profile says of itself (streams built by hand) ------------------------
 
