@@ -218,7 +218,7 @@ $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(
 	  $(READER_OBJ) $(BUILD)/libljmemprof.a $(LUAJIT_LIBS) -lz -ldl -lpthread
 
 example: all
-	@scripts/example.sh
+	@PATH="$(TEST_PATH)" BUILD=$(BUILD) scripts/example.sh
 
 # The suite runs against this build: BUILD, FLAVOUR and LUAJIT tell the
 # tests which (tests/lib/tap.sh, tests/lib/mp_test.lua); another flavour's

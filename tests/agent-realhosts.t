@@ -8,11 +8,11 @@
 # without names.
 . tests/lib/tap.sh
 T=120
-export LUA_CPATH="$PWD/build/?.so;;"
+export LUA_CPATH="$BUILD/?.so;;"
 
 # Allocation events of FILE on line LINE of a chunk ending in CHUNK.
 line_allocs() {
-  build/ljmemprof events "$1" | grep '"event":"alloc"' |
+  $BUILD/ljmemprof events "$1" | grep '"event":"alloc"' |
     grep -c "\"line\":$3,\"chunk\":\"[^\"]*$2\""
 }
 
@@ -46,16 +46,16 @@ else
   n10=$(line_allocs "$TMPD/repro.ljm" repro.lua 10)
   [ "$n7" -ge 9000 ]; ok $? "nvim: gmatch's iterators and matches on their line ($n7)"
   is "$n10" 3000 "nvim: gsub's 3000 strings on their line"
-  is "$(build/ljmemprof events "$TMPD/repro.ljm" | grep '"event":"alloc"' | grep -c '"label":"INTERNAL"' | awk '{print ($1 < 50)}')" 1 \
+  is "$($BUILD/ljmemprof events "$TMPD/repro.ljm" | grep '"event":"alloc"' | grep -c '"label":"INTERNAL"' | awk '{print ($1 < 50)}')" 1 \
     "nvim: INTERNAL stays the compiler's few allocations"
-  names=$(build/ljmemprof events "$TMPD/repro.ljm" | sed -n 's/.*"source":"cfunc","label":"\([^"]*\)".*/\1/p' | sort -u | tr '\n' ' ')
+  names=$($BUILD/ljmemprof events "$TMPD/repro.ljm" | sed -n 's/.*"source":"cfunc","label":"\([^"]*\)".*/\1/p' | sort -u | tr '\n' ' ')
   is "$names" "vim.api.nvim_buf_get_lines " \
     "nvim: the API function that made Lua objects, by its shortest Lua name (not vim._editor.api.*)"
 fi
 
 timeout $T luajit "$TMPD/repro.lua"; ok $? "luajit runs the reproduction"
 is "$(line_allocs "$TMPD/repro.ljm" repro.lua 10)" 3000 "luajit: gsub's strings on their line"
-is "$(build/ljmemprof events "$TMPD/repro.ljm" | grep -c '"source":"cfunc"')" 0 \
+is "$($BUILD/ljmemprof events "$TMPD/repro.ljm" | grep -c '"source":"cfunc"')" 0 \
   "luajit: nothing billed to the host's outermost C function"
 
 # wrk: each thread its own state and profile; the responses' tables are
@@ -85,8 +85,8 @@ EOF
   ok $? "wrk runs with a profile per thread"
   kill $srv 2>/dev/null
   for w in 1 2; do
-    is "$(build/ljmemprof info "$TMPD/wrk-$w.ljm" > /dev/null 2>&1; echo $?)" 0 "wrk thread $w: complete profile"
-    n=$(build/ljmemprof events "$TMPD/wrk-$w.ljm" | grep '"event":"alloc"' | grep -c '"label":"HOST (wrk)"')
+    is "$($BUILD/ljmemprof info "$TMPD/wrk-$w.ljm" > /dev/null 2>&1; echo $?)" 0 "wrk thread $w: complete profile"
+    n=$($BUILD/ljmemprof events "$TMPD/wrk-$w.ljm" | grep '"event":"alloc"' | grep -c '"label":"HOST (wrk)"')
     [ "$n" -ge 10 ]; ok $? "wrk thread $w: the host's own allocations are HOST (wrk) ($n)"
   done
 fi
@@ -103,7 +103,7 @@ t = lua.table_from({'a': 1, 'b': 2})
 lua.execute('local t = {} for i = 1, 100 do t[i] = {i} end')
 assert lua.eval('mp.stop()')
 "; ok $? "lupa profiles"
-  n=$(build/ljmemprof events "$TMPD/lupa.ljm" | grep '"event":"alloc"' | grep -c '"label":"HOST (python3)"')
+  n=$($BUILD/ljmemprof events "$TMPD/lupa.ljm" | grep '"event":"alloc"' | grep -c '"label":"HOST (python3)"')
   [ "$n" -ge 2 ]; ok $? "lupa: table_from() from Python is HOST (python3) ($n)"
 fi
 
@@ -118,10 +118,10 @@ for i = 1, 200 do out[i] = p:match("alpha beta gamma") end
 assert(mp.stop())
 EOF
 timeout $T luajit "$TMPD/lpeg.lua"; ok $? "lpeg loaded while recording"
-n=$(build/ljmemprof events "$TMPD/lpeg.ljm" | grep '"event":"alloc"' | grep -c '"label":"lpeg.match"')
+n=$($BUILD/ljmemprof events "$TMPD/lpeg.ljm" | grep '"event":"alloc"' | grep -c '"label":"lpeg.match"')
 [ "$n" -ge 200 ]; ok $? "lpeg.match by its Lua name ($n)"
-is "$(build/ljmemprof events "$TMPD/lpeg.ljm" | grep -c 'lpeg.so+0x')" 0 \
+is "$($BUILD/ljmemprof events "$TMPD/lpeg.ljm" | grep -c 'lpeg.so+0x')" 0 \
   "no lpeg.so+0x... label: the operators are named by their metatable (lpeg-pattern.__mul)"
-n=$(build/ljmemprof events "$TMPD/lpeg.ljm" | grep -c '"label":"lpeg-pattern.__pow"')
+n=$($BUILD/ljmemprof events "$TMPD/lpeg.ljm" | grep -c '"label":"lpeg-pattern.__pow"')
 [ "$n" -ge 1 ]; ok $? "lpeg-pattern.__pow ($n)"
 done_testing

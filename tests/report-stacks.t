@@ -7,7 +7,7 @@
 # in headless Chromium; --stacks views of text and json; -o; bad options
 # and bad output paths get one clear error line.
 . tests/lib/tap.sh
-MP=build/ljmemprof
+MP=$BUILD/ljmemprof
 
 # -- A small program: two lines, known sizes ---------------------------------
 
@@ -26,7 +26,7 @@ local c2 = collectgarbage("count")
 mp.stop()
 io.stderr:write((c1 - c0) * 1024, " ", (c2 - c1) * 1024, "\n")
 EOF
-(cd "$TMPD" && LUA_CPATH="$OLDPWD/build/?.so;;" with_timeout 60 luajit two.lua two.ljm 2>sizes)
+(cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit two.lua two.ljm 2>sizes)
 ok $? "the small program runs"
 read -r b6 b8 <"$TMPD/sizes"
 P="$TMPD/two.ljm"

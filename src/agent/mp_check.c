@@ -10,7 +10,7 @@
 ** First of all, and through the Lua API alone, the build of the VM is
 ** compared with the build of the headers: OpenResty's branch or not (its jit
 ** library has jit.prngstate), the JIT compiled in or not (jit.opt), GC64 or
-** not (the FR2 flag of a bytecode dump), the version string. A difference
+** not (where a thread's header has its type byte), the version string. A difference
 ** there is named with the flavour each side was built for, so the message
 ** says which build to use.
 */
@@ -111,31 +111,17 @@ done:
   return why;
 }
 
-/* lua_dump() writer that keeps the first bytes: the header's flags. */
-static int dump_head(lua_State *L, const void *p, size_t size, void *ud)
-{
-  unsigned char *head = ud;
-  size_t have = head[0];
-  if (have < 6) {
-    size_t n = size < 6 - have ? size : 6 - have;
-    memcpy(head + 1 + have, p, n);
-    head[0] = (unsigned char)(have + n);
-  }
-  return 0;
-}
-
-/* Is the VM a GC64 build? 1 or 0 from the FR2 flag of a bytecode dump
-** (two-slot frames come with GC64), -1 if it cannot be told. */
+/* Is the VM a GC64 build? 1 or 0, -1 if it cannot be told. Read from the
+** thread's own header, which L points to whatever the build: a GC header
+** is a GC reference (8 bytes with GC64, else 4), a mark byte and the type
+** byte. With GC64 the type is at byte 9 and byte 5 belongs to a user-space
+** pointer (below 2^47), so it is never the thread type (0xf7); without,
+** the type is at byte 5. Makes no garbage (a bytecode dump's FR2 flag
+** would tell too, but the profile would then see it freed). */
 static int vm_gc64(lua_State *L)
 {
-  unsigned char head[8] = { 0 };
-  int top = lua_gettop(L), r = -1;
-  if (luaL_loadstring(L, "return") == 0 &&
-      lua_dump(L, dump_head, head) == 0 && head[0] >= 5 &&
-      head[1] == 0x1b && head[2] == 'L' && head[3] == 'J')
-    r = (head[5] & 0x08) != 0;
-  lua_settop(L, top);
-  return r;
+  const uint8_t *h = (const uint8_t *)L, tt = (uint8_t)~LJ_TTHREAD;
+  return h[5] == tt ? 0 : h[9] == tt ? 1 : -1;
 }
 
 /* Name what the VM was built as, through the Lua API only; NULL if it is
@@ -150,13 +136,23 @@ static const char *check_build(lua_State *L)
   if (!lua_istable(L, -1)) goto done;
   lua_getfield(L, -1, "jit");
   if (!lua_istable(L, -1)) goto done;
+  /* Walk the table rather than look keys up: a key that is not there
+  ** ("prngstate" in Debian's luajit) would be interned, then freed
+  ** while profiling. */
   jitlib = lua_gettop(L);
-  lua_getfield(L, jitlib, "version");
-  vmver = lua_isstring(L, -1) ? lua_tostring(L, -1) : "an unknown LuaJIT";
-  lua_getfield(L, jitlib, "prngstate");
-  openresty = lua_isfunction(L, -1);
-  lua_getfield(L, jitlib, "opt");
-  hasjit = lua_istable(L, -1);
+  vmver = "an unknown LuaJIT";
+  openresty = hasjit = 0;
+  lua_pushnil(L);
+  while (lua_next(L, jitlib)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    if (!strcmp(k, "version") && lua_type(L, -1) == LUA_TSTRING)
+      vmver = lua_tostring(L, -1);	/* Anchored in the jit table. */
+    else if (!strcmp(k, "prngstate"))
+      openresty = lua_isfunction(L, -1);
+    else if (!strcmp(k, "opt"))
+      hasjit = lua_istable(L, -1);
+    lua_pop(L, 1);
+  }
   snprintf(vm, sizeof(vm), "%s (%s)", openresty ? "OpenResty's LuaJIT" :
 	   "a LuaJIT without OpenResty's extensions", vmver);
   if (openresty != BUILT_OPENRESTY) {
