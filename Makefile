@@ -110,7 +110,7 @@ TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
 .PHONY: all deps example test install uninstall bench clean distclean
 all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
      $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host \
-     $(LUAJIT_BIN)
+     $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 
 # Install missing Debian packages when root (never removing one), else say
 # exactly what to run.
@@ -224,20 +224,42 @@ example: all
 # tests which (tests/lib/tap.sh, tests/lib/mp_test.lua); another flavour's
 # interpreter is first in PATH as luajit.
 test: all $(if $(filter luajit2,$(FLAVOUR)),nginx-lua)
-	PATH="$(TEST_PATH)" BUILD=$(BUILD) FLAVOUR=$(FLAVOUR) \
-	  LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove tests/
+	PATH="$(TEST_PATH)" BUILD=$(BUILD) FLAVOUR=$(FLAVOUR) LUAJIT_INC=$(abspath $(LUAJIT_SRC))/src \
+	  LUAJIT_LIBS="$(LUAJIT_LIBS)" LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove tests/
+
+# Installed like a Lua module and a C library: the module where this
+# flavour's LuaJIT looks for C modules (LUA_CMOD, scripts/cmod-dir.sh:
+# PREFIX=/usr gives Debian's /usr/lib/<multiarch>/lua/5.1), the command and
+# its man page, the header, the static library and a pkg-config file for
+# embedders (pkg-config --cflags --libs ljmemprof).
+LIBDIR     ?= $(PREFIX)/lib
+MANDIR     ?= $(PREFIX)/share/man
+VERSION    := $(shell sed -n 's/.*"ljmemprof \([0-9][0-9.]*\)".*/\1/p' src/agent/lib_ljmemprof.c)
+CMOD_DIR    = $(or $(LUA_CMOD),$$(scripts/cmod-dir.sh $(PREFIX) $(or $(LUAJIT_BIN),luajit)))
+
+$(BUILD)/ljmemprof.1: $(BUILD)/ljmemprof scripts/manpage.sh
+	scripts/manpage.sh $(BUILD)/ljmemprof > $@.tmp && mv $@.tmp $@
 
 install: all
-	install -d $(DESTDIR)$(LUA_CPATH_DIR) $(DESTDIR)$(PREFIX)/bin \
-	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib
-	install -m 0755 $(BUILD)/ljmemprof.so $(DESTDIR)$(LUA_CPATH_DIR)/ljmemprof.so
+	cmod=$(CMOD_DIR) && \
+	install -d $(DESTDIR)$$cmod $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(MANDIR)/man1 && \
+	install -m 0755 $(BUILD)/ljmemprof.so $(DESTDIR)$$cmod/ljmemprof.so
 	install -m 0755 $(BUILD)/ljmemprof $(DESTDIR)$(PREFIX)/bin/ljmemprof
+	install -m 0644 $(BUILD)/ljmemprof.1 $(DESTDIR)$(MANDIR)/man1/ljmemprof.1
 	install -m 0644 include/ljmemprof.h $(DESTDIR)$(PREFIX)/include/ljmemprof.h
-	install -m 0644 $(BUILD)/libljmemprof.a $(DESTDIR)$(PREFIX)/lib/libljmemprof.a
+	install -m 0644 $(BUILD)/libljmemprof.a $(DESTDIR)$(LIBDIR)/libljmemprof.a
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+	  'includedir=$${prefix}/include' '' \
+	  'Name: ljmemprof' 'Description: Memory profiler for LuaJIT: the agent, for programs that embed LuaJIT' \
+	  'Version: $(VERSION)' 'Libs: -L$${libdir} -lljmemprof -ldl -lpthread' \
+	  'Cflags: -I$${includedir}' > $(DESTDIR)$(LIBDIR)/pkgconfig/ljmemprof.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(LUA_CPATH_DIR)/ljmemprof.so $(DESTDIR)$(PREFIX)/bin/ljmemprof \
-	  $(DESTDIR)$(PREFIX)/include/ljmemprof.h $(DESTDIR)$(PREFIX)/lib/libljmemprof.a
+	cmod=$(CMOD_DIR) && rm -f $(DESTDIR)$$cmod/ljmemprof.so
+	rm -f $(DESTDIR)$(PREFIX)/bin/ljmemprof $(DESTDIR)$(MANDIR)/man1/ljmemprof.1 \
+	  $(DESTDIR)$(PREFIX)/include/ljmemprof.h $(DESTDIR)$(LIBDIR)/libljmemprof.a \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/ljmemprof.pc
 
 bench: all
 	bench/run

@@ -41,3 +41,11 @@ fi
 echo "deps: installing:$missing"
 # shellcheck disable=SC2086
 apt-get install -y -q --no-remove $missing >/dev/null
+# A package whose service started at install (nginx, where an init system
+# runs its scripts) is stopped: the tests start their own, on their ports.
+case " $missing " in
+  *" nginx "*)
+    if [ -f /run/nginx.pid ] && kill -0 "$(cat /run/nginx.pid)" 2>/dev/null; then
+      nginx -s quit 2>/dev/null || true
+    fi ;;
+esac
