@@ -6,7 +6,8 @@
 # program's strings, and so its allocations, do not depend on where the
 # tree is.
 set -eu
-b=${BUILD:-build}	# The build of a flavour (make example FLAVOUR=...).
+b=${BUILD:-build}	# The build of a flavour (make example FLAVOUR=...),
+b=${b#"$PWD"/}		# relative: the profile must not depend on where the tree is.
 out=${1:-$b/example.ljm}
 env -u LUA_PATH -u LUA_INIT LUA_CPATH="$b/?.so;;" luajit -joff -e \
   "assert(require('ljmemprof').start('$out'))" examples/example.lua
