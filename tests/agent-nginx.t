@@ -3,7 +3,8 @@
 # LuaJIT) profiled per worker without a restart, as docs/NGINX.md tells:
 # each worker starts recording in init_worker_by_lua into its own file (pid
 # in the name), a /stop location stops the worker that serves it and a
-# /start location starts it again into a new file. A handler allocates a
+# /start location starts it again into a new file, and SIGRTMIN+1 (armed
+# with mp.signal) starts and stops a third round. A handler allocates a
 # known number of tables per request (interpreted: jit.off(true, true)),
 # nginx's access log counts each worker's requests exactly, and each
 # worker's report must bill the handler's lines with requests x tables.
@@ -97,6 +98,7 @@ http {
   init_worker_by_lua_block {
     local mp = require("ljmemprof")
     assert(mp.start(("$D/prof/worker-%d.ljm"):format(ngx.worker.pid())))
+    assert(mp.signal("RTMIN+1", "$D/prof/sig-%p-%n.ljm"))
   }
   server {
     listen 127.0.0.1:$port reuseport;
@@ -105,6 +107,12 @@ http {
       content_by_lua_block {
         local ok, err = require("ljmemprof").stop()
         ngx.say(ngx.worker.pid(), " ", tostring(ok), " ", tostring(err))
+      }
+    }
+    location /running {
+      content_by_lua_block {
+        local t = { ngx.worker.pid() }	-- An allocation: a switch comes at one.
+        ngx.say(t[1], " ", tostring(require("ljmemprof").running()))
       }
     }
     location /start {
@@ -222,6 +230,30 @@ for p in $pids; do
     "worker $p, second profile: $n requests, $n and $((n * 4)) tables"
 done
 is "$sum" 40 "the second round's 40 requests, each in one worker's profile"
+
+# A third round by signal (armed in init_worker_by_lua for SIGRTMIN+1,
+# which nginx leaves alone): each worker starts at its next allocation
+# after the signal, into sig-PID-N.ljm, and stops at its next allocation
+# after the next signal (/running allocates a table for that).
+sig() { python3 -c 'import os, signal, sys
+for p in sys.argv[1:]: os.kill(int(p), signal.SIGRTMIN + 1)' $pids; }
+sig
+is "$(each /running true)" "$pids" "SIGRTMIN+1 starts a recording in each worker"
+before=$(wc -l < "$D/access.log")
+i=0
+while [ $i -lt 40 ]; do get /work > /dev/null; i=$((i + 1)); done
+sig
+is "$(each /running false)" "$pids" "SIGRTMIN+1 again stops them"
+tail -n +$((before + 1)) "$D/access.log" > "$D/access3.log"
+sum=0
+for p in $pids; do
+  n=$(grep -c "^$p /work 200$" "$D/access3.log")
+  sum=$((sum + n))
+  f=$(ls "$D/prof/sig-$p-"*.ljm 2>/dev/null | head -n 1)
+  is "$(complete "$f"):$(line_allocs "$f" 5):$(line_allocs "$f" 6)" "true:$n:$((n * 4))" \
+    "worker $p, by signal: $n requests, $n and $((n * 4)) tables"
+done
+is "$sum" 40 "the third round's 40 requests, each in one worker's profile"
 
 m=$master
 stop_nginx
