@@ -4,6 +4,7 @@
 --                                [--only NAME[,NAME]] [--jit on|off|both]
 --                                [--no-reader] [--reader-depth N] [--keep]
 --                                [--agent DIR] [--stacks N] [--sample BYTES]
+--                                [--luajit PATH] [--flavour luajit|luajit2]
 --
 -- For every workload and JIT mode it runs the workload without and with the
 -- profiler in alternating pairs (the order flips every pair so that drift
@@ -14,6 +15,12 @@
 --
 -- --agent DIR profiles with DIR/ljmemprof.so instead of build/ (e.g. a copy
 -- of an older build, to compare two versions of the agent).
+--
+-- --flavour luajit2 benchmarks the build of OpenResty's LuaJIT (make
+-- FLAVOUR=luajit2): --agent build/luajit2, run by its interpreter. The
+-- workloads run under --luajit PATH, by default DIR/bin/luajit when the
+-- agent's build has one (another flavour's unpacked interpreter), else
+-- $LUAJIT or luajit.
 --
 -- --stacks N (default 64; 0: off) adds a third run to every pair, profiled
 -- with call stacks of up to N frames (mp.start{stacks = N}), in the same
@@ -64,7 +71,7 @@ local O_WRONLY, O_CREAT, O_TRUNC = 1, 0x40, 0x200
 local CLOCK_MONOTONIC = 1
 local EINTR = 4
 
-local LUAJIT = os.getenv("LUAJIT") or "luajit"
+local LUAJIT = os.getenv("LUAJIT") or "luajit"	-- Or --luajit, --flavour.
 local CLI = "build/ljmemprof"
 local OUT = "build/bench"
 
@@ -218,6 +225,12 @@ do
     elseif a == "--agent" then opt.agent = val(a):gsub("/$", "")
     elseif a == "--stacks" then opt.stacks = tonumber(val(a))
     elseif a == "--sample" then opt.sample = tonumber(val(a))
+    elseif a == "--luajit" then opt.luajit = val(a)
+    elseif a == "--flavour" then
+      local f = val(a)
+      if f == "luajit" then opt.agent = "build"
+      elseif f == "luajit2" then opt.agent = "build/luajit2"
+      else die("--flavour must be luajit or luajit2") end
     elseif a == "-h" or a == "--help" then
       local head = slurp("bench/runner.lua"):match("^(.-)\nlocal ")
       io.write((("\n" .. head):gsub("\n%-%- ?", "\n"):sub(2)), "\n")
@@ -246,6 +259,8 @@ if not io.open(opt.agent .. "/ljmemprof.so") then
   die("no %s/ljmemprof.so", opt.agent)
 end
 C.setenv("LUA_CPATH", opt.agent .. "/?.so;;", 1)
+if opt.luajit then LUAJIT = opt.luajit
+elseif io.open(opt.agent .. "/bin/luajit") then LUAJIT = opt.agent .. "/bin/luajit" end
 
 -- What the CLI offers today (the report tool is written in parallel).
 local usage = capture("(" .. CLI .. " 2>&1)")
@@ -511,9 +526,9 @@ local cpu = capture("grep -m1 'model name' /proc/cpuinfo", true)
 local rev = capture("git rev-parse --short HEAD", true)
 if rev ~= "" and capture("git status --porcelain -- src include", true) ~= ""
 then rev = rev .. "+dirty" end
-io.write(("ljmemprof bench: agent %s/ljmemprof.so, size %s, %d pairs, %s, %s, %s cpus, commit %s\n")
+io.write(("ljmemprof bench: agent %s/ljmemprof.so, size %s, %d pairs, %s (%s), %s, %s cpus, commit %s\n")
   :format(opt.agent, opt.size, opt.pairs, capture(LUAJIT .. " -v", true):match("^%S+ %S+")
-    or "luajit", cpu, capture("nproc", true), rev ~= "" and rev or "?"))
+    or "luajit", LUAJIT, cpu, capture("nproc", true), rev ~= "" and rev or "?"))
 io.write("\n")
 io.write(("%-13s %5s %3s %7s %7s %6s %11s %6s %6s %8s %5s %6s %6s\n"):format(
   "workload", "size", "jit", "base s", "prof s", "ratio", "min-max", "best",

@@ -5,4 +5,4 @@
 # temporaries and the timeline against a model of random streams, the
 # weights of sampled profiles and their estimates against a simulated
 # sampler.
-exec timeout -k 5 120 build/tests/report_analyses
+exec timeout -k 5 120 $BUILD/tests/report_analyses

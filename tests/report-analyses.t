@@ -8,8 +8,8 @@
 # of itself (the notes of a full collection and of an early stop, time
 # marks, a sampling rate) in info, text and JSON, on streams built by hand.
 . tests/lib/tap.sh
-MP=build/ljmemprof
-export LUA_CPATH="$PWD/build/?.so;;"
+MP=$BUILD/ljmemprof
+export LUA_CPATH="$BUILD/?.so;;"
 # The number of a JSON field on the first line of $1 (where the totals are).
 num() { printf '%s\n' "$1" | head -n 1 | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"; }
 

@@ -6,7 +6,7 @@
 # up to the cut or the damage with one warning line and status 3; usage
 # errors say what is wrong and exit 2; --help exits 0.
 . tests/lib/tap.sh
-MP=build/ljmemprof
+MP=$BUILD/ljmemprof
 
 # A complete v3 stream without symbols: one alloc, one free, the epilogue.
 good="$TMPD/good.ljm"

@@ -47,9 +47,11 @@ def run(*args, **kw):
     return p.stdout
 
 
-MP = "build/ljmemprof"
+# The build under test (make test sets BUILD for a flavour; default build/).
+BUILD = os.path.abspath(os.environ.get("BUILD", "build"))
+MP = BUILD + "/ljmemprof"
 TMP = tempfile.mkdtemp(prefix="ljmp-html-")
-ENV = dict(os.environ, LUA_CPATH=os.getcwd() + "/build/?.so;;")
+ENV = dict(os.environ, LUA_CPATH=BUILD + "/?.so;;")
 
 if not shutil.which("chromium"):
     ok(False, "chromium is installed (Debian chromium; make deps)")
