@@ -212,6 +212,12 @@ for p in $pids; do
   esac
 done
 [ "$total" -ge "$N" ]; ok $? "the workers served all $N counted requests and wrk's ($total)"
+# One report of all workers: their profiles merged by source.
+run "$BUILD/ljmemprof" report "$D"/prof/worker-[0-9]*.ljm
+case $out in
+  *"@$D/lua/handler.lua:6: $((total * 4)) events"*) ok 0 "one report of both workers bills handler.lua:6 with $((total * 4)) allocations" ;;
+  *) ok 1 "one report of both workers bills handler.lua:6 with $((total * 4)) allocations"; echo "$out" | head -n 12 | sed 's/^/# /' ;;
+esac
 
 # Toggle again without a restart: start each worker into a second file,
 # 40 requests, stop.

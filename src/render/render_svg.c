@@ -368,6 +368,9 @@ int mp_render_svg_tree(FILE *out, const mp_stacktree *t,
     const mp_tnode *x = &t->node[k];
     double fw = total ? (double)(bytes ? in[k].bytes : in[k].count) * scale
 		      : (double)(WIDTH - 2 * PAD);
+    /* Absurd sizes (2^63 bytes and more) wrap the sums: a callee may then
+    ** seem wider than the whole. */
+    if (fw > WIDTH) fw = WIDTH;
     frame(out, x, d ? (x->label ? x->label : "") : "all", &in[k], total,
 	  o->metric, dx[i], fw, height - BOTTOM - (int)(d + 1) * FRAME_H);
   }
