@@ -171,11 +171,21 @@ function Runner:run_once(fn, jit_on, prog, path)
   -- it off (for the strings each line made).
   if stopped and self.sizes then
     local blocks, err = self.objkind.live(self.cli, path, function(e)
-      if jit_on then return e.source == "internal" end
+      if jit_on then return e.source == "internal" or e.source == "trace" end
       return e.source == "lua" and e.chunk == prog.chunk
     end, self.sizes, self.timeout)
     if jit_on then
-      run.internal, run.internal_error = blocks, err
+      run.internal, run.internal_error, run.trace_strings = {}, err, {}
+      for _, b in ipairs(blocks or {}) do
+        if b.event.source == "internal" then
+          run.internal[#run.internal + 1] = b
+        elseif b.kind == "str" then
+          local t = b.event.trace
+          run.trace_strings[t] = run.trace_strings[t] or {}
+          run.trace_strings[t][b.text] = true
+        end
+      end
+      if not blocks then run.internal = nil end
     else
       run.strings, run.strings_error = {}, err
       for _, b in ipairs(blocks or {}) do
@@ -497,6 +507,10 @@ function M.check(prog, off, on, poff, pon, runner)
     -- A string the JIT compiler made (folding constants) is INTERNAL; a
     -- line that makes the same string later finds it: it may explain one
     -- lost allocation of a line that made that string with the JIT off.
+    -- So may a string a trace made where the interpreter makes none
+    -- (seed 387421701: `s .. n` compiled converts n to a string, "33",
+    -- and a later line's tostring(33) finds it): an edge from that line
+    -- to that trace, whatever lines the trace recorded.
     local supply, demand, edges, lost = {}, {}, {}, 0
     for t, b in pairs(pon.traces) do supply[t] = b[kind] end
     local kstrings = {}
@@ -515,11 +529,18 @@ function M.check(prog, off, on, poff, pon, runner)
         demand[l] = d
         lost = lost + d
         edges[l] = {}
+        local made = off.strings and off.strings[l]
         for t in pairs(pon.traces) do
-          if covers(t, l) then edges[l][#edges[l] + 1] = t end
+          local ts = on.trace_strings and on.trace_strings[t]
+          local shared = false
+          if made and ts and kind == "a" then
+            for text in pairs(ts) do
+              if made[text] then shared = true; break end
+            end
+          end
+          if covers(t, l) or shared then edges[l][#edges[l] + 1] = t end
         end
         table.sort(edges[l])
-        local made = off.strings and off.strings[l]
         for i, text in ipairs(kstrings) do
           if made and made[text] then edges[l][#edges[l] + 1] = "k" .. i end
         end
