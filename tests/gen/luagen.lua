@@ -333,9 +333,13 @@ function P:can_afford(ctx, k)
   return self.spent + k * ctx.w <= self.budget
 end
 
--- Fold a number into the checksum.
+-- Fold a number into the checksum. The code runs before acc is read: a
+-- function it calls may fold its own numbers into acc, and were acc read
+-- first, those stores would be dead and the JIT would leave out what made
+-- their numbers (seed 390444216: 96 strings of a __tostring whose length
+-- went into acc, with the JIT off only).
 function P:consume(ctx, code)
-  self:emit("acc = (acc * 3 + (" .. code .. ")) % " .. ACCMOD, "none")
+  self:emit("acc = ((" .. code .. ") + acc * 3) % " .. ACCMOD, "none")
   self:cost(ctx)
 end
 
