@@ -433,12 +433,24 @@ function P:st_hash(ctx)
   self:cost(ctx)
 end
 
+-- A string to put into list l, and its length bound. In a loop, none
+-- longer than the bound of l's strings when the loop began: a string made
+-- from one taken out of l and put back would grow round after round
+-- (seed 395800967: string.format("%q") of its own result 60 times over,
+-- out of memory). nil when there is none.
+function P:list_atom(ctx, l)
+  local s, ls = self:str_atom(ctx, ctx.loops > 0 and math.min(40, l.len) or 40)
+  if ctx.loops > 0 and ls > l.len then return nil end
+  return s, ls
+end
+
 -- Grow a list; its size bound grows by how often this line runs.
 function P:st_list_add(ctx)
   local r = self.r
   local l = self:var(ctx, "l", function(x) return x.size + ctx.w <= MAXLIST end)
   if not l then return self:st_table(ctx) end
-  local s, ls = self:str_atom(ctx, 40)
+  local s, ls = self:list_atom(ctx, l)
+  if not s then return self:st_table(ctx) end
   local forms = {
     l.name .. "[#" .. l.name .. " + 1] = " .. s,
     "table.insert(" .. l.name .. ", " .. s .. ")",
@@ -446,7 +458,7 @@ function P:st_list_add(ctx)
   }
   -- table.move is written in Lua by LuaJIT (lib_table.c, LJLIB_LUA): its
   -- allocations (the destination growing) are a builtin's, the line's.
-  local src = self:var(ctx, "l", function(x) return x ~= l end)
+  local src = self:var(ctx, "l", function(x) return x ~= l and (ctx.loops == 0 or x.len <= l.len) end)
   if src and l.size + 2 * ctx.w <= MAXLIST then
     forms[#forms + 1] = "table.move(" .. src.name .. ", 1, 2, #" .. l.name .. " + 1, " .. l.name .. ")"
     if src.len > ls then ls = src.len end
@@ -491,8 +503,12 @@ function P:st_list_use(ctx)
   forms[#forms + 1] = function()
     self:consume(ctx, "#(rawget(" .. l.name .. ", 1) or \"\")")
   end
-  forms[#forms + 1] = function()
-    self:emit("rawset(" .. l.name .. ", 1, " .. self:str_atom(ctx, 40) .. ")", "table")
+  local s, ls = self:list_atom(ctx, l)
+  if s then
+    forms[#forms + 1] = function()
+      self:emit("rawset(" .. l.name .. ", 1, " .. s .. ")", "table")
+      if ls > l.len then l.len = ls end
+    end
   end
   r.pick(forms)()
   self:cost(ctx)
