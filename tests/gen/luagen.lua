@@ -741,7 +741,10 @@ function P:st_call(ctx)
         (#args > 0 and ", " or "") .. table.concat(args, ", ") .. ")",
         (extra or f.ret == "s") and "alloc" or "none", extra)
     end
-    self:consume(ctx, "(" .. ok .. " and 1 or #tostring(" .. e .. "))")
+    -- The result is looked up in K whether or not the call failed: unused,
+    -- a string the helper returned would be dead code to the JIT (seed
+    -- 410912592: two substrings made with the JIT off only).
+    self:consume(ctx, "(" .. ok .. " and 1 or #tostring(" .. e .. ")) + (K[" .. e .. "] or 1)")
     self.meta[#self.out].kind = "alloc"
   elseif f.ret == "n" then
     self:consume(ctx, call)
