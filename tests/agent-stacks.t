@@ -93,6 +93,30 @@ for stack in pairs(lines) do
 end
 t.is(deepest, 9, "no stack has more than 8 frames and the cut", dump)
 
+-- 2b. A recursion that allocates on its way down: every event's stack is
+-- one frame deeper than the last one's, whose frames are all in place, so
+-- the cache of the last stack would grow past the limit if the limit were
+-- only checked on the frames walked.
+local down = [[
+local function g(n) local t = { n } if n > 0 then t[2] = g(n - 1) end return t end
+return g(30)
+]]
+for _, jit_on in ipairs({ false, true }) do
+  lines, dump = stacks(down, "down.lua", 8, jit_on)
+  deepest = 0
+  for stack in pairs(lines) do
+    local _, n = stack:gsub(";", ";")
+    if n + 1 > deepest then deepest = n + 1 end
+  end
+  if jit_on then	-- A trace and its line come on top of the frames.
+    t.ok(deepest <= 11, "JIT on: growing one frame per event, no stack passes 8 frames, the cut, a trace and its line", dump)
+  else
+    t.is(deepest, 9, "JIT off: growing one frame per event, no stack passes 8 frames and the cut", dump)
+    t.ok(count(lines, "^%[deeper than 8 frames%];") >= 20,
+         "JIT off: the tables deeper than the limit are under a cut", dump)
+  end
+end
+
 -- 3. Coroutines (the running coroutine's stack), pcall, a metamethod, a
 -- builtin and a C function.
 local misc = [[

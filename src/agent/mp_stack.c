@@ -252,7 +252,10 @@ static uint32_t walk_stack(mp_state *s, mp_walk *w, unsigned n)
       if (c[j].link == frame_ftsz(fr.slot) &&
 	  c[j].fn == (const void *)frame_gc(fr.slot) &&
 	  still_there(c, (unsigned)j)) {
-	/* Frames 0..j are in place; frame j's line comes from the walk. */
+	/* Frames 0..j are in place; frame j's line comes from the walk.
+	** Unless they and the frames above them are too many: then the
+	** walk goes on to the cut, without the cache. */
+	if ((unsigned)j + n - top > st->depth) { j = -1; continue; }
 	keep = (unsigned)j;
 	if (same_frame(&c[j].frame, f)) { keep++; n--; }
 	id = keep ? c[keep - 1].id : 0;
