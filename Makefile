@@ -8,23 +8,85 @@
 #   make difftest   the differential test's long run: random programs, JIT
 #                   off vs on, for DIFFTEST_SECONDS (default 300)
 #
-# LUAJIT_SRC=/path/to/luajit/source builds against another LuaJIT source;
-# by default the Debian source package of the installed `luajit` is fetched
-# into build/luajit-src (never committed).
+# Which LuaJIT (docs/DESIGN.md, "Flavours"): one build directory per source.
+#
+#   FLAVOUR=luajit   Debian's luajit: its source package (the installed
+#                    version) in build/luajit-src; builds into build/
+#   FLAVOUR=luajit2  OpenResty's branch, Debian's luajit2: its source
+#                    package in build/luajit2/luajit-src, its interpreter and
+#                    library unpacked (dpkg -x, never installed) under
+#                    build/luajit2/root; builds into build/luajit2/
+#   LUAJIT_SRC=DIR   any LuaJIT 2.1 tree; builds into build/src/<DIR's path>
+#                    and tests with DIR/src/luajit when it is built
+#
+# FLAVOUR defaults to the installed library's (luajit2 when only
+# libluajit2-5.1-2 is installed, else luajit). BUILD=DIR overrides the
+# build directory. Source packages come through a private apt
+# configuration under build/apt; the system's is never touched.
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
-LUAJIT     ?= luajit
-BUILD      ?= build
-LUAJIT_SRC ?= $(BUILD)/luajit-src
 CC         ?= cc
 CFLAGS     ?= -O2 -g
 WARN       := -Wall -Wextra -Wno-unused-parameter
-LUA_CPATH_DIR := $(PREFIX)/lib/lua/5.1
+APTDIR     := build/apt
+MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
 
-# Debian packages the build and the tests need.
-DEB_PKGS := luajit libluajit-5.1-dev dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
-            neovim wrk python3-lupa lua-lpeg zlib1g-dev golang-go python3 chromium
+ifneq ($(origin LUAJIT_SRC),undefined)
+  FLAVOUR  := src
+  BUILD    ?= build/src/$(subst /,_,$(patsubst /%,%,$(abspath $(LUAJIT_SRC))))
+else
+  ifeq ($(origin FLAVOUR),undefined)
+    FLAVOUR := $(shell scripts/flavour.sh detect)
+  endif
+  ifeq ($(FLAVOUR),luajit)
+    BUILD  ?= build
+  else ifeq ($(FLAVOUR),luajit2)
+    BUILD  ?= build/luajit2
+  else
+    $(error FLAVOUR must be luajit or luajit2 (or give LUAJIT_SRC=DIR), not '$(FLAVOUR)')
+  endif
+  LUAJIT_SRC := $(BUILD)/luajit-src
+endif
+ABS_BUILD  := $(abspath $(BUILD))
+
+# The interpreter the tests and the example run (LUAJIT), found in PATH:
+# Debian's luajit is the system's; another flavour's is $(BUILD)/bin/luajit,
+# a wrapper around the unpacked (or built) binary that sets its library and
+# jit.* module paths. The C test hosts link the same library (LUAJIT_LIBS).
+ifeq ($(FLAVOUR),luajit)
+  LUAJIT_BIN  :=
+  LUAJIT_LIBS ?= -lluajit-5.1
+else ifeq ($(FLAVOUR),luajit2)
+  L2ROOT      := $(ABS_BUILD)/root
+  LUAJIT_BIN  := $(BUILD)/bin/luajit
+  LUAJIT_LIBDEP := $(BUILD)/root/.debs/luajit2.unpacked
+  LUAJIT_LIBS ?= $(L2ROOT)/usr/lib/$(MULTIARCH)/libluajit-5.1.so.2 \
+                 -Wl,-rpath,$(L2ROOT)/usr/lib/$(MULTIARCH)
+else
+  LUAJIT_BIN  := $(BUILD)/bin/luajit
+  LUAJIT_LIBS ?= $(if $(wildcard $(LUAJIT_SRC)/src/libluajit.so),$(abspath \
+                 $(LUAJIT_SRC)/src/libluajit.so) -Wl$(,)-rpath$(,)$(abspath \
+                 $(LUAJIT_SRC)/src),-lluajit-5.1)
+endif
+, := ,
+TEST_PATH  := $(if $(LUAJIT_BIN),$(ABS_BUILD)/bin:)$(PATH)
+LUAJIT     ?= luajit
+
+# Debian packages the build and the tests need, per flavour; make deps
+# installs them (root) without ever removing a package (scripts/deps.sh).
+# Debian's neovim, wrk and python3-lupa link libluajit-5.1-2: their tests
+# belong to the luajit flavour. nginx, its Lua module and lua-resty-core
+# are for tests/agent-nginx.t: nginx is installed (it conflicts with
+# nothing), the rest unpacked under build/luajit2/root with luajit2.
+DEB_COMMON := dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
+              lua-lpeg zlib1g-dev golang-go python3 chromium curl nginx pkg-config
+DEB_PKGS_luajit  := luajit libluajit-5.1-dev neovim wrk python3-lupa
+DEB_PKGS_luajit2 :=
+DEB_PKGS_src     :=
+DEB_PKGS   := $(DEB_COMMON) $(DEB_PKGS_$(FLAVOUR))
+DEB_UNPACK := luajit2 libluajit2-5.1-2 libluajit2-5.1-common \
+              libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache
 
 AGENT_SRC := src/agent/mp_arm.c src/agent/mp_hook.c src/agent/mp_stack.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
              src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \
@@ -47,30 +109,73 @@ TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
 
 .PHONY: all deps example test install uninstall bench clean distclean
 all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
-     $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host
+     $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host \
+     $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 
-# Install missing Debian packages when root, else say exactly what to run.
+# Install missing Debian packages when root (never removing one), else say
+# exactly what to run.
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing:$$missing"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null || \
-	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } || exit 1; \
-	  else \
-	    echo "missing Debian packages; run: sudo apt-get install -y$$missing" >&2; exit 1; \
-	  fi; \
-	fi
+	@scripts/deps.sh $(DEB_PKGS)
 
-$(BUILD)/luajit-src/src/lj_obj.h:
+# The LuaJIT source of a flavour (fetched once; `make distclean` forgets it).
+ifneq ($(FLAVOUR),src)
+$(LUAJIT_SRC)/src/lj_obj.h:
 	@$(MAKE) --no-print-directory deps
-	scripts/fetch-luajit-src.sh $(BUILD) >/dev/null
+	scripts/fetch-luajit-src.sh $(FLAVOUR) $(LUAJIT_SRC) $(APTDIR) >/dev/null
+else
+$(LUAJIT_SRC)/src/lj_obj.h:
+	@echo "LUAJIT_SRC=$(LUAJIT_SRC) is not a LuaJIT 2.1 source tree (no src/lj_obj.h)" >&2; exit 1
+endif
 
-$(BUILD)/agent/%.o: src/%.c $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+# Another flavour's binary packages, unpacked under $(BUILD)/root, at the
+# version of its source package; and the wrapper the tests run as luajit.
+ifeq ($(FLAVOUR),luajit2)
+$(BUILD)/root/.debs/luajit2.unpacked: $(LUAJIT_SRC)/src/lj_obj.h
+	v=$$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' $(LUAJIT_SRC)/debian/changelog); \
+	scripts/unpack-debs.sh $(BUILD)/root $(APTDIR) luajit2=$$v libluajit2-5.1-2=$$v \
+	  libluajit2-5.1-common=$$v
+	touch $@
+$(LUAJIT_BIN): $(BUILD)/root/.debs/luajit2.unpacked
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc -I$(LUAJIT_SRC)/src -c $< -o $@
+	printf '%s\n' '#!/bin/sh' '# The luajit2 interpreter unpacked under build/ (made by make).' \
+	  'root=$(L2ROOT)' \
+	  'LD_LIBRARY_PATH=$$root/usr/lib/$(MULTIARCH)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}' \
+	  'LUA_PATH="$$root/usr/share/luajit-2.1.0-beta3/?.lua;$${LUA_PATH:-;}"' \
+	  'export LD_LIBRARY_PATH LUA_PATH' 'exec "$$root/usr/bin/luajit" "$$@"' > $@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@
+# nginx's Lua module for tests/agent-nginx.t (nginx itself is installed).
+.PHONY: nginx-lua
+nginx-lua: $(LUAJIT_BIN)
+	scripts/unpack-debs.sh $(BUILD)/root $(APTDIR) libnginx-mod-http-lua \
+	  libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache
+else ifeq ($(FLAVOUR),src)
+$(LUAJIT_BIN): $(LUAJIT_SRC)/src/lj_obj.h
+	@mkdir -p $(@D)
+	printf '%s\n' '#!/bin/sh' '# The interpreter of LUAJIT_SRC (made by make).' \
+	  'src=$(abspath $(LUAJIT_SRC))/src' \
+	  '[ -x "$$src/luajit" ] || { echo "$$src/luajit: not built" >&2; exit 127; }' \
+	  'LD_LIBRARY_PATH=$$src$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}' \
+	  'LUA_PATH="$$src/?.lua;$${LUA_PATH:-;}"' \
+	  'export LD_LIBRARY_PATH LUA_PATH' 'exec "$$src/luajit" "$$@"' > $@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@
+endif
+
+# What this build is for, in the load-time check's messages (mp_check.c).
+$(BUILD)/gen/mp_flavour.h: $(LUAJIT_SRC)/src/lj_obj.h scripts/flavour.sh
+	@mkdir -p $(@D)
+	d=$$(scripts/flavour.sh describe $(LUAJIT_SRC)) && \
+	printf '/* Generated by make: the LuaJIT this build is for. */\n#define MP_BUILT_FOR "%s"\n' \
+	  "$$d" > $@
+
+# LUAJIT_XCFLAGS: the options the LuaJIT was built with that change its
+# layout (e.g. -DLUAJIT_DISABLE_GC64); see docs/DESIGN.md.
+AGENT_CPPFLAGS := -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc -I$(BUILD)/gen \
+                  -I$(LUAJIT_SRC)/src $(LUAJIT_XCFLAGS)
+AGENT_DEPS := $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h $(BUILD)/gen/mp_flavour.h
+
+$(BUILD)/agent/%.o: src/%.c $(AGENT_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden $(AGENT_CPPFLAGS) -c $< -o $@
 
 # The module exports luaopen_ljmemprof and the ljmp_* API only.
 $(BUILD)/ljmemprof.so: $(AGENT_OBJ)
@@ -78,24 +183,23 @@ $(BUILD)/ljmemprof.so: $(AGENT_OBJ)
 
 # A module deliberately built for another layout (32-bit GC refs), so the
 # tests can check that the load-time check refuses it instead of crashing.
-$(BUILD)/wrong-layout/ljmemprof.so: $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+$(BUILD)/wrong-layout/ljmemprof.so: $(AGENT_SRC) $(AGENT_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -w -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE -DLJMP_BUILD \
-	  -DLUAJIT_DISABLE_GC64 -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $(AGENT_SRC) -ldl -lpthread
+	$(CC) $(CFLAGS) -w -fPIC -shared -fvisibility=hidden $(AGENT_CPPFLAGS) \
+	  -DLUAJIT_DISABLE_GC64 -o $@ $(AGENT_SRC) -ldl -lpthread
 
 # The multi-threaded host of tests/agent-host.t, agent included, under
 # ThreadSanitizer and under AddressSanitizer + UBSan (clang, Debian's
 # libclang-rt-14-dev).
 SAN_CC ?= clang
-$(BUILD)/tsan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+$(BUILD)/tsan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJIT_LIBDEP)
 	@mkdir -p $(@D)
-	$(SAN_CC) -g -O1 -fsanitize=thread -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc \
-	  -I$(LUAJIT_SRC)/src -o $@ tests/c/agent_host.c $(AGENT_SRC) -lluajit-5.1 -ldl -lpthread
-$(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h
+	$(SAN_CC) -g -O1 -fsanitize=thread $(AGENT_CPPFLAGS) \
+	  -o $@ tests/c/agent_host.c $(AGENT_SRC) $(LUAJIT_LIBS) -ldl -lpthread
+$(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJIT_LIBDEP)
 	@mkdir -p $(@D)
 	$(SAN_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	  -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ \
-	  tests/c/agent_host.c $(AGENT_SRC) -lluajit-5.1 -ldl -lpthread
+	  $(AGENT_CPPFLAGS) -o $@ tests/c/agent_host.c $(AGENT_SRC) $(LUAJIT_LIBS) -ldl -lpthread
 
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
@@ -105,30 +209,57 @@ $(BUILD)/%.o: src/%.c $(READER_HDR)
 	$(CC) $(CFLAGS) $(WARN) -Isrc -c $< -o $@
 
 $(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR)
-	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz
+	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
 
-$(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR)
+$(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR) \
+                  $(LUAJIT_LIBDEP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
-	  $(READER_OBJ) $(BUILD)/libljmemprof.a -lluajit-5.1 -lz -ldl -lpthread
+	  $(READER_OBJ) $(BUILD)/libljmemprof.a $(LUAJIT_LIBS) -lz -lm -ldl -lpthread
 
 example: all
-	@scripts/example.sh
+	@PATH="$(TEST_PATH)" BUILD=$(BUILD) scripts/example.sh
 
-test: all
-	prove tests/
+# The suite runs against this build: BUILD, FLAVOUR and LUAJIT tell the
+# tests which (tests/lib/tap.sh, tests/lib/mp_test.lua); another flavour's
+# interpreter is first in PATH as luajit.
+test: all $(if $(filter luajit2,$(FLAVOUR)),nginx-lua)
+	PATH="$(TEST_PATH)" BUILD=$(BUILD) FLAVOUR=$(FLAVOUR) LUAJIT_INC=$(abspath $(LUAJIT_SRC))/src \
+	  LUAJIT_LIBS="$(LUAJIT_LIBS)" LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove tests/
+
+# Installed like a Lua module and a C library: the module where this
+# flavour's LuaJIT looks for C modules (LUA_CMOD, scripts/cmod-dir.sh:
+# PREFIX=/usr gives Debian's /usr/lib/<multiarch>/lua/5.1), the command and
+# its man page, the header, the static library and a pkg-config file for
+# embedders (pkg-config --cflags --libs ljmemprof).
+LIBDIR     ?= $(PREFIX)/lib
+MANDIR     ?= $(PREFIX)/share/man
+VERSION    := $(shell sed -n 's/.*"ljmemprof \([0-9][0-9.]*\)".*/\1/p' src/agent/lib_ljmemprof.c)
+CMOD_DIR    = $(or $(LUA_CMOD),$$(scripts/cmod-dir.sh $(PREFIX) $(or $(LUAJIT_BIN),luajit)))
+
+$(BUILD)/ljmemprof.1: $(BUILD)/ljmemprof scripts/manpage.sh
+	scripts/manpage.sh $(BUILD)/ljmemprof > $@.tmp && mv $@.tmp $@
 
 install: all
-	install -d $(DESTDIR)$(LUA_CPATH_DIR) $(DESTDIR)$(PREFIX)/bin \
-	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib
-	install -m 0755 $(BUILD)/ljmemprof.so $(DESTDIR)$(LUA_CPATH_DIR)/ljmemprof.so
+	cmod=$(CMOD_DIR) && \
+	install -d $(DESTDIR)$$cmod $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(MANDIR)/man1 && \
+	install -m 0755 $(BUILD)/ljmemprof.so $(DESTDIR)$$cmod/ljmemprof.so
 	install -m 0755 $(BUILD)/ljmemprof $(DESTDIR)$(PREFIX)/bin/ljmemprof
+	install -m 0644 $(BUILD)/ljmemprof.1 $(DESTDIR)$(MANDIR)/man1/ljmemprof.1
 	install -m 0644 include/ljmemprof.h $(DESTDIR)$(PREFIX)/include/ljmemprof.h
-	install -m 0644 $(BUILD)/libljmemprof.a $(DESTDIR)$(PREFIX)/lib/libljmemprof.a
+	install -m 0644 $(BUILD)/libljmemprof.a $(DESTDIR)$(LIBDIR)/libljmemprof.a
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+	  'includedir=$${prefix}/include' '' \
+	  'Name: ljmemprof' 'Description: Memory profiler for LuaJIT: the agent, for programs that embed LuaJIT' \
+	  'Version: $(VERSION)' 'Libs: -L$${libdir} -lljmemprof -ldl -lpthread' \
+	  'Cflags: -I$${includedir}' > $(DESTDIR)$(LIBDIR)/pkgconfig/ljmemprof.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(LUA_CPATH_DIR)/ljmemprof.so $(DESTDIR)$(PREFIX)/bin/ljmemprof \
-	  $(DESTDIR)$(PREFIX)/include/ljmemprof.h $(DESTDIR)$(PREFIX)/lib/libljmemprof.a
+	cmod=$(CMOD_DIR) && rm -f $(DESTDIR)$$cmod/ljmemprof.so
+	rm -f $(DESTDIR)$(PREFIX)/bin/ljmemprof $(DESTDIR)$(MANDIR)/man1/ljmemprof.1 \
+	  $(DESTDIR)$(PREFIX)/include/ljmemprof.h $(DESTDIR)$(LIBDIR)/libljmemprof.a \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/ljmemprof.pc
 
 bench: all
 	bench/run
@@ -154,11 +285,12 @@ $(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
-	  $(LIB_SRC) -lz
+	  $(LIB_SRC) -lz -lm
 
 clean:
 	rm -rf $(BUILD)/agent $(addprefix $(BUILD)/,$(LAYERS)) $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
-	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a
+	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof.1 \
+	  $(BUILD)/gen $(BUILD)/wrong-layout $(BUILD)/tsan $(BUILD)/asan
 
 distclean:
 	rm -rf $(BUILD)

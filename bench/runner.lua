@@ -4,6 +4,7 @@
 --                                [--only NAME[,NAME]] [--jit on|off|both]
 --                                [--no-reader] [--reader-depth N] [--keep]
 --                                [--agent DIR] [--stacks N] [--sample BYTES]
+--                                [--luajit PATH] [--flavour luajit|luajit2]
 --
 -- For every workload and JIT mode it runs the workload without and with the
 -- profiler in alternating pairs (the order flips every pair so that drift
@@ -14,6 +15,12 @@
 --
 -- --agent DIR profiles with DIR/ljmemprof.so instead of build/ (e.g. a copy
 -- of an older build, to compare two versions of the agent).
+--
+-- --flavour luajit2 benchmarks the build of OpenResty's LuaJIT (make
+-- FLAVOUR=luajit2): --agent build/luajit2, run by its interpreter. The
+-- workloads run under --luajit PATH, by default DIR/bin/luajit when the
+-- agent's build has one (another flavour's unpacked interpreter), else
+-- $LUAJIT or luajit.
 --
 -- --stacks N (default 64; 0: off) adds a third run to every pair, profiled
 -- with call stacks of up to N frames (mp.start{stacks = N}), in the same
@@ -64,7 +71,7 @@ local O_WRONLY, O_CREAT, O_TRUNC = 1, 0x40, 0x200
 local CLOCK_MONOTONIC = 1
 local EINTR = 4
 
-local LUAJIT = os.getenv("LUAJIT") or "luajit"
+local LUAJIT = os.getenv("LUAJIT") or "luajit"	-- Or --luajit, --flavour.
 local CLI = "build/ljmemprof"
 local OUT = "build/bench"
 
@@ -218,6 +225,12 @@ do
     elseif a == "--agent" then opt.agent = val(a):gsub("/$", "")
     elseif a == "--stacks" then opt.stacks = tonumber(val(a))
     elseif a == "--sample" then opt.sample = tonumber(val(a))
+    elseif a == "--luajit" then opt.luajit = val(a)
+    elseif a == "--flavour" then
+      local f = val(a)
+      if f == "luajit" then opt.agent = "build"
+      elseif f == "luajit2" then opt.agent = "build/luajit2"
+      else die("--flavour must be luajit or luajit2") end
     elseif a == "-h" or a == "--help" then
       local head = slurp("bench/runner.lua"):match("^(.-)\nlocal ")
       io.write((("\n" .. head):gsub("\n%-%- ?", "\n"):sub(2)), "\n")
@@ -246,11 +259,14 @@ if not io.open(opt.agent .. "/ljmemprof.so") then
   die("no %s/ljmemprof.so", opt.agent)
 end
 C.setenv("LUA_CPATH", opt.agent .. "/?.so;;", 1)
+if opt.luajit then LUAJIT = opt.luajit
+elseif io.open(opt.agent .. "/bin/luajit") then LUAJIT = opt.agent .. "/bin/luajit" end
 
 -- What the CLI offers today (the report tool is written in parallel).
 local usage = capture("(" .. CLI .. " 2>&1)")
 local has = { report = usage:find("report", 1, true) ~= nil,
-              info = usage:find("info", 1, true) ~= nil }
+              info = usage:find("info", 1, true) ~= nil,
+              diff = usage:find("diff", 1, true) ~= nil }
 
 -- -- One measured workload ---------------------------------------------------
 
@@ -417,35 +433,65 @@ local function bench_reader()
   -- { label, arguments, output file, runs }: `events` prints gigabytes of
   -- JSON for a big profile, so it runs once into /dev/null; the others run
   -- three times (median time, largest peak RSS).
+  -- A fifth field names the file the command writes (-o), checked instead
+  -- of its standard output; diff reads the profile twice (against itself).
+  local html = OUT .. "/reader.html"
   local cmds = { { "events", { "events" }, "/dev/null", 1 } }
   if has.info then cmds[#cmds + 1] = { "info", { "info" } } end
   if has.report then
     cmds[#cmds + 1] = { "report", { "report" } }
     cmds[#cmds + 1] = { "report --leak-only", { "report", "--leak-only" } }
+    cmds[#cmds + 1] = { "report --peak", { "report", "--peak" } }
+    cmds[#cmds + 1] = { "report --temporary", { "report", "--temporary" } }
+    cmds[#cmds + 1] = { "report --format html", { "report", "--format",
+      "html", "-o", html }, nil, nil, html }
   end
-  for _, c in ipairs(cmds) do
-    local argv = { CLI }
-    for _, a in ipairs(c[2]) do argv[#argv + 1] = a end
-    argv[#argv + 1] = path
-    local out = c[3] or OUT .. "/reader-out.txt"
-    local err = OUT .. "/reader-err.txt"
-    local times, peak = {}, 0
-    for i = 1, c[4] or 3 do
-      log("reader: ljmemprof %s (%d)", c[1], i)
-      local t, code, rss = spawn(argv, out, err)
-      if code ~= 0 then
-        die("ljmemprof %s %s failed with status %d:\n%s", c[1], path, code,
-            (slurp(err) or ""):sub(1, 2000))
+  if has.diff then
+    cmds[#cmds + 1] = { "diff (itself)", { "diff", path } }
+  end
+  -- The commands take turns, round after round, so that the load of a
+  -- shared machine weighs on all of them alike; CPU time (user + system)
+  -- beside wall time is the steadier measure there.
+  local res = {}
+  for round = 1, 3 do
+    for k, c in ipairs(cmds) do
+      if round <= (c[4] or 3) then
+        local argv = { CLI }
+        for _, a in ipairs(c[2]) do argv[#argv + 1] = a end
+        argv[#argv + 1] = path
+        local out = c[3] or OUT .. "/reader-out.txt"
+        local err = OUT .. "/reader-err.txt"
+        local r = res[k] or { times = {}, cpus = {}, peak = 0 }
+        res[k] = r
+        log("reader: ljmemprof %s (%d)", c[1], round)
+        local t, code, rss, cpu = spawn(argv, out, err)
+        if code ~= 0 then
+          die("ljmemprof %s %s failed with status %d:\n%s", c[1], path, code,
+              (slurp(err) or ""):sub(1, 2000))
+        end
+        if out ~= "/dev/null" and (file_size(c[5] or out) or 0) == 0 then
+          die("ljmemprof %s %s printed nothing", c[1], path)
+        end
+        r.times[#r.times + 1], r.cpus[#r.cpus + 1] = t, cpu
+        r.peak = math.max(r.peak, rss)
       end
-      if out ~= "/dev/null" and (file_size(out) or 0) == 0 then
-        die("ljmemprof %s %s printed nothing", c[1], path)
-      end
-      times[i], peak = t, math.max(peak, rss)
     end
-    reader[#reader + 1] = { cmd = c[1], t = median(times), rss = peak }
+  end
+  for k, c in ipairs(cmds) do
+    reader[#reader + 1] = { cmd = c[1], t = median(res[k].times),
+                            cpu = median(res[k].cpus), rss = res[k].peak }
+  end
+  -- How long the HTML report takes to open in a browser.
+  if has.report and file_size(html) and
+     os.execute("command -v chromium >/dev/null 2>&1 && " ..
+                "command -v python3 >/dev/null 2>&1") == 0 then
+    log("reader: opening the HTML report in headless chromium")
+    reader.html = capture("python3 bench/html_load.py " .. html .. " 5 2>&1",
+                          true)
   end
   os.remove(OUT .. "/reader-err.txt")
   if not opt.keep then os.remove(path) end
+  os.remove(html)
   os.remove(OUT .. "/reader-out.txt")
 end
 
@@ -480,9 +526,9 @@ local cpu = capture("grep -m1 'model name' /proc/cpuinfo", true)
 local rev = capture("git rev-parse --short HEAD", true)
 if rev ~= "" and capture("git status --porcelain -- src include", true) ~= ""
 then rev = rev .. "+dirty" end
-io.write(("ljmemprof bench: agent %s/ljmemprof.so, size %s, %d pairs, %s, %s, %s cpus, commit %s\n")
+io.write(("ljmemprof bench: agent %s/ljmemprof.so, size %s, %d pairs, %s (%s), %s, %s cpus, commit %s\n")
   :format(opt.agent, opt.size, opt.pairs, capture(LUAJIT .. " -v", true):match("^%S+ %S+")
-    or "luajit", cpu, capture("nproc", true), rev ~= "" and rev or "?"))
+    or "luajit", LUAJIT, cpu, capture("nproc", true), rev ~= "" and rev or "?"))
 io.write("\n")
 io.write(("%-13s %5s %3s %7s %7s %6s %11s %6s %6s %8s %5s %6s %6s\n"):format(
   "workload", "size", "jit", "base s", "prof s", "ratio", "min-max", "best",
@@ -518,12 +564,19 @@ end
 if opt.reader then
   io.write(("\nreader on binary-trees %d (jit off): %s events, %.0f MB\n")
     :format(opt.reader_depth, si(reader.events), reader.bytes / 1e6))
-  io.write(("%-20s %8s %10s %8s %9s\n"):format("command", "wall s", "events/s",
-    "MB/s", "peak RSS"))
+  io.write(("%-20s %8s %10s %8s %9s %9s %7s %7s\n"):format("command",
+    "wall s", "events/s", "MB/s", "peak RSS", "x report", "cpu s", "x cpu"))
+  local base, bcpu
   for _, c in ipairs(reader) do
-    io.write(("%-20s %8.2f %10s %8.1f %6.0f MB\n"):format(c.cmd, c.t,
-      si(reader.events / c.t), reader.bytes / c.t / 1e6, c.rss / 1024))
+    if c.cmd == "report" then base, bcpu = c.t, c.cpu end
   end
+  for _, c in ipairs(reader) do
+    io.write(("%-20s %8.2f %10s %8.1f %6.0f MB %8s %7.2f %7s\n"):format(
+      c.cmd, c.t, si(reader.events / c.t), reader.bytes / c.t / 1e6,
+      c.rss / 1024, base and ("%.2fx"):format(c.t / base) or "-", c.cpu,
+      bcpu and ("%.2fx"):format(c.cpu / bcpu) or "-"))
+  end
+  if reader.html then io.write(reader.html, "\n") end
   if not has.report then
     io.write("report, report --leak-only: skipped, `ljmemprof report` does "
              .. "not exist yet in this build\n")

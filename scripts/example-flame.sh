@@ -11,7 +11,9 @@ stacks=${STACKS:-64}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ljmemprof-example.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 prof=$dir/example.ljm
-env -u LUA_PATH -u LUA_INIT LUA_CPATH="build/?.so;;" luajit -joff -e \
+b=${BUILD:-build}	# The build of a flavour (BUILD, as make test sets it),
+b=${b#"$PWD"/}		# relative: the profile must not depend on where the tree is.
+env -u LUA_PATH -u LUA_INIT LUA_CPATH="$b/?.so;;" luajit -joff -e \
   "assert(require('ljmemprof').start{ path = '$prof', stacks = $stacks })" \
   examples/example.lua >/dev/null
-build/ljmemprof report --format svg -o "$out" "$prof"
+"$b/ljmemprof" report --format svg -o "$out" "$prof"

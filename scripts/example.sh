@@ -6,9 +6,11 @@
 # program's strings, and so its allocations, do not depend on where the
 # tree is.
 set -eu
-out=${1:-build/example.ljm}
-env -u LUA_PATH -u LUA_INIT -u LJMEMPROF LUA_CPATH="build/?.so;;" luajit -joff -e \
+b=${BUILD:-build}	# The build of a flavour (make example FLAVOUR=...),
+b=${b#"$PWD"/}		# relative: the profile must not depend on where the tree is.
+out=${1:-$b/example.ljm}
+env -u LUA_PATH -u LUA_INIT -u LJMEMPROF LUA_CPATH="$b/?.so;;" luajit -joff -e \
   "assert(require('ljmemprof').start('$out'))" examples/example.lua
 echo
-echo "\$ build/ljmemprof report --top 3 -H $out"
-build/ljmemprof report --top 3 -H "$out"
+echo "\$ $b/ljmemprof report --top 3 -H $out"
+"$b/ljmemprof" report --top 3 -H "$out"

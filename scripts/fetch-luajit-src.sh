@@ -1,44 +1,47 @@
 #!/bin/sh
-# Fetch the LuaJIT source that built the installed `luajit` package into
-# build/luajit-src, using a private apt configuration under build/apt so the
-# system's apt sources are never touched. Prints the source directory.
+# Fetch the Debian source package of a LuaJIT flavour into DEST (default
+# build/luajit-src), using the private apt configuration under APTDIR
+# (default build/apt; scripts/apt-private.sh) so the system's apt sources
+# are never touched. Prints the source directory.
 #
-# usage: scripts/fetch-luajit-src.sh [BUILD_DIR]
+#   luajit    Debian's `luajit`, the version of the installed package
+#   luajit2   OpenResty's branch, Debian's `luajit2`: the version of the
+#             installed libluajit2-5.1-2, else the version Debian offers
+#
+# usage: scripts/fetch-luajit-src.sh [FLAVOUR [DEST [APTDIR]]]
 set -eu
-build=${1:-build}
-dest="$build/luajit-src"
+flavour=${1:-luajit}
+dest=${2:-build/luajit-src}
+aptdir=${3:-build/apt}
 if [ -f "$dest/src/lj_obj.h" ]; then echo "$dest"; exit 0; fi
+. "$(dirname "$0")/apt-private.sh"
 
-ver=$(dpkg-query -W -f='${Version}' luajit 2>/dev/null || true)
+installed() { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null | sed -n 's/^install ok installed //p'; }
+case $flavour in
+  luajit)
+    ver=$(installed luajit)
+    if [ -z "$ver" ]; then
+      echo "fetch-luajit-src: the Debian package 'luajit' is not installed (make deps)" >&2
+      exit 1
+    fi ;;
+  luajit2)
+    ver=$(installed libluajit2-5.1-2) ;;
+  *) echo "fetch-luajit-src: unknown flavour '$flavour' (luajit or luajit2)" >&2; exit 2 ;;
+esac
+apt_private_init "$aptdir"
 if [ -z "$ver" ]; then
-  echo "fetch-luajit-src: the Debian package 'luajit' is not installed" >&2
-  exit 1
+  ver=$(APT_TOOL=apt-cache apt_private policy "$flavour" | sed -n 's/^  Candidate: //p')
+  if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+    echo "fetch-luajit-src: Debian offers no package '$flavour'" >&2
+    exit 1
+  fi
 fi
-aptdir="$build/apt"
-mkdir -p "$aptdir/lists/partial" "$aptdir/sources.list.d" "$aptdir/archives/partial" "$build/src-dl"
-
-# Derive deb-src entries from the system's deb entries (both apt formats).
-out="$aptdir/sources.list.d/ljmp-src.sources"
-: > "$out"
-for f in /etc/apt/sources.list.d/*.sources; do
-  [ -f "$f" ] || continue
-  sed -e 's/^Types:[[:space:]]*deb[[:space:]]*$/Types: deb-src/' "$f" >> "$out"
-  echo >> "$out"
-done
-lst="$aptdir/sources.list.d/ljmp-src.list"
-: > "$lst"
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-  [ -f "$f" ] || continue
-  sed -n -e 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f" >> "$lst"
-done
-
-abs_aptdir=$(cd "$aptdir" && pwd)
-opts="-o APT::Sandbox::User=root -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$abs_aptdir/sources.list.d -o Dir::State::Lists=$abs_aptdir/lists -o Dir::Cache::Archives=$abs_aptdir/archives -o Debug::NoLocking=1"
-# shellcheck disable=SC2086
-apt-get $opts -qq update >&2
-(cd "$build/src-dl" && apt-get $opts -qq source --download-only "luajit=$ver" >&2)
-dsc=$(ls "$build"/src-dl/luajit_*.dsc | head -n 1)
-rm -rf "$dest.tmp"
+dl="$dest.dl"
+rm -rf "$dl" "$dest.tmp"
+mkdir -p "$dl"
+(cd "$dl" && apt_private -qq source --download-only "$flavour=$ver" >&2)
+dsc=$(ls "$dl/${flavour}_"*.dsc | head -n 1)
 dpkg-source --no-check -x "$dsc" "$dest.tmp" >&2
+rm -rf "$dl" "$(dirname "$dest")/${flavour}_"*.orig.tar.*
 mv "$dest.tmp" "$dest"
 echo "$dest"

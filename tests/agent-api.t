@@ -69,11 +69,10 @@ t.is(mp.running(), false, "not running after bad arguments")
 -- Default path: memprof.bin in the current directory.
 local dir = T.tmp .. "/ljmp-default-" .. os.time()
 os.execute("mkdir -p " .. dir)
-local cwd = io.popen("pwd"):read("*l")
 local code = os.execute(string.format(
-  "cd %s && LUA_CPATH='%s/build/?.so' luajit -e " ..
+  "cd %s && LUA_CPATH='%s/?.so' luajit -e " ..
   "'local mp = require(\"ljmemprof\"); assert(mp.start()); " ..
-  "local t = {} ; assert(mp.stop())'", dir, cwd))
+  "local t = {} ; assert(mp.stop())'", dir, t.build_abs()))
 t.is(code, 0, "start() with no argument works")
 t.is(mp.DEFAULT_PATH, "memprof.bin", "DEFAULT_PATH")
 t.is(exists(dir .. "/memprof.bin"), true, "start() wrote ./memprof.bin")

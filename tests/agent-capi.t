@@ -1,3 +1,3 @@
 #!/bin/sh
 # The C API, from a small host program embedding LuaJIT (tests/c/capi_host.c).
-exec build/tests/capi_host
+exec $BUILD/tests/capi_host

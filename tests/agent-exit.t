@@ -11,7 +11,7 @@ run() {	# run LUA-CODE while profiling into $TMPD/p.bin; prints exit status
 }
 # arg[1] is not set by -e; pass the path through the environment instead.
 run() {
-  P="$TMPD/p.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e \
+  P="$TMPD/p.bin" LUA_CPATH="$BUILD/?.so;;" luajit -e \
     'local mp = require("ljmemprof"); assert(mp.start(os.getenv("P")))' \
     -e "$1" >/dev/null 2>&1
   echo $?

@@ -7,7 +7,7 @@
 # files or one serialising callback, each conserving exactly (also under
 # ASan + UBSan and TSan).
 . tests/lib/tap.sh
-H=build/tests/agent_host
+H=$BUILD/tests/agent_host
 T=60	# Seconds any one command may take.
 
 # Turn the host's "ok - ..." / "not ok - ..." lines into TAP checks.
@@ -22,7 +22,7 @@ checks() {
 
 # Allocation events of FILE whose label is LABEL.
 allocs_of() {
-  build/ljmemprof events "$1" | grep -c "\"event\":\"alloc\".*\"label\":\"$2\""
+  $BUILD/ljmemprof events "$1" | grep -c "\"event\":\"alloc\".*\"label\":\"$2\""
 }
 
 timeout $T $H host "$TMPD/host.ljm" > "$TMPD/out"; ok $? "host mode runs"
@@ -30,12 +30,12 @@ checks host < "$TMPD/out"
 n=$(allocs_of "$TMPD/host.ljm" "HOST (agent_host)")
 [ "$n" -ge 8 ]; ok $? "5 tables, 3 strings and the chunk's loading made by the host: HOST ($n)"
 is "$(allocs_of "$TMPD/host.ljm" INTERNAL)" 0 "no allocation is INTERNAL"
-is "$(build/ljmemprof events "$TMPD/host.ljm" | grep '"event":"alloc"' | grep -c '"source":"lua"')" 2 \
+is "$($BUILD/ljmemprof events "$TMPD/host.ljm" | grep '"event":"alloc"' | grep -c '"source":"lua"')" 2 \
   "the chunk's two tables on its lines"
 
 timeout $T $H fresh "$TMPD/fresh.ljm" > "$TMPD/out"; ok $? "fresh mode runs"
 checks fresh < "$TMPD/out"
-is "$(build/ljmemprof events "$TMPD/fresh.ljm" | grep -c '"source":"trace"')" 0 \
+is "$($BUILD/ljmemprof events "$TMPD/fresh.ljm" | grep -c '"source":"trace"')" 0 \
   "a VM that never ran is in no trace (its state is 0)"
 n=$(allocs_of "$TMPD/fresh.ljm" "HOST (agent_host)")
 [ "$n" -ge 1 ]; ok $? "luaL_openlibs pushes its functions as the host ($n)"
@@ -60,7 +60,7 @@ while [ $i -lt 30 ]; do
   rm -f "$TMPD"/t-*.ljm
   timeout $T $H threads $((2 + i % 2)) "$TMPD/t" $((10 + i * 3)) > /dev/null || bad=$((bad + 1))
   for f in "$TMPD"/t-*.ljm; do
-    build/ljmemprof info "$f" > /dev/null 2>&1 || bad=$((bad + 1))
+    $BUILD/ljmemprof info "$f" > /dev/null 2>&1 || bad=$((bad + 1))
   done
   i=$((i + 1))
 done
@@ -69,17 +69,17 @@ is $bad 0 "exit() during other threads' hooks: 30 runs, every profile complete"
 san=0
 for i in 1 2 3; do
   rm -f "$TMPD"/t-*.ljm
-  TSAN_OPTIONS="halt_on_error=1 exitcode=66" timeout $T build/tsan/agent_host \
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66" timeout $T $BUILD/tsan/agent_host \
     threads 3 "$TMPD/t" $((40 * i)) > /dev/null 2> "$TMPD/tsan.err" || san=$((san + 1))
   for f in "$TMPD"/t-*.ljm; do
-    build/ljmemprof info "$f" > /dev/null 2>&1 || san=$((san + 1))
+    $BUILD/ljmemprof info "$f" > /dev/null 2>&1 || san=$((san + 1))
   done
 done
 is $san 0 "the same under ThreadSanitizer: no report, every profile complete"
 [ $san -eq 0 ] || sed 's/^/# /' "$TMPD/tsan.err" | head -n 20
 
 # Four VMs in four threads at once, stopped by their threads.
-for host in $H build/asan/agent_host build/tsan/agent_host; do
+for host in $H $BUILD/asan/agent_host $BUILD/tsan/agent_host; do
   for mode in files shared; do
     rm -f "$TMPD"/p-*.ljm
     TSAN_OPTIONS="halt_on_error=1 exitcode=66" timeout $T $host $mode 4 "$TMPD/p" \
@@ -90,7 +90,7 @@ for host in $H build/asan/agent_host build/tsan/agent_host; do
     good=0
     for i in 0 1 2 3; do
       want=$(sed -n "s/^delta $i //p" "$TMPD/out")
-      net=$(build/ljmemprof info --format json "$TMPD/p-$i.ljm" | sed -n 's/.*"net_bytes":\(-*[0-9]*\).*/\1/p')
+      net=$($BUILD/ljmemprof info --format json "$TMPD/p-$i.ljm" | sed -n 's/.*"net_bytes":\(-*[0-9]*\).*/\1/p')
       [ -n "$want" ] && [ "$net" = "$want" ] && [ "$(complete "$TMPD/p-$i.ljm")" = true ] &&
         good=$((good + 1))
     done

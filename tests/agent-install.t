@@ -1,28 +1,86 @@
 #!/bin/sh
-# `make install` puts the module where Debian's luajit finds it (with
-# PREFIX and DESTDIR), so require("ljmemprof") works from any directory.
+# `make install` installs like a Lua module and a C library on Debian (into
+# a DESTDIR, with PREFIX=/usr/local and PREFIX=/usr): the module where this
+# flavour's LuaJIT looks for C modules by default (so require("ljmemprof")
+# works from any directory without LUA_CPATH), the command and its man page
+# (made from --help), the header, the static library and a pkg-config file
+# with which an embedder compiles, links and profiles.
 . tests/lib/tap.sh
+# The interpreter's default cpath, and the same with each directory moved
+# under DIR (the installed tree in its DESTDIR).
+cpath=$(env -u LUA_CPATH -u LUA_CPATH_5_1 luajit -e 'io.write(package.cpath)')
+under() { echo "$cpath" | tr ';' '\n' | sed -n "s#^/#$1/#p" | tr '\n' ';'; }
 
-make -s install DESTDIR="$TMPD/root" PREFIX=/usr/local >/dev/null 2>&1
-is "$?" 0 "make install DESTDIR=... PREFIX=/usr/local"
-for f in usr/local/lib/lua/5.1/ljmemprof.so usr/local/bin/ljmemprof \
-         usr/local/include/ljmemprof.h usr/local/lib/libljmemprof.a; do
-  ok $([ -f "$TMPD/root/$f" ] && echo 0 || echo 1) "installed $f"
+for prefix in /usr/local /usr; do
+  R=$TMPD/root$(echo $prefix | tr / _)
+  run make -s install DESTDIR="$R" PREFIX=$prefix
+  is "$rc:$err" "0:" "make install DESTDIR=... PREFIX=$prefix"
+  for f in bin/ljmemprof include/ljmemprof.h lib/libljmemprof.a \
+           lib/pkgconfig/ljmemprof.pc share/man/man1/ljmemprof.1; do
+    [ -f "$R$prefix/$f" ]; ok $? "PREFIX=$prefix: installed $prefix/$f"
+  done
+  mods=$(cd "$R" && find . -name ljmemprof.so | sed 's#^\.##')
+  case ";$cpath;" in
+    *";$(dirname "$mods")/?.so;"*) ok 0 "PREFIX=$prefix: the module is in luajit's default cpath ($mods)" ;;
+    *) ok 1 "PREFIX=$prefix: the module is in luajit's default cpath ($mods)"; echo "# cpath: $cpath" ;;
+  esac
+  out=$(cd / && P="$TMPD/p.bin" LUA_CPATH="$(under "$R")" luajit -e '
+    local mp = require("ljmemprof")
+    assert(mp.start(os.getenv("P")))
+    local t = {}
+    assert(mp.stop())
+    print("ok")' 2>&1)
+  is "$out" "ok" "PREFIX=$prefix: the installed module profiles from another directory"
+  run "$R$prefix/bin/ljmemprof" info "$TMPD/p.bin"
+  is "$rc" 0 "PREFIX=$prefix: the installed ljmemprof reads its profile"
 done
-# Debian's luajit searches /usr/local/lib/lua/5.1/?.so; emulate the
-# installed root by rewriting that prefix only.
-cpath=$(luajit -e 'io.write(package.cpath)')
-case "$cpath" in
-  */usr/local/lib/lua/5.1/?.so*) ok 0 "luajit searches /usr/local/lib/lua/5.1" ;;
-  *) ok 1 "luajit searches /usr/local/lib/lua/5.1"; echo "# cpath: $cpath" ;;
-esac
-out=$(cd / && P="$TMPD/p.bin" LUA_CPATH="$TMPD/root/usr/local/lib/lua/5.1/?.so" luajit -e '
-  local mp = require("ljmemprof")
-  assert(mp.start(os.getenv("P")))
-  local t = {}
-  assert(mp.stop())
-  print("ok")' 2>&1)
-is "$out" "ok" "the installed module profiles from another directory"
-ver=$("$TMPD/root/usr/local/bin/ljmemprof" --help 2>&1 | head -n 1)
-ok $([ -n "$ver" ] && echo 0 || echo 1) "the installed ljmemprof command runs"
+
+# The man page is the --help text (both NAME and every command's SYNOPSIS).
+R=$TMPD/root_usr_local/usr/local
+page=$(MANWIDTH=200 man -l "$R/share/man/man1/ljmemprof.1" 2>"$TMPD/man.err")
+is "$?:$(cat "$TMPD/man.err")" "0:" "man renders ljmemprof(1) without a warning"
+miss=0
+for c in "" run report info events; do
+  build_help=$("$BUILD/ljmemprof" $c --help | awk '/^SYNOPSIS/ { on = 1; next } /^[A-Z]/ { on = 0 } on && NF')
+  echo "$build_help" | while IFS= read -r line; do
+    echo "$page" | grep -qF -- "$(echo "$line" | sed 's/^ *//')" || echo "# missing: $line"
+  done > "$TMPD/miss"
+  [ -s "$TMPD/miss" ] && { miss=$((miss + 1)); cat "$TMPD/miss"; }
+done
+is "$miss" 0 "every manual's SYNOPSIS (ljmemprof, run, report, info, events) is in the man page"
+
+# pkg-config: the flags, and an embedder built with them that profiles.
+pc() { PKG_CONFIG_PATH="$R/lib/pkgconfig" pkg-config --define-variable=prefix="$R" "$@" ljmemprof; }
+is "$(PKG_CONFIG_PATH="$R/lib/pkgconfig" pkg-config --cflags --libs ljmemprof | sed "s/ *$//")" \
+  "-I/usr/local/include -L/usr/local/lib -lljmemprof -ldl -lpthread" "pkg-config --cflags --libs ljmemprof"
+cat > "$TMPD/embed.c" <<'EOF'
+#include <stdio.h>
+#include "lua.h"
+#include "lauxlib.h"
+#include "lualib.h"
+#include "ljmemprof.h"
+int main(int argc, char **argv)
+{
+  lua_State *L = luaL_newstate();
+  ljmp_options o = LJMP_OPTIONS_INIT;
+  int rc;
+  luaL_openlibs(L);
+  o.path = argv[1];
+  rc = ljmp_start(L, &o);
+  if (rc != 0) { printf("start: %s\n", ljmp_strerror(rc)); return 1; }
+  luaL_dostring(L, "local t = {} for i = 1, 10 do t[i] = {} end");
+  rc = ljmp_stop(L);
+  lua_close(L);
+  printf("%d\n", rc);
+  return argc != 2;
+}
+EOF
+# shellcheck disable=SC2046,SC2086
+cc -I"${LUAJIT_INC:-/usr/include/luajit-2.1}" $(pc --cflags) -o "$TMPD/embed" "$TMPD/embed.c" \
+  $(pc --libs) ${LUAJIT_LIBS:--lluajit-5.1} 2>"$TMPD/cc.err"
+is "$?:$(cat "$TMPD/cc.err")" "0:" "an embedder compiles and links with pkg-config's flags"
+run "$TMPD/embed" "$TMPD/e.bin"
+is "$rc:$out" "0:0" "the embedder profiles itself"
+n=$("$BUILD/ljmemprof" events "$TMPD/e.bin" | grep '"event":"alloc"' | grep -c '"line":1,')
+[ "$n" -ge 11 ]; ok $? "its chunk's tables are in the profile ($n allocations on line 1)"
 done_testing

@@ -132,7 +132,7 @@ os.remove(child)
 
 -- 5. A start() that fails after creating nothing: the writer thread cannot
 -- start (a thread stack larger than the address space allowed).
-local cmd = "ulimit -v 2000000; ulimit -s 4000000; LUA_CPATH='build/?.so;;' " ..
+local cmd = "ulimit -v 2000000; ulimit -s 4000000; LUA_CPATH='" .. t.build .. "/?.so;;' " ..
   "luajit -e 'print(require(\"ljmemprof\").start(\"" .. path .. "\"))'"
 local f = assert(io.popen("(" .. cmd .. ") 2>&1"))
 local out = f:read("*a")

@@ -10,7 +10,7 @@ local mp = T.mp
 jit.off()
 
 local function items(path)
-  local f = assert(io.popen(t.timeout("build/tests/stream_items '" .. path .. "'", 60)))
+  local f = assert(io.popen(t.timeout(t.build .. "/tests/stream_items '" .. path .. "'", 60)))
   local out = "\n" .. f:read("*a")
   f:close()
   return out
@@ -74,7 +74,7 @@ local p5 = T.tmpname("exit")
 local code = "local mp = require('ljmemprof') assert(mp.start{ path = os.getenv('P'), " ..
              "max_size = 65536 }) local k = {} for i = 1, 20000 do k[i] = { i } end " ..
              "os.exit(0)"
-local rc = os.execute(t.timeout("P=" .. t.shq(p5) .. " LUA_CPATH='build/?.so;;' " ..
+local rc = os.execute(t.timeout("P=" .. t.shq(p5) .. " LUA_CPATH='" .. t.build .. "/?.so;;' " ..
                                 "luajit -joff -e " .. t.shq(code), 60))
 local i5 = items(p5)
 t.ok(rc == 0 and size(p5) <= 65536 and i5:find("\nnote stopped=size limit\n"),
@@ -86,15 +86,15 @@ local script = T.tmpname("script") .. ".lua"
 local f = assert(io.open(script, "w"))
 f:write("local k = {} for i = 1, 20000 do k[i] = { i } end\n")
 f:close()
-rc = os.execute(t.timeout("build/ljmemprof run -o " .. p6 .. " --max-size 64K " ..
+rc = os.execute(t.timeout(t.build .. "/ljmemprof run -o " .. p6 .. " --max-size 64K " ..
                           script .. " >/dev/null", 60))
 t.ok(rc == 0 and size(p6) <= 65536 and items(p6):find("\nnote stopped=size limit\n"),
      "run --max-size 64K", size(p6))
-local out = io.popen(t.timeout("build/ljmemprof run --max-size 1000 " .. script ..
+local out = io.popen(t.timeout(t.build .. "/ljmemprof run --max-size 1000 " .. script ..
                                " 2>&1; echo $?", 60)):read("*a")
 t.is(out, "ljmemprof run: --max-size 1000: bytes expected, at least 64K (e.g. 100M)\n2\n",
      "run --max-size below 64K is refused")
-out = io.popen(t.timeout("build/ljmemprof run --max-size 1X " .. script ..
+out = io.popen(t.timeout(t.build .. "/ljmemprof run --max-size 1X " .. script ..
                          " 2>&1; echo $?", 60)):read("*a")
 t.is(out, "ljmemprof run: --max-size 1X: bytes expected, at least 64K (e.g. 100M)\n2\n",
      "run --max-size with a bad unit is refused")

@@ -18,12 +18,12 @@ work='
   f:close()
   print(s:match("VmHWM:%s*(%d+)"))'
 base=$(luajit -e "$work")
-prof=$(P="$TMPD/m.bin" LUA_CPATH="$PWD/build/?.so;;" luajit -e \
+prof=$(P="$TMPD/m.bin" LUA_CPATH="$BUILD/?.so;;" luajit -e \
   'assert(require("ljmemprof").start(os.getenv("P")))' -e "$work")
 extra=$((prof - base))
 echo "# peak RSS without the profiler: ${base} KiB, with it: ${prof} KiB"
 ok $([ "$extra" -lt 12288 ] && echo 0 || echo 1) \
   "the profiler adds less than 12 MiB at peak (${extra} KiB)"
-n=$(build/ljmemprof events "$TMPD/m.bin" | grep -c '"event"')
+n=$($BUILD/ljmemprof events "$TMPD/m.bin" | grep -c '"event"')
 ok $([ "$n" -gt 1000000 ] && echo 0 || echo 1) "over a million events ($n)"
 done_testing

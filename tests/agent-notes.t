@@ -12,7 +12,7 @@ jit.off()
 
 -- The records of a profile (tests/c/stream_items), as a list of lines.
 local function items(path)
-  local f = assert(io.popen(t.timeout("build/tests/stream_items '" .. path .. "'", 60)))
+  local f = assert(io.popen(t.timeout(t.build .. "/tests/stream_items '" .. path .. "'", 60)))
   local out = {}
   for line in f:lines() do out[#out + 1] = line end
   f:close()
@@ -64,7 +64,7 @@ assert(mp.start{ path = os.getenv("P"), collect = true })
 keep = {}
 for i = 1, 300 do local g = { i }; if i % 3 == 0 then keep[#keep + 1] = g end end
 ]]
-local f = assert(io.popen(t.timeout("P='" .. pl .. "' LUA_CPATH='build/?.so;;' luajit -joff -e '" ..
+local f = assert(io.popen(t.timeout("P='" .. pl .. "' LUA_CPATH='" .. t.build .. "/?.so;;' luajit -joff -e '" ..
                                     src:gsub("'", "'\\''") .. "'; echo $?", 60)))
 local rc = f:read("*a")
 f:close()
@@ -72,7 +72,7 @@ t.is(rc, "0\n", "a script started with collect = true ends normally")
 local il = items(pl)
 t.ok(has(il, "note collect=1"), "and its profile notes the collection at lua_close",
      table.concat(il, "\n"))
-local h = assert(io.popen(t.timeout("build/ljmemprof info --format json '" .. pl .. "'", 60)))
+local h = assert(io.popen(t.timeout(t.build .. "/ljmemprof info --format json '" .. pl .. "'", 60)))
 local info = h:read("*a")
 h:close()
 t.is(tonumber(info:match('"live_blocks":(%d+)')) >= 100 and

@@ -17,7 +17,7 @@ int luaopen_mod$m(lua_State *L)
   return 1;
 }
 SRC
-  cc -shared -fPIC -I/usr/include/luajit-2.1 -o "$TMPD/mod$m.so" "$TMPD/mod$m.c"
+  cc -shared -fPIC -I"${LUAJIT_INC:-/usr/include/luajit-2.1}" -o "$TMPD/mod$m.so" "$TMPD/mod$m.c"
   ok $? "module $m builds"
 done
 cat > "$TMPD/dup.lua" <<LUA
@@ -33,8 +33,8 @@ for i = 1, 10 do out[#out + 1] = ea(i); out[#out + 1] = eb(i * 100) end
 for i = 1, 7 do out[#out + 1] = oa(i) end
 assert(mp.stop())
 LUA
-LUA_CPATH="$PWD/build/?.so;;" with_timeout 60 luajit -joff "$TMPD/dup.lua"; ok $? "profiled"
-build/ljmemprof report "$TMPD/dup.ljm" > "$TMPD/r.txt"; ok $? "report"
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit -joff "$TMPD/dup.lua"; ok $? "profiled"
+"$BUILD/ljmemprof" report "$TMPD/dup.ljm" > "$TMPD/r.txt"; ok $? "report"
 is "$(grep -c '^encode@0x[0-9a-f]*: 10 events' "$TMPD/r.txt")" 2 \
   "two sources named encode, 10 events each, told apart by address"
 is "$(grep '^encode@.*: 10 events' "$TMPD/r.txt" | cut -d: -f1 | sort -u | wc -l)" 2 "with different labels"

@@ -14,11 +14,11 @@ prog='
   for i = 1, 100000 do t[i % 5000 + 1] = { i, "s" .. i } end
   assert(mp.stop())'
 record() {	# PATH BUFSIZE -> exit status
-  P="$1" B="$2" LUA_CPATH="$PWD/build/?.so;;" timeout 60 luajit -joff -e "$prog" >/dev/null 2>&1
+  P="$1" B="$2" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit -joff -e "$prog" >/dev/null 2>&1
   echo $?
 }
 summary() {	# events of a profile, by kind and label, sorted
-  build/ljmemprof events "$1" | sed -n 's/.*"event":"\([a-z]*\)".*"label":"\([^"]*\)".*/\1 \2/p' |
+  $BUILD/ljmemprof events "$1" | sed -n 's/.*"event":"\([a-z]*\)".*"label":"\([^"]*\)".*/\1 \2/p' |
     sort | uniq -c | sed 's/^ *//' | tr '\n' ';'
 }
 

@@ -9,7 +9,7 @@ churn='local t = {} for i = 1, 1500000 do t[i % 1000 + 1] = { i } end'
 mkfifo "$TMPD/fifo"
 # Bounded: if the writer never opens the pipe, the reader gives up.
 timeout 60 head -c 6291456 "$TMPD/fifo" > "$TMPD/head.bin" &
-out=$(P="$TMPD/fifo" LUA_CPATH="$PWD/build/?.so;;" timeout 60 luajit -e '
+out=$(P="$TMPD/fifo" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit -e '
   local mp = require("ljmemprof")
   assert(mp.start(os.getenv("P")))
   '"$churn"'
@@ -21,13 +21,13 @@ is "$st" 0 "program exits normally after EPIPE"
 is "$out" "$(printf 'nil\t%s: Broken pipe\t32\nalive' "$TMPD/fifo")" \
   "stop() returns the EPIPE error with path and errno"
 is "$(complete "$TMPD/head.bin")" false "the 6 MiB received are a readable prefix"
-build/ljmemprof events "$TMPD/head.bin" > "$TMPD/ev.json" 2>/dev/null
+"$BUILD/ljmemprof" events "$TMPD/head.bin" > "$TMPD/ev.json" 2>/dev/null
 n=$(grep -c '"event"' "$TMPD/ev.json")
 ok $([ "$n" -gt 400000 ] && echo 0 || echo 1) "prefix decodes to many events ($n)"
 
 # A file size limit hit after 4 MiB (dash counts ulimit -f in 512-byte
 # blocks; SIGXFSZ must not kill us).
-out=$( (ulimit -f 8192; P="$TMPD/big.bin" LUA_CPATH="$PWD/build/?.so;;" timeout 60 luajit -e '
+out=$( (ulimit -f 8192; P="$TMPD/big.bin" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit -e '
   local mp = require("ljmemprof")
   assert(mp.start(os.getenv("P")))
   '"$churn"'
@@ -44,7 +44,7 @@ is "$(complete "$TMPD/big.bin")" false "the file is a readable prefix"
 # skipped where not allowed).
 mkdir "$TMPD/small"
 if mount -t tmpfs -o size=4m tmpfs "$TMPD/small" 2>/dev/null; then
-  out=$(P="$TMPD/small/p.bin" LUA_CPATH="$PWD/build/?.so;;" timeout 60 luajit -e '
+  out=$(P="$TMPD/small/p.bin" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit -e '
     local mp = require("ljmemprof")
     assert(mp.start(os.getenv("P")))
     '"$churn"'
@@ -60,7 +60,7 @@ else
 fi
 
 # The descriptor closed behind the profiler's back (EBADF).
-out=$(P="$TMPD/c.bin" LUA_CPATH="$PWD/build/?.so;;" timeout 60 luajit -e '
+out=$(P="$TMPD/c.bin" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit -e '
   local mp = require("ljmemprof")
   assert(mp.start({ path = os.getenv("P"), bufsize = 4096 }))
   -- find and close the profile descriptor (the newest one under /proc)

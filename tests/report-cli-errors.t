@@ -6,7 +6,7 @@
 # up to the cut or the damage with one warning line and status 3; usage
 # errors say what is wrong and exit 2; --help exits 0.
 . tests/lib/tap.sh
-MP=build/ljmemprof
+MP=$BUILD/ljmemprof
 
 # A complete v3 stream without symbols: one alloc, one free, the epilogue.
 good="$TMPD/good.ljm"
@@ -110,8 +110,8 @@ run $MP report --format=xml "$good"
 is "$rc" 2 "unknown --format"
 run $MP report
 is "$rc:$err" "2:ljmemprof report: missing FILE (see 'ljmemprof report --help')" "missing FILE"
-run $MP report "$good" "$good"
-is "$rc" 2 "two files"
+run $MP diff "$good"
+is "$rc:$err" "2:ljmemprof diff: two profiles expected, BASE and NEW, got 1 (see 'ljmemprof diff --help')" "diff with one file"
 run $MP info --leak-only "$good"
 is "$rc:$err" "2:ljmemprof info: unknown option '--leak-only' (see 'ljmemprof info --help')" \
   "report options are not info's"

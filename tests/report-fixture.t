@@ -104,7 +104,7 @@ local function flat_overrides(tab)
 end
 
 local want = parse(slurp(FIX .. ".report.txt"))
-local out, rc = run("build/ljmemprof report " .. FIX .. ".ljm 2>&1")
+local out, rc = run(t.build .. "/ljmemprof report " .. FIX .. ".ljm 2>&1")
 t.is(rc, 0, "report of the fixture exits 0")
 local got = parse(out)
 for _, s in ipairs({ "ALLOCATIONS", "REALLOCATIONS", "DEALLOCATIONS" }) do
@@ -119,7 +119,7 @@ t.ok(got.aliases.function_alias_1 and
      "code loaded from a string is listed under ALIASES")
 
 local wleak = parse(slurp(FIX .. ".leakonly.txt"))
-out, rc = run("build/ljmemprof report --leak-only " .. FIX .. ".ljm 2>&1")
+out, rc = run(t.build .. "/ljmemprof report --leak-only " .. FIX .. ".ljm 2>&1")
 t.is(rc, 0, "--leak-only exits 0")
 local gleak = parse(out)
 t.same(relabel(gleak, gleak.heap), wleak.heap, "--leak-only: HEAP SUMMARY")

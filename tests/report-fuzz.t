@@ -7,7 +7,7 @@ secs=${LJMP_FUZZ_SECONDS:-15}
 if ! command -v "${FUZZ_CC:-clang}" >/dev/null 2>&1; then
   echo "1..0 # SKIP clang not found"; exit 0
 fi
-if ! make -s build/fuzz/report_fuzz >"$TMPD/build" 2>&1; then
+if ! make -s BUILD="$BUILD" "$BUILD/fuzz/report_fuzz" >"$TMPD/build" 2>&1; then
   if grep -q "fuzzer" "$TMPD/build"; then
     echo "1..0 # SKIP libFuzzer not available (libclang-rt-14-dev)"; exit 0
   fi
@@ -16,7 +16,7 @@ if ! make -s build/fuzz/report_fuzz >"$TMPD/build" 2>&1; then
   done_testing
 fi
 ok 0 "the fuzz target builds"
-with_timeout $((secs + 120)) scripts/fuzz-report.sh build/fuzz/report_fuzz "$secs" >"$TMPD/log" 2>&1
+with_timeout $((secs + 120)) scripts/fuzz-report.sh $BUILD/fuzz/report_fuzz "$secs" >"$TMPD/log" 2>&1
 rc=$?
 grep -q "^Done [0-9]* runs" "$TMPD/log"
 found=$?

@@ -9,7 +9,6 @@
 package.path = "tests/lib/?.lua;" .. package.path
 local t = require("tap")
 
-local ROOT = assert(io.popen("pwd")):read("*l")
 local TMP = assert(io.popen("mktemp -d \"${TMPDIR:-/tmp}/ljmp-golden.XXXXXX\""))
   :read("*l")
 
@@ -29,8 +28,8 @@ local function sh(cmd)
   return (out:gsub("rc=%d+\n$", "")), rc
 end
 
-local LJ = "LUA_CPATH='" .. ROOT .. "/build/?.so;;' luajit"
-local CLI = ROOT .. "/build/ljmemprof"
+local LJ = "LUA_CPATH='" .. t.build_abs() .. "/?.so;;' luajit"
+local CLI = t.build_abs() .. "/ljmemprof"
 
 -- Compare text with a template line by line; a template line "~PATTERN"
 -- is a Lua pattern, any other line must be equal.

@@ -12,8 +12,8 @@
 #     labels and JSON (a sparse file with four 256 MiB names);
 #   - the progress line of long reads: on a terminal only, or forced.
 . tests/lib/tap.sh
-MP=build/ljmemprof
-MAXRSS=build/tests/maxrss
+MP=$BUILD/ljmemprof
+MAXRSS=$BUILD/tests/maxrss
 mk() { luajit -e "P = dofile('tests/lib/mkprof.lua') $1"; }
 
 # run CMD...: sets $rc, $out, $err.

@@ -110,8 +110,7 @@ assert(mp.stop())
 ]])
 local kinds = TMP .. "/kinds.ljm"
 assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
-                            assert(io.popen("pwd")):read("*l") ..
-                            "/build/?.so;;' luajit kinds.lua kinds.ljm")) == 0)
+                            t.build_abs() .. "/?.so;;' luajit kinds.lua kinds.ljm")) == 0)
 
 local profiles = { kinds, "tests/fixtures/tarantool-v3-tiny.ljm" }
 
@@ -120,10 +119,9 @@ local stacks = TMP .. "/kinds-stacks.ljm"
 write(TMP .. "/kinds-stacks.lua", (slurp(TMP .. "/kinds.lua"):gsub(
   "mp%.start%(arg%[1%]%)", "mp.start{ path = arg[1], stacks = 16 }")))
 assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
-                            assert(io.popen("pwd")):read("*l") ..
-                            "/build/?.so;;' luajit kinds-stacks.lua " ..
+                            t.build_abs() .. "/?.so;;' luajit kinds-stacks.lua " ..
                             "kinds-stacks.ljm")) == 0)
-local _, info_rc = run("build/ljmemprof info '" .. stacks .. "' 2>/dev/null")
+local _, info_rc = run(t.build .. "/ljmemprof info '" .. stacks .. "' 2>/dev/null")
 t.is(info_rc, 0, "the stack profile reads")
 profiles[#profiles + 1] = stacks
 
@@ -132,12 +130,14 @@ local function text_rows(text)
   local rows, section = {}, nil
   for line in text:gmatch("([^\n]*)\n") do
     if line:match("^[A-Z][A-Z ]+:?$") then section = line
+    elseif line:match("^PEAK: ") then section = "PEAK"
+    elseif line:match("^TEMPORARY: ") then section = "TEMPORARY"
     elseif line:match("^CALL STACKS") then section = "CALL STACKS"
     elseif section == "CALL STACKS" then  -- Not rows of the sections.
     elseif line:match("^\t\t") then
       rows[#rows + 1] = section .. " over " .. line:sub(3)
     elseif line ~= "" and not line:match("^\t") and
-           section ~= "ALIASES:" then
+           section ~= "ALIASES:" and section ~= "NOTES:" then
       rows[#rows + 1] = section .. " " .. line
     end
   end
@@ -163,6 +163,14 @@ local function json_rows(doc)
     rows[#rows + 1] = string.format("HEAP SUMMARY: %s holds %dB: %d allocs, %d frees",
       h.source.label, h.bytes, h.allocs, h.frees)
   end
+  for _, h in ipairs(doc.peak_sources or {}) do
+    rows[#rows + 1] = string.format("PEAK %s holds %dB in %d blocks (%.1f%%)",
+      h.source.label, h.bytes, h.blocks, 100 * h.bytes / doc.peak.bytes)
+  end
+  for _, h in ipairs(doc.temporary_sources or {}) do
+    rows[#rows + 1] = string.format("TEMPORARY %s: %d of %d blocks\t%dB of %dB",
+      h.source.label, h.blocks, h.made_blocks, h.bytes, h.made_bytes)
+  end
   return table.concat(rows, "\n")
 end
 
@@ -170,8 +178,9 @@ local seen_kinds = {}
 for _, p in ipairs(profiles) do
   local name = p:match("[^/]*$")
   for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2",
-                          "--stacks --metric leak-count" }) do
-    local js, rc = run("build/ljmemprof report --format json " .. opts ..
+                          "--stacks --metric leak-count",
+                          "--peak --temporary 5" }) do
+    local js, rc = run(t.build .. "/ljmemprof report --format json " .. opts ..
                        " '" .. p .. "'")
     local okj, doc = pcall(cjson.decode, js)
     t.ok(rc == 0 and okj, name .. " " .. opts .. ": valid JSON, status 0",
@@ -180,7 +189,7 @@ for _, p in ipairs(profiles) do
       local errs = validate(doc)
       t.ok(#errs == 0, name .. " " .. opts .. ": matches the schema",
            table.concat(errs, "\n"))
-      local text = run("build/ljmemprof report " .. opts .. " '" .. p .. "'")
+      local text = run(t.build .. "/ljmemprof report " .. opts .. " '" .. p .. "'")
       t.is(json_rows(doc), text_rows(text),
            name .. " " .. opts .. ": same rows as the text report")
       for _, s in ipairs(SECTIONS) do
@@ -190,14 +199,29 @@ for _, p in ipairs(profiles) do
         t.ok(doc.allocations == nil and doc.deallocations == nil,
              name .. " --leak-only: no event sections")
       end
+      if opts:match("^%-%-peak") then
+        t.ok(#doc.peak_sources > 0 and doc.temporary.window == 5,
+             name .. " --peak --temporary 5: both views, the window")
+      end
     end
   end
 end
 t.ok(seen_kinds.lua and seen_kinds.cfunc and seen_kinds.trace and
      seen_kinds.internal, "the profiles cover every kind of source")
 
+-- Several profiles in one report.
+do
+  local js, rc = run(t.build .. "/ljmemprof report --format json --peak '" ..
+                     kinds .. "' '" .. stacks .. "'")
+  local okj, doc = pcall(cjson.decode, js)
+  t.ok(rc == 0 and okj and #validate(doc) == 0 and #doc.files == 2 and
+       doc.peak.profiles == 2, "two profiles merged: valid, their names, "
+       .. "the peak the sum of 2", okj and table.concat(validate(doc), "\n")
+       or tostring(doc))
+end
+
 -- Details a program needs, from the recorded profile.
-local doc = cjson.decode((run("build/ljmemprof report --format json '" ..
+local doc = cjson.decode((run(t.build .. "/ljmemprof report --format json '" ..
                               kinds .. "'")))
 local by = {}
 for _, r in ipairs(doc.allocations) do by[r.source.label] = r.source end
@@ -221,12 +245,12 @@ t.ok(tr and tr.trace >= 1 and tr.start_chunk == "@kinds.lua" and
      cjson.encode(tr or {}))
 t.is(doc.totals.alloc_events + doc.totals.realloc_events +
      doc.totals.free_events,
-     tonumber((run("build/ljmemprof events '" .. kinds ..
+     tonumber((run(t.build .. "/ljmemprof events '" .. kinds ..
                    "' | grep -c '\"event\"'"))),
      "totals count every event")
 
 -- info --format json: the same counts.
-local info = cjson.decode((run("build/ljmemprof info --format json '" ..
+local info = cjson.decode((run(t.build .. "/ljmemprof info --format json '" ..
                                kinds .. "'")))
 t.ok(info.complete == true and info.versions.events == 3 and
      info.events.alloc == doc.totals.alloc_events and
@@ -247,7 +271,7 @@ local P = dofile("tests/lib/mkprof.lua")
 local dmg = TMP .. "/damaged.ljm"
 write(dmg, P.head() .. P.alloc(0x100, 2^62) .. P.alloc(0x200, 2^62) ..
       P.alloc(0x300, 2^62) .. "\255")
-local js, drc = run("build/ljmemprof report --format json '" .. dmg ..
+local js, drc = run(t.build .. "/ljmemprof report --format json '" .. dmg ..
                     "' 2>/dev/null")
 local okd, ddoc = pcall(cjson.decode, js)
 t.ok(drc == 3 and okd and ddoc.complete == false and ddoc.damaged == true and
@@ -258,7 +282,7 @@ t.ok(okd and #validate(ddoc) == 0, "and it matches the schema",
      okd and table.concat(validate(ddoc), "\n") or "")
 
 -- The validator is not a rubber stamp.
-local bad = cjson.decode((run("build/ljmemprof report --format json '" ..
+local bad = cjson.decode((run(t.build .. "/ljmemprof report --format json '" ..
                               kinds .. "'")))
 bad.heap_summary[1].bytes = nil
 bad.allocations[1].source.kind = "python"

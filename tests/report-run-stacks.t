@@ -5,7 +5,7 @@
 # a bare --stacks is 64 frames, --stacks=0 is the one-frame memprof v3
 # stream; bad values are refused before the script runs.
 . tests/lib/tap.sh
-MP="$PWD/build/ljmemprof"
+MP="$BUILD/ljmemprof"
 unset LUA_CPATH
 
 cat >"$TMPD/a.lua" <<'EOF2'

@@ -4,7 +4,7 @@
 # keeps the profile, the temporary one is removed, and the agent module is
 # found next to the binary, in an installed layout or through LUA_CPATH.
 . tests/lib/tap.sh
-MP="$PWD/build/ljmemprof"
+MP="$BUILD/ljmemprof"
 unset LUA_CPATH
 
 # args.lua allocates 10 tables on line 6 and prints their size as the VM

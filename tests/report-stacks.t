@@ -7,7 +7,7 @@
 # in headless Chromium; --stacks views of text and json; -o; bad options
 # and bad output paths get one clear error line.
 . tests/lib/tap.sh
-MP=build/ljmemprof
+MP=$BUILD/ljmemprof
 
 # -- A small program: two lines, known sizes ---------------------------------
 
@@ -26,7 +26,7 @@ local c2 = collectgarbage("count")
 mp.stop()
 io.stderr:write((c1 - c0) * 1024, " ", (c2 - c1) * 1024, "\n")
 EOF
-(cd "$TMPD" && LUA_CPATH="$OLDPWD/build/?.so;;" with_timeout 60 luajit two.lua two.ljm 2>sizes)
+(cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit two.lua two.ljm 2>sizes)
 ok $? "the small program runs"
 read -r b6 b8 <"$TMPD/sizes"
 P="$TMPD/two.ljm"
@@ -156,10 +156,18 @@ else
   tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
 fi
 
-# docs/REPORT.md's flame graph is what scripts/example-flame.sh draws.
+# docs/REPORT.md's flame graph is what scripts/example-flame.sh draws
+# (with Debian's luajit: another flavour's VM allocates a few bytes more of
+# its own and its binary's builtins are at other offsets).
 with_timeout 120 scripts/example-flame.sh "$TMPD/flame.svg" >/dev/null 2>&1
-cmp -s "$TMPD/flame.svg" docs/example-flame.svg
-ok $? "docs/example-flame.svg is the output of scripts/example-flame.sh"
+rc=$?
+if [ "${FLAVOUR:-luajit}" != luajit ]; then
+  is "$rc" 0 "scripts/example-flame.sh draws the example's flame graph"
+  ok 0 "# SKIP docs/example-flame.svg is drawn with Debian's luajit, not $FLAVOUR"
+else
+  cmp -s "$TMPD/flame.svg" docs/example-flame.svg
+  ok $? "docs/example-flame.svg is the output of scripts/example-flame.sh"
+fi
 
 # -- --stacks views of text and json, without stacks recorded ------------------
 

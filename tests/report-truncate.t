@@ -13,7 +13,7 @@ local cjson = require("cjson")
 
 local TMP = assert(io.popen("mktemp -d \"${TMPDIR:-/tmp}/ljmp-cut.XXXXXX\""))
   :read("*l")
-local CLI = "build/ljmemprof"
+local CLI = t.build .. "/ljmemprof"
 
 local function write(path, text)
   local f = assert(io.open(path, "wb"))
@@ -43,7 +43,7 @@ collectgarbage()
 assert(mp.stop())
 ]])
 local prof = TMP .. "/cut.ljm"
-assert(os.execute(t.timeout("LUA_CPATH='build/?.so;;' luajit " .. TMP ..
+assert(os.execute(t.timeout("LUA_CPATH='" .. t.build .. "/?.so;;' luajit " .. TMP ..
                             "/cut.lua " .. prof)) == 0, "recording failed")
 local data = slurp(prof)
 
@@ -145,7 +145,7 @@ t.ok(text:find("^ALLOCATIONS\n") and text:find("\nHEAP SUMMARY:\n"),
 -- through the profile pass (tests/c/report_cut.c).
 local fixture = "tests/fixtures/tarantool-v3-tiny.ljm"
 for _, p in ipairs({ prof, fixture }) do
-  local h = assert(io.popen(t.timeout("build/tests/report_cut '" .. p ..
+  local h = assert(io.popen(t.timeout(t.build .. "/tests/report_cut '" .. p ..
                                       "' 2>&1", 120)))
   local msg = h:read("*a")
   local okc = h:close()

@@ -362,6 +362,24 @@ fail:
   return rc;
 }
 
+/* "HOST (program)": the program's name from the kernel (/proc/self/comm,
+** at most 15 bytes), which programs that rewrite their argv for a process
+** title (nginx: "worker process") leave alone; else the name it was run
+** by. */
+static void host_label(char *out, size_t size)
+{
+  char comm[64];
+  ssize_t n = 0;
+  int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+  }
+  while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == '\0')) n--;
+  if (n > 0) comm[n] = '\0';
+  snprintf(out, size, "HOST (%s)", n > 0 ? comm : program_invocation_short_name);
+}
+
 /* Allocate the stacks mode's tables for stacks of up to depth frames; 0
 ** or -1 when out of memory. */
 static int stacks_prepare(mp_stacks *st, unsigned depth)
@@ -379,17 +397,8 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
 static void put_info(mp_state *s, const char *key, unsigned long value)
 {
   char v[24];
-  uint8_t *p = s->pos;
-  size_t nk = strlen(key), nv = (size_t)snprintf(v, sizeof(v), "%lu", value);
-  *p++ = MP_XREC;
-  *p++ = MP_X_INFO;
-  p = mp_put_uleb(p, 2 + nk + nv);
-  p = mp_put_uleb(p, nk);
-  memcpy(p, key, nk);
-  p += nk;
-  p = mp_put_uleb(p, nv);
-  memcpy(p, v, nv);
-  s->pos = p + nv;
+  snprintf(v, sizeof(v), "%lu", value);
+  s->pos = mp_put_info(s->pos, key, v);
   if (s->pos >= s->lim) mp_sink_flush(s);
 }
 
@@ -438,8 +447,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
 						 : sizeof(GCtrace);
   s->hi_key = ~(uint64_t)0;
   s->orig_f = lua_getallocf(L, &s->orig_ud);
-  snprintf(s->host_name, sizeof(s->host_name), "HOST (%s)",
-	   program_invocation_short_name);
+  host_label(s->host_name, sizeof(s->host_name));
   if (opt.stacks && stacks_prepare(&s->st, opt.stacks) < 0) {
     rc = LJMP_ENOMEM;
     goto fail;

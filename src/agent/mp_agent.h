@@ -226,6 +226,9 @@ void mp_sink_limited(mp_state *s);
 ** a last time mark, the notes, the epilogue; in version 3, the epilogue,
 ** then the notes in a trailer if there are any. */
 void mp_stream_end(mp_state *s);
+/* Append an MP_X_INFO record key = value (strings of fewer than 128
+** bytes) at p; the byte after it. */
+uint8_t *mp_put_info(uint8_t *p, const char *key, const char *value);
 /* Nanoseconds of the monotonic clock. */
 uint64_t mp_now(void);
 

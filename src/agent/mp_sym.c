@@ -196,8 +196,7 @@ uint64_t mp_now(void)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Append an MP_X_INFO record key = value (short strings). */
-static uint8_t *put_info(uint8_t *p, const char *key, const char *value)
+uint8_t *mp_put_info(uint8_t *p, const char *key, const char *value)
 {
   size_t nk = strlen(key), nv = strlen(value);
   *p++ = MP_XREC;
@@ -214,8 +213,8 @@ static uint8_t *put_info(uint8_t *p, const char *key, const char *value)
 /* Append the notes of s (at most 40 bytes). */
 static uint8_t *put_notes(mp_state *s, uint8_t *p)
 {
-  if (s->notes & MP_NOTE_COLLECT) p = put_info(p, "collect", "1");
-  if (s->notes & MP_NOTE_SIZE) p = put_info(p, "stopped", "size limit");
+  if (s->notes & MP_NOTE_COLLECT) p = mp_put_info(p, "collect", "1");
+  if (s->notes & MP_NOTE_SIZE) p = mp_put_info(p, "stopped", "size limit");
   return p;
 }
 

@@ -26,6 +26,12 @@ void mp_heap_init(mp_heap *h)
   memset(h, 0, sizeof(*h));
 }
 
+void mp_heap_init_stamped(mp_heap *h)
+{
+  mp_heap_init(h);
+  h->stamped = 1;
+}
+
 void mp_heap_free(mp_heap *h)
 {
   size_t i;
@@ -104,11 +110,11 @@ mp_hpage *mp_heap_page(mp_heap *h, uint64_t k)
 
 /* -- Page tables ---------------------------------------------------------- */
 
-/* Bytes of a page table of 2^lg slots. */
-static size_t page_bytes(unsigned lg)
+/* Bytes of a page table of 2^lg slots in h. */
+static size_t page_bytes(const mp_heap *h, unsigned lg)
 {
-  return sizeof(mp_hpage) + ((size_t)1 << lg) * (sizeof(uint16_t) +
-						 sizeof(mp_hval));
+  return sizeof(mp_hpage) + ((size_t)1 << lg) *
+	 (sizeof(uint16_t) + sizeof(mp_hval) + (h->stamped ? 4 : 0));
 }
 
 /* A page table of 2^lg empty slots, or NULL. An empty table kept by
@@ -121,10 +127,10 @@ static mp_hpage *page_new(mp_heap *h, unsigned lg)
   mp_hpage *g = h->spare[lg];
   if (g) {	/* Its keys are all 0; the link is in its first value. */
     memcpy(&h->spare[lg], mp_hpage_val(g), sizeof(g));
-    h->sparebytes -= page_bytes(lg);
+    h->sparebytes -= page_bytes(h, lg);
     return g;
   }
-  g = malloc(page_bytes(lg));
+  g = malloc(page_bytes(h, lg));
   if (!g) return NULL;
   g->lg = (uint16_t)lg;
   g->count = 0;
@@ -139,10 +145,11 @@ static mp_hpage *page_new(mp_heap *h, unsigned lg)
 ** one after the other at neighbouring addresses, and kept ones are not. */
 static void page_drop(mp_heap *h, mp_hpage *g)
 {
-  if (g->lg <= SPARE_LG && h->sparebytes + page_bytes(g->lg) <= SPARE_BYTES) {
+  if (g->lg <= SPARE_LG &&
+      h->sparebytes + page_bytes(h, g->lg) <= SPARE_BYTES) {
     memcpy(mp_hpage_val(g), &h->spare[g->lg], sizeof(g));
     h->spare[g->lg] = g;
-    h->sparebytes += page_bytes(g->lg);
+    h->sparebytes += page_bytes(h, g->lg);
   } else {
     free(g);
   }
@@ -198,6 +205,7 @@ static mp_hpage *page_resize(mp_heap *h, mp_hpage *g, uint64_t k,
       j = page_probe(n, okey[i] - 1u, &d);
       nkey[j] = okey[i];
       nval[j] = oval[i];
+      if (h->stamped) mp_hpage_stamp(n)[j] = mp_hpage_stamp(g)[i];
     }
   n->count = g->count;
   h->dir[h->lastkey == k ? h->lastslot : dir_probe(h, k)].pg = n;
@@ -230,6 +238,7 @@ void mp_heap_vacate(mp_heap *h, mp_hpage *g, uint64_t k, uint32_t j)
     if (j <= i ? (j < home && home <= i) : (j < home || home <= i)) continue;
     key[j] = key[i];
     val[j] = val[i];
+    if (h->stamped) mp_hpage_stamp(g)[j] = mp_hpage_stamp(g)[i];
     j = i;
   }
   key[j] = 0;
@@ -269,6 +278,7 @@ static int raw_put(mp_heap *h, uint64_t addr, mp_hval v, int *found,
     *found = 1;
     *old = mp_hpage_val(g)[j];
     mp_hpage_val(g)[j] = v;
+    if (h->stamped) mp_hpage_stamp(g)[j] = h->now;
     return 0;
   }
   /* Keep the table at most half full and its probes short (a new table,
@@ -280,6 +290,7 @@ static int raw_put(mp_heap *h, uint64_t addr, mp_hval v, int *found,
   }
   mp_hpage_key(g)[j] = (uint16_t)(off + 1);
   mp_hpage_val(g)[j] = v;
+  if (h->stamped) mp_hpage_stamp(g)[j] = h->now;
   g->count++;
   h->count++;
   return 0;
@@ -295,6 +306,7 @@ static int raw_take(mp_heap *h, uint64_t addr, mp_hval *out)
   j = page_probe(g, off, &d);
   if (!mp_hpage_key(g)[j]) return 0;
   *out = mp_hpage_val(g)[j];
+  if (h->stamped) h->took = mp_hpage_stamp(g)[j];
   h->count--;
   mp_heap_vacate(h, g, k, j);
   return 1;
@@ -373,6 +385,8 @@ int mp_heap_put_slow(mp_heap *h, uint64_t addr, uint64_t size,
     return -1;
   }
   if (found) {	/* Replaced a block whose free was missed. */
+    h->replaced = 1;
+    h->rsite = old.site;
     if (old.size != MP_HEAP_BIG)
       oldsize = old.size;
     else if (size >= MP_HEAP_BIG)	/* Its size was overwritten above. */
@@ -380,6 +394,7 @@ int mp_heap_put_slow(mp_heap *h, uint64_t addr, uint64_t size,
     else
       oldsize = mp_heap_take_big(h, addr);
   }
+  if (found) h->rsize = oldsize;
   h->bytes += size - oldsize;
   return 0;
 }

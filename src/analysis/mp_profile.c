@@ -14,12 +14,22 @@
 #include <string.h>
 
 #include "analysis/mp_profile.h"
+#include "analysis/mp_sample.h"
 #include "util/mp_array.h"
 
 #define SITE_MAX	0x7fffffffu	/* Site numbers fit in 31 bits. */
 #define STEP		((size_t)1 << 20)	/* Bytes between progress calls. */
 
 /* -- Sites ---------------------------------------------------------------- */
+
+/* Make room for record i (the next one) of an owner array *a of capacity
+** *cap, zeroed; 0 or -1. */
+static int live_slot(mp_live **a, uint32_t i, uint32_t *cap)
+{
+  if (mp_array_grow((void **)a, i, cap, sizeof(**a)) < 0) return -1;
+  memset(&(*a)[i], 0, sizeof(**a));
+  return 0;
+}
 
 /* Site of a resolved location (one per source: mp_loc_same()), made on
 ** first use; SITE_MAX + 1 when out of memory. */
@@ -33,6 +43,7 @@ static uint32_t site_find(mp_profile *p, const mp_loc *l)
   if (p->nsite >= SITE_MAX ||
       mp_array_grow((void **)&p->site, p->nsite, &p->capsite,
 		    sizeof(*p->site)) < 0 ||
+      (p->full && live_slot(&p->slive, p->nsite, &p->capslive) < 0) ||
       mp_hash_insert(&p->smap, h, p->nsite) < 0)
     return SITE_MAX + 1;
   i = p->nsite++;
@@ -92,7 +103,8 @@ static int node_add(mp_profile *p, const mp_item *it)
   uint32_t site;
   if (it->id != (uint64_t)p->nnode + 1 ||
       mp_array_grow((void **)&p->node, p->nnode, &p->capnode,
-		    sizeof(*p->node)) < 0)
+		    sizeof(*p->node)) < 0 ||
+      (p->full && live_slot(&p->nlive, p->nnode, &p->capnlive) < 0))
     return MP_ERR_NOMEM;
   parent = it->parent ? &p->node[it->parent - 1] : NULL;
   memset(&l, 0, sizeof(l));
@@ -125,17 +137,69 @@ static int node_add(mp_profile *p, const mp_item *it)
   return MP_OK;
 }
 
-/* Note a setting of the agent (MP_X_INFO). */
-static void info_add(mp_profile *p, const mp_item *it)
+/* Whether item it (MP_X_INFO) has key k. */
+static int info_is(const mp_item *it, const char *k)
 {
-  if (it->name_len == 6 && !memcmp(it->name, "stacks", 6)) {
-    size_t i;
-    unsigned v = 0;
-    for (i = 0; i < it->value_len && i < 9; i++)
-      if (it->value[i] >= '0' && it->value[i] <= '9')
-	v = v * 10 + (unsigned)(it->value[i] - '0');
-    p->stacks = v;
+  return it->name_len == strlen(k) && !memcmp(it->name, k, it->name_len);
+}
+
+/* The value of setting it as a number (its first 18 digits; 0 if none). */
+static uint64_t info_number(const mp_item *it)
+{
+  size_t i;
+  uint64_t v = 0;
+  for (i = 0; i < it->value_len && i < 18; i++)
+    if (it->value[i] >= '0' && it->value[i] <= '9')
+      v = v * 10 + (uint64_t)(it->value[i] - '0');
+  return v;
+}
+
+/* Give every site and node an owner record; MP_OK or MP_ERR_NOMEM. */
+static int go_full(mp_profile *p)
+{
+  uint32_t i;
+  if (p->full) return MP_OK;
+  for (i = 0; i < p->nsite; i++)
+    if (live_slot(&p->slive, i, &p->capslive) < 0) return MP_ERR_NOMEM;
+  for (i = 0; i < p->nnode; i++)
+    if (live_slot(&p->nlive, i, &p->capnlive) < 0) return MP_ERR_NOMEM;
+  p->full = 1;
+  return MP_OK;
+}
+
+/* Note a setting or a note of the agent (MP_X_INFO); MP_OK or
+** MP_ERR_NOMEM. A sampling rate is taken only before the first event:
+** blocks recorded before would have no weight. */
+static int info_add(mp_profile *p, const mp_item *it)
+{
+  if (info_is(it, "stacks")) {
+    p->stacks = (unsigned)info_number(it);
+  } else if (info_is(it, "sample")) {
+    if (p->nev || !info_number(it)) return MP_OK;
+    p->sample = (double)info_number(it);
+    return go_full(p);
+  } else if (info_is(it, "collect")) {
+    p->collect = it->value_len == 1 && it->value[0] == '1';
+  } else if (info_is(it, "stopped")) {
+    size_t n = it->value_len < sizeof(p->stopped) - 1 ? it->value_len
+						       : sizeof(p->stopped) - 1;
+    memcpy(p->stopped, it->value, n);
+    p->stopped[n] = '\0';
   }
+  return MP_OK;
+}
+
+/* Note a time mark (MP_X_TIME): ns after the start, after p->nev events. */
+static void mark_add(mp_profile *p, uint64_t ns)
+{
+  p->mark.ev = p->nev;
+  p->mark.ns = ns;
+  p->nmark++;
+  if (p->peak_wait) {
+    p->peak_after = p->mark;
+    p->peak_wait = 0;
+  }
+  if (p->tl) mp_timeline_mark(p->tl, p->nev, ns);
 }
 
 /* -- Links ---------------------------------------------------------------- */
@@ -144,8 +208,8 @@ static void info_add(mp_profile *p, const mp_item *it)
 ** a new one or found in the table (key: see link_note()), and remember it
 ** in cache entry c; 0 or -1. */
 static int link_add(mp_profile *p, mp_lmru *c, uint64_t key, int kind,
-		    uint32_t site, uint32_t owner, uint64_t alloced,
-		    uint64_t freed)
+		    uint32_t site, uint32_t owner, uint64_t blocks,
+		    uint64_t alloced, uint64_t freed)
 {
   uint32_t *v = mp_hash_get(&p->lmap, key);
   mp_link *l;
@@ -164,29 +228,61 @@ static int link_add(mp_profile *p, mp_lmru *c, uint64_t key, int kind,
   }
   c->key = key;
   c->link = (uint32_t)(l - p->link);
-  l->cost.n++;
+  l->cost.n += blocks;
   l->cost.plus += alloced;
   l->cost.minus += freed;
   return 0;
 }
 
-/* Account a block of owner's that site resized or freed; 0 or -1. Inline
-** for the common case: a site frees the blocks of a few owners at a time
-** (the objects of a garbage cycle), so the link is a recent one, found in
-** a small direct-mapped cache. */
+/* Account a block of owner's that site resized or freed (standing for
+** `blocks` blocks: 1 unless sampled); 0 or -1. Inline for the common
+** case: a site frees the blocks of a few owners at a time (the objects of
+** a garbage cycle), so the link is a recent one, found in a small
+** direct-mapped cache. */
 static inline int link_note(mp_profile *p, int kind, uint32_t site,
-			    uint32_t owner, uint64_t alloced, uint64_t freed)
+			    uint32_t owner, uint64_t blocks, uint64_t alloced,
+			    uint64_t freed)
 {
   uint64_t key = ((uint64_t)kind << 62) | ((uint64_t)site << 31) | owner;
   mp_lmru *c = &p->lmru[(key * 0x9e3779b97f4a7c15ull) >> 58];
   mp_link *l;
   if (key != c->key)
-    return link_add(p, c, key, kind, site, owner, alloced, freed);
+    return link_add(p, c, key, kind, site, owner, blocks, alloced, freed);
   l = &p->link[c->link];
-  l->cost.n++;
+  l->cost.n += blocks;
   l->cost.plus += alloced;
   l->cost.minus += freed;
   return 0;
+}
+
+mp_live *mp_profile_by_site(const mp_profile *p)
+{
+  mp_live *by = calloc((size_t)p->nsite + 1, sizeof(*by));
+  uint32_t i;
+  if (!by) return NULL;
+  for (i = 0; p->slive && i < p->nsite; i++) by[i] = p->slive[i];
+  for (i = 0; p->nlive && i < p->nnode; i++) {
+    mp_live *l = &by[p->node[i].site];
+    l->n += p->nlive[i].n;
+    l->bytes += p->nlive[i].bytes;
+    l->pn += p->nlive[i].pn;
+    l->pbytes += p->nlive[i].pbytes;
+    l->tn += p->nlive[i].tn;
+    l->tbytes += p->nlive[i].tbytes;
+  }
+  return by;
+}
+
+uint32_t mp_profile_site(mp_profile *p, const mp_loc *l)
+{
+  uint32_t i = site_find(p, l);
+  return i > SITE_MAX ? UINT32_MAX : i;
+}
+
+int mp_profile_add_link(mp_profile *p, int kind, uint32_t site,
+			uint32_t owner, const mp_cost *c)
+{
+  return link_note(p, kind, site, owner, c->n, c->plus, c->minus);
 }
 
 /* -- The pass ------------------------------------------------------------- */
@@ -199,6 +295,7 @@ void mp_profile_init(mp_profile *p)
   mp_hash_init_map(&p->smap);
   mp_hash_init_map(&p->lmap);
   p->epoch = 1;	/* Tag 0 (epoch 0) marks an empty cache entry. */
+  p->window = MP_TEMP_WINDOW;
 }
 
 void mp_profile_free(mp_profile *p)
@@ -210,6 +307,9 @@ void mp_profile_free(mp_profile *p)
   free(p->site);
   free(p->link);
   free(p->node);
+  free(p->slive);
+  free(p->nlive);
+  free(p->tl);
   memset(p, 0, sizeof(*p));
 }
 
@@ -234,22 +334,99 @@ static int nomem(mp_profile *p, size_t off)
   return stop_at(p, MP_ERR_NOMEM, off);
 }
 
+/* -- Owners of blocks (a full pass) ---------------------------------------- */
+
+/* The record of heap owner o (a site, or a node). */
+static inline mp_live *owner_live(mp_profile *p, uint32_t o)
+{
+  return o & MP_OWNER_NODE ? &p->nlive[(o & ~MP_OWNER_NODE) - 1]
+			   : &p->slive[o];
+}
+
+/* Add n blocks of b bytes to owner record l and to the live heap (modulo
+** 2^64: a subtraction is the addition of the negated values). The first
+** change after a peak saves what l held at the peak. */
+static inline void live_change(mp_profile *p, mp_live *l, uint64_t n,
+			       uint64_t b)
+{
+  if (l->stamp != p->pepoch) {
+    l->pn = l->n;
+    l->pbytes = l->bytes;
+    l->stamp = p->pepoch;
+  }
+  l->n += n;
+  l->bytes += b;
+  p->live_n += n;
+  p->live_bytes += b;
+}
+
+/* What the block of size bytes at addr stands for: itself, or its weight
+** in a sampled profile. */
+static inline mp_weight block_weight(const mp_profile *p, uint64_t addr,
+				     uint64_t size, int sampled)
+{
+  mp_weight w;
+  if (sampled) return mp_sample_weight(p->sample, addr, size);
+  w.n = 1;
+  w.bytes = size;
+  return w;
+}
+
+/* A put at addr replaced a block whose free was missed: take it from its
+** owner. */
+static __attribute__((noinline)) void replaced(mp_profile *p, uint64_t addr)
+{
+  mp_weight w = block_weight(p, addr, p->heap.rsize, p->sample != 0);
+  p->heap.replaced = 0;
+  live_change(p, owner_live(p, p->heap.rsite), -w.n, -w.bytes);
+}
+
+/* The live heap reached a new high, b bytes in n blocks, after the event
+** being aggregated. */
+static inline void new_peak(mp_profile *p, uint64_t b, uint64_t n)
+{
+  p->peak_bytes = b;
+  p->peak_blocks = n;
+  p->peak_ev = p->nev;
+  p->peak_before = p->mark;
+  p->peak_wait = 1;
+  p->pepoch++;
+}
+
+/* -- Events --------------------------------------------------------------- */
+
 /* Aggregate one allocation event; MP_OK or MP_ERR_NOMEM. Inlined by force
 ** into the loop over a batch, where GCC would otherwise call it and save
-** and restore six registers for every event. */
+** and restore six registers for every event. `full` is a constant: the
+** loop is compiled three times, without the owners' records (0), with
+** them, temporaries and the timeline (1), and with the weights of a
+** sampled profile too (2). */
 static inline __attribute__((always_inline))
-int on_event(mp_profile *p, const mp_event *e)
+int on_event(mp_profile *p, const mp_event *e, const int full)
 {
   unsigned k = e->kind;
   uint32_t si, owner, put = 0;
-  uint64_t size;
+  uint64_t size, cnt = 1, nb = e->nsize, ob = e->osize, before = 0;
+  mp_weight wn = { 1, e->nsize }, wo = { 1, e->osize };
   mp_site *s;
+  if (full) {
+    before = p->live_bytes;
+    if (full == 2) {	/* What the recorded event stands for. */
+      if (k & MP_AEV_ALLOC) wn = mp_sample_weight(p->sample, e->naddr,
+						  e->nsize);
+      if (k & MP_AEV_FREE) wo = mp_sample_weight(p->sample, e->oaddr,
+						 e->osize);
+      cnt = k & MP_AEV_ALLOC ? wn.n : wo.n;
+      nb = k & MP_AEV_ALLOC ? wn.bytes : 0;
+      ob = wo.bytes;
+    }
+  }
   if (__builtin_expect(e->src == MP_SRC_STACK, 0)) {
     mp_pnode *n;
     if (e->id - 1 >= p->nnode) return MP_ERR_DATA;	/* No such node. */
     n = &p->node[e->id - 1];
-    n->alloc.n++;
-    n->alloc.plus += e->nsize;
+    n->alloc.n += cnt;
+    n->alloc.plus += nb;
     si = n->site;
     put = MP_OWNER_NODE | (uint32_t)e->id;
   } else {
@@ -258,22 +435,53 @@ int on_event(mp_profile *p, const mp_event *e)
     put = si;
   }
   s = &p->site[si];
-  s->n[k]++;
-  s->plus[k] += e->nsize;
-  s->minus[k] += e->osize;
-  if (__builtin_expect((e->nsize | e->osize) >> MP_SMALL_BITS, 0)) {
-    p->big_plus += e->nsize;	/* 128 bits: cannot wrap. */
-    p->big_minus += e->osize;
+  s->n[k] += cnt;
+  s->plus[k] += nb;
+  s->minus[k] += ob;
+  if (__builtin_expect((nb | ob) >> MP_SMALL_BITS, 0)) {
+    p->big_plus += nb;	/* 128 bits: cannot wrap. */
+    p->big_minus += ob;
   }
-  p->net += e->nsize - e->osize;	/* Modulo 2^64: bad data must not trap. */
+  p->net += nb - ob;	/* Modulo 2^64: bad data must not trap. */
   if ((int64_t)p->net > p->peak) p->peak = (int64_t)p->net;
-  if ((e->kind & MP_AEV_FREE) &&
-      mp_heap_take(&p->heap, e->oaddr, &size, &owner) &&
-      link_note(p, k, si, mp_owner_site(p, owner), e->nsize, size) < 0)
-    return MP_ERR_NOMEM;
-  if ((e->kind & MP_AEV_ALLOC) && e->naddr &&
-      mp_heap_put(&p->heap, e->naddr, e->nsize, put) < 0)
-    return MP_ERR_NOMEM;
+  if ((k & MP_AEV_FREE) && mp_heap_take(&p->heap, e->oaddr, &size, &owner)) {
+    mp_weight w = { 1, size };
+    if (full) {
+      mp_live *l = owner_live(p, owner);
+      if (full == 2)	/* The block's size, as it was weighed. */
+	w = size == e->osize ? wo : block_weight(p, e->oaddr, size, 1);
+      live_change(p, l, -w.n, -w.bytes);
+      /* The allocations since the block's own (that one excluded). */
+      if (p->heap.stamped &&
+	  (uint32_t)(p->nalloc - p->heap.took - w.n) < p->window) {
+	l->tn += w.n;
+	l->tbytes += w.bytes;
+      }
+    }
+    if (link_note(p, k, si, mp_owner_site(p, owner), w.n, nb, w.bytes) < 0)
+      return MP_ERR_NOMEM;
+  }
+  if ((k & MP_AEV_ALLOC) && e->naddr) {
+    if (full) p->heap.now = p->nalloc;
+    if (mp_heap_put(&p->heap, e->naddr, e->nsize, put) < 0)
+      return MP_ERR_NOMEM;
+    if (full) {
+      live_change(p, owner_live(p, put), wn.n, wn.bytes);
+      if (__builtin_expect(p->heap.replaced, 0)) replaced(p, e->naddr);
+    }
+  }
+  p->nev++;
+  if (full == 2) p->recorded[k]++;
+  if (full) {
+    if (k & MP_AEV_ALLOC) p->nalloc += (uint32_t)cnt;	/* Estimated. */
+    if (p->live_bytes > p->peak_bytes)
+      new_peak(p, p->live_bytes, p->live_n);
+    if (p->tl)
+      mp_timeline_event(p->tl, p->nev - 1, p->live_bytes,
+			k & MP_AEV_ALLOC ? cnt : 0, nb, ob, before);
+  } else if (p->heap.bytes > p->peak_bytes) {
+    new_peak(p, p->heap.bytes, p->heap.count);
+  }
   return MP_OK;
 }
 
@@ -291,7 +499,8 @@ static int on_item(mp_profile *p, const mp_item *it)
     e.nsize = it->nsize;
     e.kind = it->kind;
     e.src = it->src;
-    rc = on_event(p, &e);
+    rc = p->sample ? on_event(p, &e, 2) : p->full ? on_event(p, &e, 1) :
+	 on_event(p, &e, 0);
     return rc == MP_OK ? MP_OK : stop_at(p, rc, it->offset);
   }
   switch (it->src) {	/* The extension's records. */
@@ -301,10 +510,9 @@ static int on_item(mp_profile *p, const mp_item *it)
     return mp_symtab_builtin_add(&p->syms, it) == 0 ? MP_OK
 						    : nomem(p, it->offset);
   case MP_SRC_INFO:
-    info_add(p, it);
-    return MP_OK;
+    return (rc = info_add(p, it)) == MP_OK ? MP_OK : nomem(p, it->offset);
   case MP_SRC_TIME:
-    p->time_ns = it->id;
+    mark_add(p, it->id);
     return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
@@ -318,15 +526,43 @@ static int on_item(mp_profile *p, const mp_item *it)
 
 /* Aggregate n events that start at byte offset off; MP_OK or
 ** MP_ERR_NOMEM (with the offset of the event that failed). */
-static int on_events(mp_profile *p, const mp_event *ev, size_t n, size_t off)
+static inline __attribute__((always_inline))
+int on_events_x(mp_profile *p, const mp_event *ev, size_t n, size_t off,
+		const int full)
 {
   size_t i;
   for (i = 0; i < n; i++) {
-    int rc = on_event(p, &ev[i]);
+    int rc = on_event(p, &ev[i], full);
     if (rc != MP_OK) return stop_at(p, rc, off);
     off += ev[i].len;
   }
   return MP_OK;
+}
+
+static __attribute__((noinline))
+int on_events_plain(mp_profile *p, const mp_event *ev, size_t n, size_t off)
+{
+  return on_events_x(p, ev, n, off, 0);
+}
+
+static __attribute__((noinline))
+int on_events_full(mp_profile *p, const mp_event *ev, size_t n, size_t off)
+{
+  return on_events_x(p, ev, n, off, 1);
+}
+
+static __attribute__((noinline))
+int on_events_sampled(mp_profile *p, const mp_event *ev, size_t n, size_t off)
+{
+  return on_events_x(p, ev, n, off, 2);
+}
+
+static inline int on_events(mp_profile *p, const mp_event *ev, size_t n,
+			    size_t off)
+{
+  return p->sample ? on_events_sampled(p, ev, n, off) :
+	 p->full ? on_events_full(p, ev, n, off) :
+	 on_events_plain(p, ev, n, off);
 }
 
 /* Events are aggregated a batch at a time, in one of two ways. Straight
@@ -372,7 +608,8 @@ static int on_events(mp_profile *p, const mp_event *ev, size_t n, size_t off)
 /* Decode and aggregate up to BATCH events in one loop, straight from the
 ** stream; *n gets how many. MP_OK or MP_ERR_NOMEM. Stops where
 ** mp_reader_events() would. */
-static int direct_batch(mp_profile *p, size_t *n)
+static inline __attribute__((always_inline))
+int direct_batch_x(mp_profile *p, size_t *n, const int full)
 {
   mp_reader *r = &p->r;
   const uint8_t *at = r->p, *lim, *q;
@@ -387,7 +624,7 @@ static int direct_batch(mp_profile *p, size_t *n)
        i++, at = q) {
     int rc;
     if (r->ext) mp_event_undelta(r, &e);
-    if ((rc = on_event(p, &e)) != MP_OK) {
+    if ((rc = on_event(p, &e, full)) != MP_OK) {
       r->p = at;
       return stop_at(p, rc, mp_reader_offset(r));
     }
@@ -395,6 +632,24 @@ static int direct_batch(mp_profile *p, size_t *n)
   r->p = at;
   *n = i;
   return MP_OK;
+}
+
+static __attribute__((noinline)) int direct_batch_plain(mp_profile *p,
+							 size_t *n)
+{
+  return direct_batch_x(p, n, 0);
+}
+
+static __attribute__((noinline)) int direct_batch_full(mp_profile *p,
+							size_t *n)
+{
+  return direct_batch_x(p, n, 1);
+}
+
+static __attribute__((noinline)) int direct_batch_sampled(mp_profile *p,
+							   size_t *n)
+{
+  return direct_batch_x(p, n, 2);
 }
 
 uint64_t mp_profile_events(const mp_profile *p)
@@ -428,6 +683,100 @@ static void totals(mp_profile *p)
   }
 }
 
+/* Heap table walk: count a live block for its owner. */
+static void count_live(void *ctx, uint64_t addr, uint64_t size,
+		       uint32_t owner)
+{
+  mp_live *l = owner_live(ctx, owner);
+  (void)addr;
+  l->n++;
+  l->bytes += size;
+}
+
+/* After the pass: what each owner holds at the end, and what it held at
+** the peak (its saved values, or the ones it has if they did not change
+** since). A plain pass counts the blocks of the heap table now (a few ms
+** for a million blocks). 0, or -1 when out of memory. */
+static int finish(mp_profile *p)
+{
+  uint32_t i;
+  if (p->tl) mp_timeline_end(p->tl, p->live_bytes);
+  if (!p->full) {
+    free(p->slive);
+    free(p->nlive);
+    p->slive = calloc((size_t)p->nsite + 1, sizeof(*p->slive));
+    p->nlive = calloc((size_t)p->nnode + 1, sizeof(*p->nlive));
+    p->capslive = p->nsite + 1;
+    p->capnlive = p->nnode + 1;
+    if (!p->slive || !p->nlive) return -1;
+    mp_heap_foreach(&p->heap, count_live, p);
+    p->live_n = p->heap.count;
+    p->live_bytes = p->heap.bytes;
+    return 0;
+  }
+  for (i = 0; i < p->nsite; i++)
+    if (p->slive[i].stamp != p->pepoch) {
+      p->slive[i].pn = p->slive[i].n;
+      p->slive[i].pbytes = p->slive[i].bytes;
+    }
+  for (i = 0; i < p->nnode; i++)
+    if (p->nlive[i].stamp != p->pepoch) {
+      p->nlive[i].pn = p->nlive[i].n;
+      p->nlive[i].pbytes = p->nlive[i].bytes;
+    }
+  return 0;
+}
+
+/* After the epilogue of a version-3 stream: the notes of its trailer
+** (settings and time marks, mp_ext.h). The events are complete whatever
+** follows, so bytes that are not a trailer, or a record cut short or
+** malformed, only end the notes: the profile stays complete. */
+static void read_notes(mp_profile *p, mp_input *in)
+{
+  mp_item it;
+  int rc;
+  if (p->r.ext) return;	/* Its notes came before the epilogue. */
+  for (;;) {
+    rc = mp_reader_note(&p->r, &it);
+    if (rc == MP_MORE) {
+      if (mp_input_fill(in, &p->r) != 0) break;
+      continue;
+    }
+    if (rc != MP_OK) break;
+    if (it.src == MP_SRC_INFO) info_add(p, &it);
+    else if (it.src == MP_SRC_TIME) mark_add(p, it.id);
+  }
+  p->r.err[0] = '\0';
+  p->r.err_offset = 0;
+  p->r.phase = MP_PH_DONE;
+}
+
+/* Set up what p->want asks for, before the first event; 0 or -1. */
+static int prepare(mp_profile *p)
+{
+  if (!p->want) return 0;
+  if (go_full(p) != MP_OK) return -1;
+  if ((p->want & MP_WANT_TEMP) && !p->heap.count) {
+    mp_heap_free(&p->heap);
+    mp_heap_init_stamped(&p->heap);
+  }
+  if ((p->want & MP_WANT_TIMELINE) && !p->tl) {
+    if (!(p->tl = malloc(sizeof(*p->tl)))) return -1;
+    mp_timeline_init(p->tl);
+  }
+  return 0;
+}
+
+uint64_t mp_profile_peak_ns(const mp_profile *p)
+{
+  const mp_tmark *a = &p->peak_before, *b = &p->peak_after;
+  if (!p->nmark) return UINT64_MAX;
+  if (p->peak_wait || b->ev <= a->ev || b->ns <= a->ns) return a->ns;
+  return a->ns + (uint64_t)((double)(b->ns - a->ns) *
+			    (double)(p->peak_ev - a->ev) /
+			    (double)(b->ev - a->ev));
+}
+
 int mp_profile_read_input(mp_profile *p, mp_input *in)
 {
   mp_event buf[2][BATCH];
@@ -436,6 +785,10 @@ int mp_profile_read_input(mp_profile *p, mp_input *in)
   int prefetch = 0;
   unsigned calm = CALM;
   mp_input_start(in, &p->r);
+  if (prepare(p) < 0) {
+    prc = nomem(p, 0);
+    goto out;
+  }
   /* Events are aggregated in stream order, a batch at a time: straight
   ** from the stream while the heap operations stay in a few pages, or,
   ** when they jump about, through a pipeline that decodes one batch ahead
@@ -447,7 +800,9 @@ int mp_profile_read_input(mp_profile *p, mp_input *in)
     size_t pos = mp_reader_offset(&p->r), n;
     size_t lookups = p->heap.lookups;
     if (!prefetch) {
-      if ((prc = direct_batch(p, &n)) != MP_OK) goto out;
+      prc = p->sample ? direct_batch_sampled(p, &n) :
+	    p->full ? direct_batch_full(p, &n) : direct_batch_plain(p, &n);
+      if (prc != MP_OK) goto out;
     } else {
       int nxt = cur ^ 1;
       at[nxt] = pos;
@@ -474,6 +829,7 @@ int mp_profile_read_input(mp_profile *p, mp_input *in)
     if (!n) {
       mp_item it;
       rc = mp_reader_next(&p->r, &it);
+      if (rc == MP_END) read_notes(p, in);
       if (rc == MP_MORE) {	/* Events decoded ahead keep no pointer. */
 	rc = mp_input_fill(in, &p->r);
 	if (rc == 0) rc = MP_OK;
@@ -489,6 +845,8 @@ int mp_profile_read_input(mp_profile *p, mp_input *in)
 out:
   p->len = in->total;
   totals(p);
+  if (finish(p) < 0 && prc != MP_ERR_NOMEM)
+    prc = nomem(p, mp_reader_offset(&p->r));
   return p->rc = prc != MP_OK ? prc : rc;
 }
 

@@ -14,6 +14,22 @@
 ** distinct sites, distinct (site, owner) links and distinct names, never
 ** with the number of events or of symbols.
 **
+** Every pass finds the peak: the moment when the bytes allocated within
+** the profile and not yet freed (the blocks of the heap table) were
+** highest, after which event, and when (between the time marks around
+** it). Asked for more (mp_profile.want), the pass keeps, per owner of
+** blocks (a site, or a stack node), the blocks it holds as they change,
+** which gives what it held at the peak without a snapshot per event: a
+** new peak only bumps an epoch, and an owner saves its values the first
+** time they change after that (a lazy snapshot, O(1) an event). It can
+** also age blocks (temporaries: blocks freed within a window of
+** allocations after their own) and follow the heap over time
+** (mp_timeline.h). In a sampled profile (the agent's "sample" setting)
+** every sum is weighted by what the recorded block stands for
+** (mp_sample.h). The extra work is in other instances of the loop over
+** events (one with the owners' records, one with the weights too), so a
+** plain report does not pay for it.
+**
 ** Errors: mp_profile_read() returns how the stream ended (MP_END) or why
 ** the pass stopped (MP_ERR_*); everything decoded before that is
 ** aggregated, and p->r says where and what was expected.
@@ -31,6 +47,7 @@
 #include "reader/mp_symtab.h"
 #include "analysis/mp_cost.h"
 #include "analysis/mp_heap.h"
+#include "analysis/mp_timeline.h"
 
 #define MP_ERR_NOMEM	(-3)	/* Out of memory for the aggregates. */
 #define MP_SMALL_BITS	24	/* Sizes below 16 MiB: see big_plus. */
@@ -83,6 +100,25 @@ typedef struct mp_pnode {
 /* Owners in the heap table: a site, or a node (this bit, and its id). */
 #define MP_OWNER_NODE	0x80000000u
 
+/* What a pass computes beyond the report (mp_profile.want). */
+#define MP_WANT_PEAK	1	/* Per owner: what it held at the peak. */
+#define MP_WANT_TEMP	2	/* Per owner: temporary blocks. */
+#define MP_WANT_TIMELINE 4	/* The heap over time. */
+
+/* A block is temporary if it is freed (or resized) before this many more
+** allocations or reallocations were made after it (mp_profile.window). */
+#define MP_TEMP_WINDOW	10000
+
+/* The blocks of one owner (a site, or a stack node): those it allocated,
+** or resized last, that are live. */
+typedef struct mp_live {
+  uint64_t n, bytes;	/* Live now; after the pass, at the end. */
+  uint64_t pn, pbytes;	/* At the peak: saved while stamp is the
+			   profile's pepoch; after the pass, always. */
+  uint64_t tn, tbytes;	/* Its blocks that were temporary. */
+  uint64_t stamp;
+} mp_live;
+
 /* Location -> site cache entry. */
 typedef struct mp_lcache {
   uint64_t id, line;
@@ -120,7 +156,38 @@ typedef struct mp_profile {
   uint32_t nnode, capnode;
   unsigned stacks;	/* Frames the agent recorded at most (its "stacks"
 			   setting), 0 without stacks. */
-  uint64_t time_ns;	/* The last time mark: ns since the start. */
+  double sample;	/* Mean bytes between samples (its "sample"
+			   setting), 0 if every event was recorded. */
+  /* Notes at the end (mp_ext.h). */
+  int collect;		/* 1: a full collection ran before the end. */
+  char stopped[64];	/* Why recording stopped early, or "". */
+  /* What the pass computes beyond the report (set before it). */
+  unsigned want;	/* MP_WANT_*. */
+  uint32_t window;	/* Temporaries: MP_TEMP_WINDOW unless set. */
+  int full;		/* The pass keeps blocks by owner (want or
+			   sample). */
+  mp_live *slive;	/* By site and by node (a full pass; after any
+			   pass: n and bytes at the end). */
+  mp_live *nlive;
+  uint32_t capslive, capnlive;
+  uint64_t live_n, live_bytes;	/* Live blocks (weighted when sampled). */
+  uint64_t nev;		/* Events so far. */
+  uint64_t recorded[MP_AEV_N];	/* A sampled profile: events recorded, by
+				   kind (total[] has the estimates). */
+  uint32_t nalloc;	/* Allocation events so far (estimated, if
+			   sampled), modulo 2^32: the stamp of a block
+			   (temporaries). */
+  uint64_t pepoch;	/* Bumped at every new peak (lazy snapshots). */
+  /* The peak: live_bytes at its highest, after the first event that
+  ** reached it; the marks around that moment. */
+  uint64_t peak_bytes, peak_blocks, peak_ev;
+  mp_tmark peak_before, peak_after;
+  int peak_wait;	/* peak_after not seen yet. */
+  mp_tmark mark;	/* The last time mark; */
+  uint64_t nmark;	/* marks seen. */
+  mp_timeline *tl;	/* MP_WANT_TIMELINE, or NULL. */
+  uint32_t merged;	/* Profiles merged into this one (mp_merge.h),
+			   0 for one read from a stream. */
   /* Totals. */
   mp_cost total[MP_AEV_N];	/* By event kind. */
   uint64_t nsym[2][MP_SRC_N];	/* Symbols by source >> MP_SRC_SHIFT: [0] in
@@ -160,7 +227,44 @@ static inline uint32_t mp_owner_site(const mp_profile *p, uint32_t owner)
 			       : owner;
 }
 
+/* The owners' records by site (calloc'd, nsite of them; free it): a
+** site's own with those of the stack nodes billed to it. NULL when out of
+** memory. */
+mp_live *mp_profile_by_site(const mp_profile *p);
+
+/* The site of location l in p, made if it is new (with its owner record
+** if p->full); UINT32_MAX when out of memory. */
+uint32_t mp_profile_site(mp_profile *p, const mp_loc *l);
+
+/* Add cost c to the link of kind (MP_AEV_REALLOC or _FREE) from site to
+** owner (a site), made if new; 0, or -1 when out of memory. */
+int mp_profile_add_link(mp_profile *p, int kind, uint32_t site,
+			uint32_t owner, const mp_cost *c);
+
+/* Bytes allocated (new sizes of allocations and reallocations) and freed
+** (old sizes of reallocations and frees), after the pass. */
+static inline uint64_t mp_profile_allocated(const mp_profile *p)
+{
+  return p->total[MP_AEV_ALLOC].plus + p->total[MP_AEV_REALLOC].plus;
+}
+
+static inline uint64_t mp_profile_freed(const mp_profile *p)
+{
+  return p->total[MP_AEV_REALLOC].minus + p->total[MP_AEV_FREE].minus;
+}
+
 /* Events by kind counted so far (cheap enough for a progress line). */
 uint64_t mp_profile_events(const mp_profile *p);
+
+/* The time of the peak in nanoseconds since the start, interpolated
+** between the marks around it; UINT64_MAX if the profile has no marks. */
+uint64_t mp_profile_peak_ns(const mp_profile *p);
+
+/* Whether the pass kept what owners held at the peak (want MP_WANT_PEAK,
+** and a stream with a timeline: not a merge of several). */
+static inline int mp_profile_has_peak(const mp_profile *p)
+{
+  return p->full && (p->want & MP_WANT_PEAK);
+}
 
 #endif

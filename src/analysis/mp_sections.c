@@ -51,6 +51,8 @@ void mp_sections_free(mp_sections *sec)
   for (k = 0; k < MP_AEV_N; k++) free(sec->row[k]);
   free(sec->link);
   free(sec->held);
+  free(sec->peak);
+  free(sec->temp);
   memset(sec, 0, sizeof(*sec));
 }
 
@@ -137,6 +139,68 @@ static int build_held(mp_sections *sec, sortrec *rec)
   return 0;
 }
 
+/* Sort the n rows of r (into *out, n of them) by cost, by the sort. */
+static int sort_rows(mp_sections *sec, mp_srow *r, uint32_t n,
+		     mp_srow **out, sortrec *rec)
+{
+  uint32_t i;
+  for (i = 0; i < n; i++) {
+    rec[i].k1 = sec->sort == MP_SORT_COUNT ? r[i].cost.n : r[i].cost.plus;
+    rec[i].k2 = sec->sort == MP_SORT_COUNT ? r[i].cost.plus : r[i].cost.n;
+    rec[i].label = sec->label[r[i].site];
+    rec[i].idx = i;
+  }
+  qsort(rec, n, sizeof(*rec), cmp_rec);
+  if (!(*out = calloc(n ? n : 1, sizeof(**out)))) return -1;
+  for (i = 0; i < n; i++) (*out)[i] = r[rec[i].idx];
+  return 0;
+}
+
+/* PEAK and TEMPORARY from the owners' records: a site's and its stack
+** nodes'. 0 or -1. */
+static int build_owned(mp_sections *sec, sortrec *rec)
+{
+  const mp_profile *p = sec->p;
+  mp_live *by = mp_profile_by_site(p);
+  mp_srow *r = calloc((size_t)p->nsite + 1, sizeof(*r));
+  uint32_t i, n;
+  int rc = -1;
+  if (!by || !r) goto done;
+  if (p->want & MP_WANT_PEAK) {
+    for (i = n = 0; i < p->nsite; i++)
+      if (by[i].pn) {
+	r[n].site = i;
+	r[n].cost.n = by[i].pn;
+	r[n++].cost.plus = by[i].pbytes;
+      }
+    if (sort_rows(sec, r, n, &sec->peak, rec) < 0) goto done;
+    sec->npeak = n;
+  }
+  if (p->want & MP_WANT_TEMP) {
+    for (i = n = 0; i < p->nsite; i++) {
+      mp_cost a = mp_site_cost(&p->site[i], MP_AEV_ALLOC);
+      mp_cost b = mp_site_cost(&p->site[i], MP_AEV_REALLOC);
+      mp_cost_add(&a, &b);
+      a.minus = 0;
+      mp_cost_add(&sec->made_total, &a);
+      if (!by[i].tn) continue;
+      r[n].site = i;
+      r[n].cost.n = by[i].tn;
+      r[n].cost.plus = by[i].tbytes;
+      r[n].made = a;
+      mp_cost_add(&sec->temp_total, &r[n].cost);
+      n++;
+    }
+    if (sort_rows(sec, r, n, &sec->temp, rec) < 0) goto done;
+    sec->ntemp = n;
+  }
+  rc = 0;
+done:
+  free(by);
+  free(r);
+  return rc;
+}
+
 /* Label every site, in site order (which numbers the aliases in the order
 ** their chunks first had events). Sites of one chunk loaded many times
 ** have one label: a small cache of recent labels by hash lets them share
@@ -183,6 +247,7 @@ int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort)
   for (k = MP_AEV_ALLOC; k < MP_AEV_N; k++)
     if (build_rows(sec, k, rec) < 0) goto err;
   if (build_held(sec, rec) < 0) goto err;
+  if (p->full && p->slive && build_owned(sec, rec) < 0) goto err;
   free(rec);
   return 0;
 err:

@@ -10,6 +10,13 @@
 ** reallocations anywhere, and credited with its blocks' sizes when they
 ** are freed or resized anywhere; a reallocated block belongs afterwards to
 ** the reallocating site.
+**
+** When the pass kept them (mp_profile.want), two more: PEAK, what each
+** site held when the live heap was highest (blocks it allocated or
+** resized last, with their bytes), and TEMPORARY, each site's blocks
+** freed or resized within the window of allocations after their own
+** (mp_profile.window), beside all the blocks it made. A site's stack
+** nodes count for it.
 */
 
 #ifndef MP_SECTIONS_H
@@ -37,6 +44,15 @@ typedef struct mp_held {
   mp_cost cost;
 } mp_held;
 
+/* A PEAK line: what site held at the peak (cost.n blocks of cost.plus
+** bytes); a TEMPORARY line: its temporary blocks (cost) and the blocks
+** it allocated or resized in all (made). */
+typedef struct mp_srow {
+  uint32_t site;
+  mp_cost cost;
+  mp_cost made;
+} mp_srow;
+
 typedef struct mp_sections {
   mp_profile *p;
   mp_sort sort;
@@ -47,6 +63,12 @@ typedef struct mp_sections {
   uint32_t *link;	/* Link indexes by kind, site, owner's label. */
   mp_held *held;
   uint32_t nheld;
+  mp_srow *peak;	/* PEAK, if the pass kept it (else NULL). */
+  uint32_t npeak;
+  mp_srow *temp;	/* TEMPORARY, if the pass kept it (else NULL). */
+  uint32_t ntemp;
+  mp_cost temp_total;	/* Temporary blocks and bytes in all... */
+  mp_cost made_total;	/* ...of all those made. */
 } mp_sections;
 
 /* Build the sections of p (which must outlive them), sorted by sort. Labels

@@ -79,22 +79,16 @@ static int name_site(mp_stacktree *t, mp_tnode *n, const mp_sections *sec,
   return n->label ? 0 : -1;
 }
 
-/* Context of the walk over the live blocks. */
-typedef struct live_ctx {
-  mp_stacktree *t;
-  const uint32_t *node_of;	/* Owner site -> tree node, 0: none. */
-  const uint32_t *tnode;	/* Stack node id - 1 -> tree node. */
-} live_ctx;
-
-static void add_live(void *ctx, uint64_t addr, uint64_t size, uint32_t owner)
+/* Add what owner record l holds (at the end, and at the peak if the tree
+** keeps it) to tree node i. */
+static void add_live(mp_stacktree *t, uint32_t i, const mp_live *l)
 {
-  live_ctx *c = ctx;
-  uint32_t i = owner & MP_OWNER_NODE ? c->tnode[(owner & ~MP_OWNER_NODE) - 1]
-				     : c->node_of[owner];
-  (void)addr;
-  if (!i) return;
-  c->t->node[i].live.n++;
-  c->t->node[i].live.plus += size;
+  t->node[i].live.n += l->n;
+  t->node[i].live.plus += l->bytes;
+  if (t->peak) {
+    t->node[i].peak.n += l->pn;
+    t->node[i].peak.plus += l->pbytes;
+  }
 }
 
 /* -- Stacks --------------------------------------------------------------- */
@@ -202,12 +196,12 @@ int mp_stacktree_build(mp_stacktree *t, const mp_sections *sec)
   const mp_profile *p = sec->p;
   uint32_t *node_of = NULL, *tnode = NULL, i;
   mp_cost *billed = NULL;
-  live_ctx c;
   memset(t, 0, sizeof(*t));
   mp_strtab_init(&t->text);
   add_node(t, 0);	/* The root. */
   if (t->n != 1) goto err;
   t->stacks = p->nnode > 0 || p->stacks > 0;
+  t->peak = mp_profile_has_peak(p);
   if (!(node_of = calloc((size_t)p->nsite + 1, sizeof(*node_of))) ||
       !(billed = calloc((size_t)p->nsite + 1, sizeof(*billed))))
     goto err;
@@ -221,7 +215,8 @@ int mp_stacktree_build(mp_stacktree *t, const mp_sections *sec)
     uint32_t k;
     mp_cost_add(&a, &r);
     a = mp_cost_sub(a, &billed[i]);
-    if (!a.n) continue;
+    if (!a.n && (!p->slive || (!p->slive[i].n && !p->slive[i].pn)))
+      continue;
     if (!(k = add_node(t, 0))) goto err;
     t->node[k].kind = kind_of(&s->loc);
     t->node[k].site = i;
@@ -230,10 +225,11 @@ int mp_stacktree_build(mp_stacktree *t, const mp_sections *sec)
     if (name_site(t, &t->node[k], sec, i) < 0) goto err;
     node_of[i] = k;
   }
-  c.t = t;
-  c.node_of = node_of;
-  c.tnode = tnode;
-  mp_heap_foreach(&p->heap, add_live, &c);
+  /* What the owners of blocks held. */
+  for (i = 0; p->slive && i < p->nsite; i++)
+    if (node_of[i]) add_live(t, node_of[i], &p->slive[i]);
+  for (i = 0; p->nlive && i < p->nnode; i++)
+    add_live(t, tnode[i], &p->nlive[i]);
   free(node_of);
   free(tnode);
   free(billed);
@@ -251,4 +247,59 @@ void mp_stacktree_free(mp_stacktree *t)
   free(t->node);
   mp_strtab_free(&t->text);
   memset(t, 0, sizeof(*t));
+}
+
+/* A copy of s in t's storage, or NULL for NULL; *nomem set on failure. */
+static const char *keep_str(mp_stacktree *t, const char *s, int *nomem)
+{
+  const char *c;
+  if (!s) return NULL;
+  if (!(c = keep(t, s, strlen(s)))) *nomem = 1;
+  return c;
+}
+
+int mp_stacktree_graft(mp_stacktree *t, const mp_stacktree *a, uint32_t *map)
+{
+  mp_hash index;
+  uint32_t i;
+  int rc = -1, nomem = 0;
+  mp_hash_init_map(&index);
+  for (i = 1; i < t->n; i++) {
+    const mp_tnode *x = &t->node[i];
+    if (mp_hash_insert(&index, child_hash(x->parent, x->kind, x->label), i) < 0)
+      goto done;
+  }
+  map[0] = 0;
+  for (i = 1; i < a->n; i++) {
+    const mp_tnode *x = &a->node[i];
+    uint32_t parent = map[x->parent], *v, k = 0;
+    uint64_t h = child_hash(parent, x->kind, x->label);
+    mp_hash_iter it;
+    mp_tnode *y;
+    /* The node of the same frame; of the same site too, if there are
+    ** several (two sources with one label, at the root). */
+    for (v = mp_hash_first(&index, h, &it); v; v = mp_hash_next(&index, &it))
+      if (t->node[*v].parent == parent && t->node[*v].kind == x->kind &&
+	  !strcmp(t->node[*v].label, x->label) &&
+	  (!k || t->node[*v].site == x->site))
+	k = *v;
+    if (!k) {
+      if (!(k = add_node(t, parent)) || mp_hash_insert(&index, h, k) < 0)
+	goto done;
+      y = &t->node[k];
+      y->kind = x->kind;
+      y->site = x->site;
+      y->line = x->line;
+      y->func_line = x->func_line;
+      y->label = keep_str(t, x->label, &nomem);
+      y->file = keep_str(t, x->file, &nomem);
+      y->func = x->func == x->label ? y->label : keep_str(t, x->func, &nomem);
+      if (nomem) goto done;
+    }
+    map[i] = k;
+  }
+  rc = 0;
+done:
+  mp_hash_free(&index);
+  return rc;
 }

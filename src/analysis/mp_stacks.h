@@ -54,12 +54,15 @@ typedef struct mp_tnode {
 			   their new sizes. */
   mp_cost live;		/* Self: n blocks still live at the end, plus their
 			   sizes. */
+  mp_cost peak;		/* Self: n blocks live at the peak, plus their
+			   sizes (when the profile kept them). */
 } mp_tnode;
 
 typedef struct mp_stacktree {
   mp_tnode *node;	/* node[0] is the root. */
   uint32_t n, cap;
   int stacks;		/* 1 if the profile recorded call stacks. */
+  int peak;		/* 1 if the nodes have their peak costs. */
   mp_strtab text;	/* Storage of labels and names. */
 } mp_stacktree;
 
@@ -68,21 +71,61 @@ typedef struct mp_stacktree {
 int mp_stacktree_build(mp_stacktree *t, const mp_sections *sec);
 void mp_stacktree_free(mp_stacktree *t);
 
+/* Add the frames of tree a to t: a's node under a parent is t's node of
+** the same kind and label (and site, if several have them) under the
+** parent's node in t, made (without costs) if t has none. map (a->n entries) gets t's node of each of a's.
+** 0, or -1 when out of memory. */
+int mp_stacktree_graft(mp_stacktree *t, const mp_stacktree *a,
+		       uint32_t *map);
+
 /* The self cost of node i under a metric, for flame graphs and views:
-** allocated bytes or events, live (leaked) bytes or blocks. */
+** allocated bytes or events, live (leaked) bytes or blocks at the end,
+** bytes or blocks live at the peak. A metric is a cost (m >> 1) and a
+** measure of it (m & 1: bytes or count). */
 typedef enum mp_metric {
   MP_METRIC_ALLOC_BYTES, MP_METRIC_ALLOC_COUNT,
-  MP_METRIC_LEAK_BYTES, MP_METRIC_LEAK_COUNT
+  MP_METRIC_LEAK_BYTES, MP_METRIC_LEAK_COUNT,
+  MP_METRIC_PEAK_BYTES, MP_METRIC_PEAK_COUNT
 } mp_metric;
+
+#define MP_METRIC_N	6
+
+/* Of the three costs of a node or a group of them, the one that metric m
+** measures. */
+static inline const mp_cost *mp_metric_cost(mp_metric m, const mp_cost *alloc,
+					    const mp_cost *live,
+					    const mp_cost *peak)
+{
+  return m >> 1 == 0 ? alloc : m >> 1 == 1 ? live : peak;
+}
+
+/* Whether a metric counts bytes (else events or blocks). */
+static inline int mp_metric_bytes(mp_metric m)
+{
+  return !(m & 1);
+}
+
+/* What metric m measures of cost c. */
+static inline uint64_t mp_metric_value(mp_metric m, const mp_cost *c)
+{
+  return mp_metric_bytes(m) ? c->plus : c->n;
+}
+
+/* The cost of node n that metric m measures. */
+static inline const mp_cost *mp_tnode_cost(const mp_tnode *n, mp_metric m)
+{
+  return mp_metric_cost(m, &n->alloc, &n->live, &n->peak);
+}
+
+/* The other measure of the same cost (bytes for a count, and back). */
+static inline mp_metric mp_metric_other(mp_metric m)
+{
+  return (mp_metric)(m ^ 1);
+}
 
 static inline uint64_t mp_tnode_value(const mp_tnode *n, mp_metric m)
 {
-  switch (m) {
-  case MP_METRIC_ALLOC_BYTES: return n->alloc.plus;
-  case MP_METRIC_ALLOC_COUNT: return n->alloc.n;
-  case MP_METRIC_LEAK_BYTES: return n->live.plus;
-  default: return n->live.n;
-  }
+  return mp_metric_value(m, mp_tnode_cost(n, m));
 }
 
 #endif

@@ -48,6 +48,22 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     o->render.human = 1;
     return MP_OPT_TAKEN;
   }
+  if (!strcmp(a, "--peak")) {
+    o->render.peak = 1;
+    o->want |= MP_WANT_PEAK;
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--temporary",
+			    MP_TEMP_WINDOW, &o->window))) {
+    if (m < 0) return MP_OPT_ERROR;
+    if (!o->window) {
+      bad_value(cmd, "--temporary", "0");
+      return MP_OPT_ERROR;
+    }
+    o->render.temp = 1;
+    o->want |= MP_WANT_TEMP;
+    return MP_OPT_TAKEN;
+  }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--format", NULL, &v))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!(o->format = mp_renderer_find(v)))
@@ -123,11 +139,20 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
   const char *out = o->output;
   if (!o->metric_set && o->render.leak_only)
     o->render.metric = MP_METRIC_LEAK_BYTES;
-  if (r->flags & MP_RF_STACKS) {
-    if (o->render.stacks && strcmp(cmd, "run")) {
-      fprintf(stderr, "ljmemprof %s: --stacks is for the text and json "
+  if (!o->metric_set && o->render.peak)
+    o->render.metric = MP_METRIC_PEAK_BYTES;
+  if (o->render.metric >> 1 == MP_METRIC_PEAK_BYTES >> 1)
+    o->want |= MP_WANT_PEAK;	/* The stacks at the peak. */
+  if (r->flags & MP_RF_FULL) {	/* Shows everything itself. */
+    o->want |= MP_WANT_PEAK | MP_WANT_TEMP | MP_WANT_TIMELINE;
+  } else if (r->flags & MP_RF_STACKS) {
+    const char *v = o->render.peak ? "--peak" : o->render.temp ?
+		    "--temporary" : o->render.stacks && strcmp(cmd, "run") ?
+		    "--stacks" : NULL;	/* run --stacks: records them. */
+    if (v) {
+      fprintf(stderr, "ljmemprof %s: %s is for the text and json "
 	      "formats; %s always shows every stack (see 'ljmemprof %s "
-	      "--help')\n", cmd, r->name, cmd);
+	      "--help')\n", cmd, v, r->name, cmd);
       return MP_EXIT_ERROR;
     }
     o->render.stacks = 0;
@@ -137,6 +162,7 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
 	    cmd);
     return MP_EXIT_ERROR;
   }
+  if (o->html) o->want |= MP_WANT_PEAK | MP_WANT_TEMP | MP_WANT_TIMELINE;
   if ((r->flags & MP_RF_BINARY) && (!out || !strcmp(out, "-")) &&
       isatty(1)) {
     fprintf(stderr, "ljmemprof %s: the %s format is binary: not written to "
@@ -147,6 +173,14 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
   return 0;
 }
 
+int mp_cli_output_opt(const char *cmd, int argc, char **argv, int *i,
+		      void *ctx)
+{
+  mp_cli_opts *o = ctx;
+  int m = mp_cli_opt_value(cmd, argc, argv, i, "--output", "-o", &o->output);
+  return m < 0 ? MP_OPT_ERROR : m ? MP_OPT_TAKEN : MP_OPT_NONE;
+}
+
 int mp_cli_unknown_opt(const char *cmd, const char *opt)
 {
   fprintf(stderr, "ljmemprof %s: unknown option '%s' (see 'ljmemprof %s "
@@ -154,39 +188,64 @@ int mp_cli_unknown_opt(const char *cmd, const char *opt)
   return MP_EXIT_ERROR;
 }
 
-int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
-		     int (*opt)(const char *cmd, int argc, char **argv,
-				int *i, void *ctx),
-		     void *ctx, const char **path)
+int mp_cli_files_args(const char *cmd, int argc, char **argv,
+		      mp_cli_opts *o,
+		      int (*opt)(const char *cmd, int argc, char **argv,
+				 int *i, void *ctx),
+		      void *ctx, const char ***paths, int *n)
 {
   int i, dashdash = 0;
-  *path = NULL;
+  *n = 0;
+  if (!(*paths = calloc((size_t)argc + 1, sizeof(char *)))) {
+    fprintf(stderr, "ljmemprof %s: %s\n", cmd, strerror(ENOMEM));
+    return MP_EXIT_ERROR;
+  }
   for (i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!dashdash && a[0] == '-' && a[1]) {
       int r = MP_OPT_NONE;
       if (!strcmp(a, "--")) { dashdash = 1; continue; }
-      if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+      if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	free(*paths);
+	*paths = NULL;
 	return mp_cli_help(cmd, stdout);
+      }
       if (o) r = mp_cli_report_opt(cmd, argc, argv, &i, o);
       if (r == MP_OPT_NONE && opt) r = opt(cmd, argc, argv, &i, ctx);
-      if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
       if (r == MP_OPT_TAKEN) continue;
+      free(*paths);
+      *paths = NULL;
+      if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
       return mp_cli_unknown_opt(cmd, a);
     }
-    if (*path) {
-      fprintf(stderr, "ljmemprof %s: one FILE expected, got '%s' and '%s' "
-	      "(see 'ljmemprof %s --help')\n", cmd, *path, a, cmd);
-      return MP_EXIT_ERROR;
-    }
-    *path = a;
+    (*paths)[(*n)++] = a;
   }
-  if (!*path) {
+  if (!*n) {
     fprintf(stderr, "ljmemprof %s: missing FILE (see 'ljmemprof %s "
 	    "--help')\n", cmd, cmd);
+    free(*paths);
+    *paths = NULL;
     return MP_EXIT_ERROR;
   }
   return -1;
+}
+
+int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
+		     int (*opt)(const char *cmd, int argc, char **argv,
+				int *i, void *ctx),
+		     void *ctx, const char **path)
+{
+  const char **paths;
+  int n, rc = mp_cli_files_args(cmd, argc, argv, o, opt, ctx, &paths, &n);
+  if (rc >= 0) return rc;
+  *path = paths[0];
+  if (n > 1) {
+    fprintf(stderr, "ljmemprof %s: one FILE expected, got '%s' and '%s' "
+	    "(see 'ljmemprof %s --help')\n", cmd, paths[0], paths[1], cmd);
+    rc = MP_EXIT_ERROR;
+  }
+  free(paths);
+  return rc;
 }
 
 void mp_cli_list_formats(FILE *out)

@@ -13,12 +13,14 @@
 */
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/mp_merge.h"
 #include "cli/mp_cli.h"
 
 #define PROGRESS_DELAY	1.5	/* Seconds before the line appears. */
@@ -149,18 +151,24 @@ static uint64_t profile_events(const void *ctx)
   return mp_profile_events(ctx);
 }
 
-int mp_cli_read(const char *path, mp_input *in, mp_profile *p)
+/* mp_cli_read(), with the progress line or not. */
+static int read_in(const char *path, mp_input *in, mp_profile *p,
+		   const mp_cli_opts *o, int progress)
 {
   int rc, status;
   mp_profile_init(p);
+  if (o) {
+    p->want = o->want;
+    if (o->window) p->window = o->window;
+  }
   if (mp_input_open(in, path) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
     mp_profile_free(p);
     return MP_EXIT_ERROR;
   }
-  mp_cli_progress(in, path, profile_events, p);
+  if (progress) mp_cli_progress(in, path, profile_events, p);
   rc = mp_profile_read_input(p, in);
-  mp_cli_progress_end(in);
+  if (progress) mp_cli_progress_end(in);
   status = mp_cli_outcome(path, rc, &p->r, in);
   if (status != MP_EXIT_ERROR && p->overflow) {
     fprintf(stderr, "ljmemprof: %s: warning: the sizes in the profile add "
@@ -175,6 +183,55 @@ int mp_cli_read(const char *path, mp_input *in, mp_profile *p)
   return status;
 }
 
+int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
+		const mp_cli_opts *o)
+{
+  return read_in(path, in, p, o, 1);
+}
+
+/* Read path into *p and close the input; progress: show the progress
+** line (one read at a time may). The status of mp_cli_read(). */
+static int read_closed(const char *path, mp_profile *p, const mp_cli_opts *o,
+		       int progress)
+{
+  mp_input in;
+  int st = read_in(path, &in, p, o, progress);
+  if (st != MP_EXIT_ERROR) mp_input_close(&in);
+  return st;
+}
+
+/* A read in a thread of its own. */
+typedef struct job {
+  const char *path;
+  mp_profile *p;
+  const mp_cli_opts *o;
+  int status;
+} job;
+
+static void *job_run(void *arg)
+{
+  job *j = arg;
+  j->status = read_closed(j->path, j->p, j->o, 0);
+  return NULL;
+}
+
+void mp_cli_read_two(const char *const *paths, int n, mp_profile *p,
+		     const mp_cli_opts *o, int *st)
+{
+  job j;
+  pthread_t t;
+  int threaded;
+  j.path = paths[n - 1];
+  j.p = &p[n - 1];
+  j.o = o;
+  threaded = n > 1 && pthread_create(&t, NULL, job_run, &j) == 0;
+  st[0] = read_closed(paths[0], &p[0], o, 1);
+  if (n < 2) return;
+  if (threaded) pthread_join(t, NULL);
+  else job_run(&j);
+  st[1] = j.status;
+}
+
 int mp_cli_finish_output(int status)
 {
   if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -184,48 +241,115 @@ int mp_cli_finish_output(int status)
   return status;
 }
 
-int mp_cli_report_file(const char *path, const mp_cli_opts *o)
+int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
+		    const mp_cli_opts *o)
 {
-  mp_input in;
+  mp_cli_opts each;
+  mp_profile s[2];
+  int status = MP_EXIT_OK, st[2], i, k, m, bad = 0;
+  if (n == 1) return read_closed(paths[0], p, o, 1);
+  if (o) each = *o;
+  else memset(&each, 0, sizeof(each));
+  each.want &= ~(unsigned)MP_WANT_TIMELINE;	/* A merge has no time. */
+  mp_merge_init(p);
+  for (i = 0; i < n; i += m) {	/* Two at a time: the cores read both. */
+    m = n - i < 2 ? n - i : 2;
+    mp_cli_read_two(paths + i, m, s, &each, st);
+    for (k = 0; k < m; k++) {
+      if (st[k] == MP_EXIT_ERROR) {
+	bad = 1;
+	continue;
+      }
+      if (!bad && mp_merge_add(p, &s[k], NULL) < 0) {
+	fprintf(stderr, "ljmemprof: %s: out of memory for the merged "
+		"profile\n", paths[i + k]);
+	bad = 1;
+      }
+      mp_profile_free(&s[k]);
+      if (st[k] > status) status = st[k];
+    }
+    if (bad) {
+      mp_profile_free(p);
+      return MP_EXIT_ERROR;
+    }
+  }
+  return status;
+}
+
+int mp_cli_out_open(mp_cli_out *o, const char *path)
+{
+  o->path = path && strcmp(path, "-") ? path : NULL;
+  o->f = stdout;
+  if (o->path && !(o->f = fopen(o->path, "wb"))) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+void mp_cli_out_drop(mp_cli_out *o)
+{
+  struct stat st;
+  if (!o->path || !o->f) return;
+  fclose(o->f);
+  if (stat(o->path, &st) == 0 && S_ISREG(st.st_mode)) unlink(o->path);
+  o->f = NULL;
+}
+
+int mp_cli_out_close(mp_cli_out *o, int status)
+{
+  int k;
+  if (!o->f) return status;
+  if (!o->path) return mp_cli_finish_output(status);
+  k = ferror(o->f);	/* Before fclose(), which ends the stream. */
+  if (fclose(o->f) != 0 || k) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    return MP_EXIT_ERROR;
+  }
+  return status;
+}
+
+int mp_cli_report_files(const char *const *paths, int n,
+			const mp_cli_opts *o)
+{
   mp_profile p;
   mp_sections sec;
   mp_render_opts ro = o->render;
   const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
-  const char *opath = o->output && strcmp(o->output, "-") ? o->output : NULL;
-  FILE *out = stdout;
-  struct stat st;
-  int status, k;
-  /* The output is opened first, so that a bad path is said at once,
-  ** not after reading a large profile. */
-  if (opath && !(out = fopen(opath, "wb"))) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", opath, strerror(errno));
+  mp_cli_out out, html = { NULL, NULL };
+  int status;
+  if (mp_cli_out_open(&out, o->output) < 0) return MP_EXIT_ERROR;
+  if (o->html && mp_cli_out_open(&html, o->html) < 0) {
+    mp_cli_out_drop(&out);
     return MP_EXIT_ERROR;
   }
-  if ((status = mp_cli_read(path, &in, &p)) == MP_EXIT_ERROR) {
-    if (opath) {	/* Nothing to report: leave no empty file behind. */
-      fclose(out);
-      if (stat(opath, &st) == 0 && S_ISREG(st.st_mode)) unlink(opath);
-    }
+  if ((status = mp_cli_read_all(paths, n, &p, o)) == MP_EXIT_ERROR) {
+    mp_cli_out_drop(&out);
+    mp_cli_out_drop(&html);
     return status;
   }
-  ro.file = path;
+  ro.file = paths[0];
+  ro.files = paths;
+  ro.nfiles = n;
   if (mp_sections_build(&sec, &p, o->sort) < 0) {
-    fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
+    fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+	    paths[0]);
     status = MP_EXIT_ERROR;
   } else {
-    if (r->render(out, &sec, &ro) < 0 && !ferror(out)) {
-      fprintf(stderr, "ljmemprof: %s: out of memory for the report\n", path);
+    if (r->render(out.f, &sec, &ro) < 0 && !ferror(out.f)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+	      paths[0]);
+      status = MP_EXIT_ERROR;
+    }
+    if (html.f && mp_renderer_find("html")->render(html.f, &sec, &ro) < 0 &&
+	!ferror(html.f)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+	      paths[0]);
       status = MP_EXIT_ERROR;
     }
     mp_sections_free(&sec);
   }
   mp_profile_free(&p);
-  mp_input_close(&in);
-  if (!opath) return mp_cli_finish_output(status);
-  k = ferror(out);	/* Before fclose(), which ends the stream. */
-  if (fclose(out) != 0 || k) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", opath, strerror(errno));
-    return MP_EXIT_ERROR;
-  }
-  return status;
+  status = mp_cli_out_close(&html, status);
+  return mp_cli_out_close(&out, status);
 }

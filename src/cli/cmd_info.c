@@ -21,9 +21,13 @@ const char mp_help_info[] =
 "    header and met inside the stream), the number of distinct sources,\n"
 "    the bytes allocated (new sizes of alloc and realloc events) and freed\n"
 "    (old sizes of realloc and free events), the net change and its peak\n"
-"    during the run, and the blocks allocated within the profile that were\n"
-"    still live at its end. When the sizes add up to 2^63 bytes or more\n"
-"    (absurd data), it says so: the byte figures are then not exact.\n"
+"    during the run, the blocks allocated within the profile that were\n"
+"    still live at its end, and the peak of those (after which event, and\n"
+"    when if the profile has time marks), the duration, whether a full\n"
+"    collection ran before the end, why recording stopped early, and the\n"
+"    sampling rate of a sampled profile. When the sizes add up to 2^63\n"
+"    bytes or more (absurd data), it says so: the byte figures are then\n"
+"    not exact.\n"
 "\n"
 "OPTIONS\n"
 "    --format text|json   Text (default) or one JSON object.\n"
@@ -65,19 +69,23 @@ int mp_cmd_info(int argc, char **argv)
   const char *path;
   uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev, alloc, freed;
   int rc, k, json = 0;
+  char b[64];
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
 			     &path)) >= 0)
     return rc;
-  if ((rc = mp_cli_read(path, &in, &p)) == MP_EXIT_ERROR) return rc;
+  if ((rc = mp_cli_read(path, &in, &p, NULL)) == MP_EXIT_ERROR) return rc;
   for (k = 0; k < MP_SRC_N; k++) {
     nsym[k] = p.nsym[0][k] + p.nsym[1][k];
     total += nsym[k];
     hdr += p.nsym[0][k];
   }
-  nev = p.total[MP_AEV_ALLOC].n + p.total[MP_AEV_REALLOC].n +
-	p.total[MP_AEV_FREE].n;
-  alloc = p.total[MP_AEV_ALLOC].plus + p.total[MP_AEV_REALLOC].plus;
-  freed = p.total[MP_AEV_REALLOC].minus + p.total[MP_AEV_FREE].minus;
+  /* Events as recorded; a sampled profile's estimates follow them. */
+  if (!p.sample)
+    for (k = 1; k < MP_AEV_N; k++) p.recorded[k] = p.total[k].n;
+  nev = p.recorded[MP_AEV_ALLOC] + p.recorded[MP_AEV_REALLOC] +
+	p.recorded[MP_AEV_FREE];
+  alloc = mp_profile_allocated(&p);
+  freed = mp_profile_freed(&p);
   if (json) {
     fputs("{\"file\":", stdout);
     mp_json_cstr(stdout, path);
@@ -88,9 +96,14 @@ int mp_cmd_info(int argc, char **argv)
     if (p.rc == MP_ERR_DATA) fputs(",\"damaged\":true", stdout);
     if (p.overflow) fputs(",\"overflow\":true", stdout);
     printf(",\"events\":{\"alloc\":%llu,\"realloc\":%llu,\"free\":%llu}",
-	   (unsigned long long)p.total[MP_AEV_ALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_REALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_FREE].n);
+	   (unsigned long long)p.recorded[MP_AEV_ALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_REALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_FREE]);
+    if (p.sample)
+      printf(",\"estimated_events\":{\"alloc\":%llu,\"realloc\":%llu,"
+	     "\"free\":%llu}", (unsigned long long)p.total[MP_AEV_ALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_REALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_FREE].n);
     printf(",\"symbols\":{\"lua\":%llu,\"cfunc\":%llu,\"trace\":%llu,"
 	   "\"in_header\":%llu,\"in_stream\":%llu}",
 	   (unsigned long long)nsym[MP_SRC_LFUNC >> MP_SRC_SHIFT],
@@ -98,10 +111,13 @@ int mp_cmd_info(int argc, char **argv)
 	   (unsigned long long)nsym[MP_SRC_TRACE >> MP_SRC_SHIFT],
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
     printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu,"
-	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%zu,"
-	   "\"live_bytes\":%llu}\n", p.nsite, (unsigned long long)alloc,
+	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%llu,"
+	   "\"live_bytes\":%llu", p.nsite, (unsigned long long)alloc,
 	   (unsigned long long)freed, (long long)(int64_t)p.net,
-	   (long long)p.peak, p.heap.count, (unsigned long long)p.heap.bytes);
+	   (long long)p.peak, (unsigned long long)p.live_n,
+	   (unsigned long long)p.live_bytes);
+    mp_render_json_summary(stdout, &p);
+    fputs("}\n", stdout);
   } else {
     printf("file:       %s (%zu bytes)\n", path, p.len);
     printf("format:     memprof, symtab version %d, events version %d\n",
@@ -111,9 +127,18 @@ int mp_cmd_info(int argc, char **argv)
 		p.r.err_offset, p.r.err);
     printf("events:     %llu (alloc %llu, realloc %llu, free %llu)\n",
 	   (unsigned long long)nev,
-	   (unsigned long long)p.total[MP_AEV_ALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_REALLOC].n,
-	   (unsigned long long)p.total[MP_AEV_FREE].n);
+	   (unsigned long long)p.recorded[MP_AEV_ALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_REALLOC],
+	   (unsigned long long)p.recorded[MP_AEV_FREE]);
+    if (p.sample)
+      printf("estimated:  %llu events (alloc %llu, realloc %llu, free %llu): "
+	     "each recorded one counts for the blocks it stands for\n",
+	     (unsigned long long)(p.total[MP_AEV_ALLOC].n +
+				  p.total[MP_AEV_REALLOC].n +
+				  p.total[MP_AEV_FREE].n),
+	     (unsigned long long)p.total[MP_AEV_ALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_REALLOC].n,
+	     (unsigned long long)p.total[MP_AEV_FREE].n);
     printf("symbols:    %llu (", (unsigned long long)total);
     for (k = MP_SRC_LFUNC; k <= MP_SRC_TRACE; k += 1 << MP_SRC_SHIFT)
       printf("%s%s %llu", k != MP_SRC_LFUNC ? ", " : "", mp_src_name(k),
@@ -130,8 +155,22 @@ int mp_cmd_info(int argc, char **argv)
 	     "figures are not exact\n");
     printf("net:        %+lldB, peak %+lldB\n", (long long)(int64_t)p.net,
 	   (long long)p.peak);
-    printf("live:       %zu blocks, %lluB allocated within the profile and "
-	   "not freed\n", p.heap.count, (unsigned long long)p.heap.bytes);
+    printf("live:       %llu blocks, %lluB allocated within the profile and "
+	   "not freed\n", (unsigned long long)p.live_n,
+	   (unsigned long long)p.live_bytes);
+    fputs("peak:       ", stdout);
+    mp_render_peak_line(stdout, &p, 0);
+    fputc('\n', stdout);
+    if (p.nmark)
+      printf("duration:   %s (%llu time marks)\n",
+	     mp_fmt_ns(b, sizeof(b), p.mark.ns), (unsigned long long)p.nmark);
+    printf("collected:  %s\n", p.collect ? "yes (a full garbage collection "
+	   "ran before the end: what is live is reachable)" : "no (what is "
+	   "live may be garbage not yet collected)");
+    if (p.stopped[0]) printf("stopped:    %s\n", p.stopped);
+    if (p.sample)
+      printf("sampled:    one sample every %.0f bytes allocated on average: "
+	     "counts and bytes are estimates\n", p.sample);
   }
   mp_profile_free(&p);
   mp_input_close(&in);

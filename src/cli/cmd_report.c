@@ -2,6 +2,7 @@
 ** cmd_report.c: `ljmemprof report`: the report of a recorded profile.
 */
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/mp_cli.h"
@@ -11,13 +12,14 @@ const char mp_help_report[] =
 "    ljmemprof report - print where a LuaJIT program allocated memory\n"
 "\n"
 "SYNOPSIS\n"
-"    ljmemprof report [OPTIONS] FILE\n"
-"    ljmemprof report --format collapsed|svg|pprof [--metric M] [-o OUT] FILE\n"
+"    ljmemprof report [OPTIONS] FILE...\n"
+"    ljmemprof report --format collapsed|svg|pprof [--metric M] [-o OUT] FILE...\n"
+"    ljmemprof report --format html -o OUT FILE...\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads FILE, a memprof profile (\"-\" reads standard input), in one pass\n"
 "    and prints per source of events, in the layout of Tarantool's memprof\n"
-"    parser:\n"
+"    parser (several FILEs: their profiles merged by source, below):\n"
 "\n"
 "    ALLOCATIONS, REALLOCATIONS, DEALLOCATIONS\n"
 "        One line per source: `SOURCE: N events<TAB>+NEW<TAB>-OLD`, where\n"
@@ -56,6 +58,17 @@ const char mp_help_report[] =
 "    trace during the run is a different source; a line of code run by\n"
 "    several prototypes (a chunk loaded again and again) is one.\n"
 "\n"
+"    PEAK (with --peak)\n"
+"        The moment the bytes allocated within the profile and not yet\n"
+"        freed were highest (after which event, and when if the profile\n"
+"        has time marks), and `SOURCE holds BYTES in N blocks (P%)`: the\n"
+"        blocks it allocated or resized last that were live then.\n"
+"\n"
+"    TEMPORARY (with --temporary [N])\n"
+"        `SOURCE: T of M blocks<TAB>TB of MB`: of the M blocks it made\n"
+"        (allocated or resized), the T freed or resized within N\n"
+"        allocations after their own (10000 without N).\n"
+"\n"
 "    CALL STACKS (with --stacks)\n"
 "        For each source, the heaviest call stacks that end there, one\n"
 "        frame a line, innermost first, each with its cost. A profile\n"
@@ -66,7 +79,15 @@ const char mp_help_report[] =
 "    tools: collapsed stacks for flamegraph.pl, inferno and speedscope\n"
 "    (frames escaped as in text, and ';' and '\\' as \\x3b and \\x5c); an\n"
 "    interactive flame graph to open in a browser; a gzip'd pprof profile\n"
-"    for `go tool pprof` and Pyroscope (docs/REPORT.md).\n"
+"    for `go tool pprof` and Pyroscope (docs/REPORT.md). The format html\n"
+"    writes one self-contained page: summary, a sortable and filterable\n"
+"    table of sources, the flame graph (allocated, leaked, at the peak),\n"
+"    the timeline of the live heap with the peak, the temporaries.\n"
+"\n"
+"    Several FILEs are read one by one (each resolved in its own file)\n"
+"    and reported as one, by source: a Lua line by chunk, function and\n"
+"    line; a C function by name and offset; a trace by where it started\n"
+"    (`TRACE started at ...`). Their peaks add up; there is no timeline.\n"
 "\n"
 "OPTIONS\n"
 "    --format FORMAT\n"
@@ -85,10 +106,16 @@ const char mp_help_report[] =
 "    --stacks [N]\n"
 "        Text and json: add the CALL STACKS view, N stacks per source (3\n"
 "        if N is not given, 0: all); --top limits the sources.\n"
-"    --metric alloc-bytes|alloc-count|leak-bytes|leak-count\n"
+"    --metric alloc-bytes|alloc-count|leak-bytes|leak-count|peak-bytes|peak-count\n"
 "        What the stack views and formats weigh: bytes or number of the\n"
-"        allocations and reallocations, or of the blocks still live at the\n"
-"        end (leaks). Default alloc-bytes, or leak-bytes with --leak-only.\n"
+"        allocations and reallocations, of the blocks still live at the\n"
+"        end (leaks), or of those live at the peak. Default alloc-bytes,\n"
+"        leak-bytes with --leak-only, peak-bytes with --peak.\n"
+"    --peak\n"
+"        Text and json: add PEAK.\n"
+"    --temporary [N]\n"
+"        Text and json: add TEMPORARY, with a window of N allocations\n"
+"        (10000 without N; at least 1).\n"
 "        For pprof, the sample type shown first. Text and json take it\n"
 "        only with --stacks.\n"
 "    -o FILE, --output FILE\n"
@@ -112,26 +139,22 @@ const char mp_help_report[] =
 "    ljmemprof report --format collapsed memprof.bin | flamegraph.pl >fg.svg\n"
 "    ljmemprof report --format svg --metric leak-bytes -o leaks.svg memprof.bin\n"
 "    ljmemprof report --format pprof -o mem.pb.gz memprof.bin\n"
+"    ljmemprof report --peak --temporary --top 10 memprof.bin\n"
+"    ljmemprof report --format html -o report.html memprof.bin\n"
+"    ljmemprof report --format pprof -o fleet.pb.gz w1.bin w2.bin w3.bin\n"
 "    go tool pprof -top mem.pb.gz\n";
-
-/* -o FILE, --output FILE. */
-static int output_opt(const char *cmd, int argc, char **argv, int *i,
-		      void *ctx)
-{
-  mp_cli_opts *o = ctx;
-  int m = mp_cli_opt_value(cmd, argc, argv, i, "--output", "-o", &o->output);
-  return m < 0 ? MP_OPT_ERROR : m ? MP_OPT_TAKEN : MP_OPT_NONE;
-}
 
 int mp_cmd_report(int argc, char **argv)
 {
   mp_cli_opts o;
-  const char *path;
-  int rc;
+  const char **paths;
+  int rc, n;
   memset(&o, 0, sizeof(o));
-  if ((rc = mp_cli_file_args("report", argc, argv, &o, output_opt, &o,
-			     &path)) >= 0)
+  if ((rc = mp_cli_files_args("report", argc, argv, &o, mp_cli_output_opt, &o,
+			      &paths, &n)) >= 0)
     return rc;
-  if (mp_cli_check_opts("report", &o)) return MP_EXIT_ERROR;
-  return mp_cli_report_file(path, &o);
+  if (mp_cli_check_opts("report", &o)) rc = MP_EXIT_ERROR;
+  else rc = mp_cli_report_files(paths, n, &o);
+  free(paths);
+  return rc;
 }

@@ -42,9 +42,10 @@ const char mp_help_run[] =
 "\n"
 "SYNOPSIS\n"
 "    ljmemprof run [-o FILE] [--luajit PATH] [--stacks [N]] [--sample [BYTES]]\n"
-"                  [--max-size BYTES] [REPORT OPTIONS] SCRIPT [ARGS...]\n"
+"                  [--max-size BYTES] [--html FILE] [REPORT OPTIONS]\n"
+"                  SCRIPT [ARGS...]\n"
 "    ljmemprof run [-o FILE] [--stacks [N]] [--sample [BYTES]]\n"
-"                  [--max-size BYTES] [REPORT OPTIONS] -- LUAJIT\n"
+"                  [--max-size BYTES] [--html FILE] [REPORT OPTIONS] -- LUAJIT\n"
 "                  [LUAJIT OPTIONS] [SCRIPT [ARGS...]]\n"
 "\n"
 "DESCRIPTION\n"
@@ -79,6 +80,10 @@ const char mp_help_run[] =
 "        Keep the profile in FILE (created or truncated). Without it the\n"
 "        profile goes to a temporary file that is removed after the\n"
 "        report.\n"
+"    --html FILE\n"
+"        Also write the HTML report to FILE (see 'ljmemprof report\n"
+"        --help'): one page with the summary, the sources, the flame\n"
+"        graph, the timeline with the peak and the temporaries.\n"
 "    --luajit PATH\n"
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
@@ -126,7 +131,8 @@ const char mp_help_run[] =
 "    ljmemprof run app.lua --port 8080\n"
 "    ljmemprof run -o app.ljm --leak-only --top 20 app.lua\n"
 "    ljmemprof run --top 10 -- luajit -joff -e 'N = 100' app.lua\n"
-"    ljmemprof run --stacks --format svg app.lua >app.svg\n";
+"    ljmemprof run --stacks --format svg app.lua >app.svg\n"
+"    ljmemprof run --html app.html app.lua\n";
 
 /* The Lua code that starts the agent before anything else runs. It wraps
 ** the functions that stop the profiler so that a stop by the script is
@@ -324,6 +330,11 @@ int mp_cmd_run(int argc, char **argv)
       luajit = v;
       continue;
     }
+    if ((r = mp_cli_opt_value("run", argc, argv, &i, "--html", NULL, &v))) {
+      if (r < 0) return MP_EXIT_ERROR;
+      o.html = v;
+      continue;
+    }
     if ((r = mp_cli_opt_count("run", argc, argv, &i, "--stacks",
 			      STACKS_DEFAULT, &stacks))) {
       if (r < 0) return MP_EXIT_ERROR;
@@ -403,7 +414,8 @@ int mp_cmd_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: no profile was recorded\n");
     rstatus = MP_EXIT_ERROR;
   } else {
-    rstatus = mp_cli_report_file(out ? out : tmp, &o);
+    const char *path = out ? out : tmp;
+    rstatus = mp_cli_report_files(&path, 1, &o);
   }
   if (stat(note, &st) == 0 && st.st_size > 0)
     fprintf(stderr, "ljmemprof run: warning: the script stopped the "

@@ -3,7 +3,8 @@
 **
 **   ljmemprof run [OPTIONS] SCRIPT [ARGS...]
 **   ljmemprof run [OPTIONS] -- LUAJIT [LUAJIT OPTIONS] SCRIPT [ARGS...]
-**   ljmemprof report [OPTIONS] FILE
+**   ljmemprof report [OPTIONS] FILE...
+**   ljmemprof diff [OPTIONS] BASE NEW
 **   ljmemprof info [--format text|json] FILE
 **   ljmemprof events FILE
 **
@@ -23,6 +24,8 @@ static const mp_command commands[] = {
     "report.", mp_help_run, mp_cmd_run },
   { "report", "Print the report of a recorded profile.", mp_help_report,
     mp_cmd_report },
+  { "diff", "Print what changed between two profiles, by source.",
+    mp_help_diff, mp_cmd_diff },
   { "info", "Summarise a profile: versions, counts, bytes, completeness.",
     mp_help_info, mp_cmd_info },
   { "events", "Print every event, resolved, as one JSON object per line.",
@@ -48,7 +51,8 @@ static const char help_head[] =
 "SYNOPSIS\n"
 "    ljmemprof run [-o FILE] [--luajit PATH] [REPORT OPTIONS] SCRIPT [ARGS...]\n"
 "    ljmemprof run [-o FILE] [REPORT OPTIONS] -- LUAJIT [OPTIONS] SCRIPT ...\n"
-"    ljmemprof report [REPORT OPTIONS] FILE\n"
+"    ljmemprof report [REPORT OPTIONS] FILE...\n"
+"    ljmemprof diff [OPTIONS] BASE NEW\n"
 "    ljmemprof info [--format text|json] FILE\n"
 "    ljmemprof events FILE\n"
 "    ljmemprof help [COMMAND]\n"
@@ -98,7 +102,8 @@ int mp_cli_help(const char *cmd, FILE *out)
     return MP_EXIT_ERROR;
   }
   fputs(c->help, out);
-  if (c->run == mp_cmd_report || c->run == mp_cmd_run) {
+  if (c->run == mp_cmd_report || c->run == mp_cmd_run ||
+      c->run == mp_cmd_diff) {
     fputs("\nFORMATS\n", out);
     mp_cli_list_formats(out);
   }
@@ -112,7 +117,7 @@ int main(int argc, char **argv)
   const char *name = argc > 1 ? argv[1] : NULL;
   const mp_command *c;
   if (!name) {
-    fputs("usage: ljmemprof run|report|info|events ... (see 'ljmemprof "
+    fputs("usage: ljmemprof run|report|diff|info|events ... (see 'ljmemprof "
 	  "--help')\n", stderr);
     return MP_EXIT_ERROR;
   }

@@ -39,8 +39,9 @@ typedef struct mp_command {
 
 /* The commands (cmd_*.c). */
 extern const char mp_help_report[], mp_help_info[], mp_help_events[],
-  mp_help_run[];
+  mp_help_run[], mp_help_diff[];
 int mp_cmd_report(int argc, char **argv);
+int mp_cmd_diff(int argc, char **argv);
 int mp_cmd_info(int argc, char **argv);
 int mp_cmd_events(int argc, char **argv);
 int mp_cmd_run(int argc, char **argv);
@@ -58,6 +59,9 @@ typedef struct mp_cli_opts {
   const mp_renderer *format;	/* NULL: the default (the first). */
   int metric_set;		/* --metric was given. */
   const char *output;		/* -o FILE of report; NULL or "-": stdout. */
+  unsigned want;		/* What the pass keeps (MP_WANT_*). */
+  uint32_t window;		/* --temporary N, or 0: the default. */
+  const char *html;		/* run --html FILE: also the HTML report. */
 } mp_cli_opts;
 
 #define MP_STACKS_VIEW	3	/* Stacks per source of a bare --stacks. */
@@ -73,8 +77,9 @@ int mp_cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		     const char **val);
 
 /* Parse a report option (--format, --sort, --top, --leak-only,
-** --human-readable, --metric, --stacks) at argv[*i], advancing *i past its
-** argument. Prints the error itself (cmd names the command). */
+** --human-readable, --metric, --stacks, --peak, --temporary) at argv[*i],
+** advancing *i past its argument. Prints the error itself (cmd names the
+** command). */
 int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
 		      mp_cli_opts *o);
 
@@ -90,6 +95,11 @@ int mp_cli_opt_count(const char *cmd, int argc, char **argv, int *i,
 ** defaults; 0, or MP_EXIT_ERROR after saying what is wrong. */
 int mp_cli_check_opts(const char *cmd, mp_cli_opts *o);
 
+/* -o FILE, --output FILE into ((mp_cli_opts *)ctx)->output: an opt()
+** for mp_cli_file_args(); MP_OPT_*. */
+int mp_cli_output_opt(const char *cmd, int argc, char **argv, int *i,
+		      void *ctx);
+
 /* Say that an option is unknown; returns MP_EXIT_ERROR. */
 int mp_cli_unknown_opt(const char *cmd, const char *opt);
 
@@ -102,17 +112,41 @@ int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
 				int *i, void *ctx),
 		     void *ctx, const char **path);
 
+/* Parse "[OPTIONS] FILE..." as mp_cli_file_args() does, taking one FILE
+** or more (*paths points into argv; free it). */
+int mp_cli_files_args(const char *cmd, int argc, char **argv,
+		      mp_cli_opts *o,
+		      int (*opt)(const char *cmd, int argc, char **argv,
+				 int *i, void *ctx),
+		      void *ctx, const char ***paths, int *n);
+
 /* Print "--format" values for a manual: the renderers, one a line. */
 void mp_cli_list_formats(FILE *out);
 
 /* -- Reading (cli_read.c) ------------------------------------------------- */
 
 /* Open path into *in and read it into *p (both must be freed by the caller
-** unless MP_EXIT_ERROR is returned). Returns MP_EXIT_OK; MP_EXIT_TRUNCATED
-** after a warning (the data ends early or is damaged: what came before is
-** in *p); or MP_EXIT_ERROR after the error line (not a profile, cannot be
-** read, out of memory), with *in and *p freed. */
-int mp_cli_read(const char *path, mp_input *in, mp_profile *p);
+** unless MP_EXIT_ERROR is returned), keeping what o asks for beyond the
+** report (o may be NULL). Returns MP_EXIT_OK; MP_EXIT_TRUNCATED after a
+** warning (the data ends early or is damaged: what came before is in *p);
+** or MP_EXIT_ERROR after the error line (not a profile, cannot be read,
+** out of memory), with *in and *p freed. */
+int mp_cli_read(const char *path, mp_input *in, mp_profile *p,
+		const mp_cli_opts *o);
+
+/* Read the profiles paths[0..n) into *p as one: the profile when n is 1,
+** else their merge (analysis/mp_merge.h), each read on its own. Returns
+** the worst status of the files as mp_cli_read() does; *p is freed on
+** MP_EXIT_ERROR (a file that is not a profile or cannot be read). */
+int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
+		    const mp_cli_opts *o);
+
+/* Read paths[0] and, if n is 2, paths[1] into p[0] and p[1] (as
+** mp_cli_read(), the inputs closed), the second in a thread of its own:
+** two cores read two profiles in the time of one. st[] gets the status
+** of each (a profile is freed on MP_EXIT_ERROR). */
+void mp_cli_read_two(const char *const *paths, int n, mp_profile *p,
+		     const mp_cli_opts *o, int *st);
 
 /* Classify how reading stopped (rc from the pass or the decoder, with r
 ** and the input) and print the warning or the error line; returns the
@@ -128,9 +162,28 @@ void mp_cli_progress(mp_input *in, const char *path,
 /* Erase the progress line, if one was shown. */
 void mp_cli_progress_end(mp_input *in);
 
-/* Read path and print its report to o->output (or stdout); returns the
-** exit status. */
-int mp_cli_report_file(const char *path, const mp_cli_opts *o);
+/* Read the profiles paths[0..n) (merged if more than one) and print their
+** report to o->output (or stdout), and the HTML report to o->html if
+** set; returns the exit status. */
+int mp_cli_report_files(const char *const *paths, int n,
+			const mp_cli_opts *o);
+
+/* An output of a command: a file, opened at once so that a bad path is
+** said before a long read, or standard output. */
+typedef struct mp_cli_out {
+  const char *path;	/* NULL: standard output. */
+  FILE *f;
+} mp_cli_out;
+
+/* Open path (NULL or "-": standard output); 0, or -1 after saying why. */
+int mp_cli_out_open(mp_cli_out *o, const char *path);
+
+/* Nothing to write: close and remove the file, leaving no empty file. */
+void mp_cli_out_drop(mp_cli_out *o);
+
+/* Close the output (flush standard output); status, or MP_EXIT_ERROR
+** after saying why writing failed. */
+int mp_cli_out_close(mp_cli_out *o, int status);
 
 /* Flush stdout; a failure (disk full, closed pipe) turns status into
 ** MP_EXIT_ERROR after saying so. */

@@ -506,6 +506,8 @@ int mp_reader_note(mp_reader *r, mp_item *it)
     if (r->p >= r->end) return r->eof ? MP_END : MP_MORE;
     if (*r->p != MP_XREC)
       return fail(r, MP_ERR_DATA, r->p, "a note (extended record) of the trailer");
+    at = r->p;	/* Not the prologue's start: it was read (a window may end
+		   inside the record after it). */
     rc = get_xrec(r, it);
     if (rc == MP_ERR_TRUNC && !r->eof) {
       r->p = at;

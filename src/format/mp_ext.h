@@ -88,8 +88,8 @@
 #define MP_XREC			0x00	/* Header of an extended record. */
 
 /* What a decoded item (mp_item.src, kind MP_AEV_SYMTAB) of an extended
-** record is: a node (MP_SRC_STACK), a builtin's name, a setting. The last
-** two are not sources on the wire. */
+** record is: a node (MP_SRC_STACK), a builtin's name, a setting, a time
+** mark. The last three are not sources on the wire. */
 #define MP_SRC_BUILTIN		(6 << 2)
 #define MP_SRC_INFO		(7 << 2)
 #define MP_SRC_TIME		(8 << 2)	/* A time mark: id is its ns. */

@@ -87,12 +87,15 @@ size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
       break;
     }
     put_name(out, size, &n, mp_strtab_get(names, l->name));
-    if (mp_strtab_get(names, l->name)->cshared)
+    if (mp_strtab_get(names, l->name)->cshared && l->id != l->aux)
       put(out, size, &n, "@0x%llx", (unsigned long long)(l->id - l->aux));
     if (l->aux) put(out, size, &n, "+0x%llx", (unsigned long long)l->aux);
     break;
   case MP_SRC_TRACE:
-    put(out, size, &n, "TRACE [%llu]", (unsigned long long)l->id);
+    if (l->id || !l->name)
+      put(out, size, &n, "TRACE [%llu]", (unsigned long long)l->id);
+    else	/* Traces of several profiles (mp_merge.h). */
+      put(out, size, &n, "TRACE");
     if (l->name) {
       put(out, size, &n, " started at ");
       put_lua(names, l->name, l->aux, out, size, &n);

@@ -7,6 +7,9 @@
 **   function_alias_1:3                a line of code loaded from a string
 **   TRACE [3] started at @app.lua:41  a JIT trace, by where it started
 **   TRACE [3]                         a trace without a symbol
+**   TRACE started at @app.lua:41      traces of several profiles that
+**                                     started there (a merge: numbers
+**                                     are per process)
 **   json_encode                       a C function, by its symbol
 **   encode@0x7f3a9c2b1040             a C function whose name other C
 **                                     functions of the profile have too

@@ -8,31 +8,36 @@
 
 const mp_renderer mp_renderers[] = {
   { "text", "the layout of Tarantool's memprof parser (default)",
-    mp_render_text, 0 },
+    mp_render_text, 0, mp_render_diff_text },
   { "json", "one JSON object with the same data and each source's details "
-    "(docs/REPORT.md)", mp_render_json, 0 },
+    "(docs/REPORT.md)", mp_render_json, 0, mp_render_diff_json },
   { "collapsed", "`frame;frame;... value`, a line per call stack "
     "(flamegraph.pl, speedscope)", mp_render_collapsed,
-    MP_RF_STACKS },
+    MP_RF_STACKS, mp_render_diff_collapsed },
   { "svg", "an interactive flame graph, one SVG file for a browser",
-    mp_render_svg, MP_RF_STACKS },
+    mp_render_svg, MP_RF_STACKS, NULL },
   { "pprof", "a gzip'd pprof profile.proto (go tool pprof, Pyroscope)",
-    mp_render_pprof, MP_RF_STACKS | MP_RF_BINARY },
-  { NULL, NULL, NULL, 0 }
+    mp_render_pprof, MP_RF_STACKS | MP_RF_BINARY, NULL },
+  { "html", "one self-contained HTML page: summary, sources, flame graph, "
+    "timeline, temporaries", mp_render_html, MP_RF_FULL,
+    mp_render_diff_html },
+  { NULL, NULL, NULL, 0, NULL }
 };
 
-const char *const mp_metric_names[4] = {
-  "alloc-bytes", "alloc-count", "leak-bytes", "leak-count"
+const char *const mp_metric_names[MP_METRIC_N] = {
+  "alloc-bytes", "alloc-count", "leak-bytes", "leak-count", "peak-bytes",
+  "peak-count"
 };
 
-const char *const mp_metric_what[4] = {
-  "allocated bytes", "allocations", "bytes not freed", "blocks not freed"
+const char *const mp_metric_what[MP_METRIC_N] = {
+  "allocated bytes", "allocations", "bytes not freed", "blocks not freed",
+  "bytes live at the peak", "blocks live at the peak"
 };
 
 int mp_metric_find(const char *name)
 {
   int m;
-  for (m = 0; m < 4; m++)
+  for (m = 0; m < MP_METRIC_N; m++)
     if (!strcmp(mp_metric_names[m], name)) return m;
   return -1;
 }
@@ -79,3 +84,32 @@ const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human)
   return buf;
 }
 
+
+const char *mp_fmt_ns(char *buf, size_t size, uint64_t ns)
+{
+  if (ns < 1000000000ull)
+    snprintf(buf, size, "%.3f ms", (double)ns / 1e6);
+  else
+    snprintf(buf, size, "%.3f s", (double)ns / 1e9);
+  return buf;
+}
+
+void mp_render_peak_line(FILE *out, const mp_profile *p, int human)
+{
+  char b[64];
+  uint64_t ns = mp_profile_peak_ns(p);
+  if (p->merged > 1) {
+    fprintf(out, "%s in %llu blocks, the sum of the peaks of %u profiles",
+	    mp_fmt_bytes(b, sizeof(b), p->peak_bytes, human),
+	    (unsigned long long)p->peak_blocks, p->merged);
+    return;
+  }
+  fprintf(out, "%s in %llu blocks, after event %llu of %llu",
+	  mp_fmt_bytes(b, sizeof(b), p->peak_bytes, human),
+	  (unsigned long long)p->peak_blocks,
+	  (unsigned long long)p->peak_ev, (unsigned long long)p->nev);
+  if (ns != UINT64_MAX) {
+    fprintf(out, ", at %s", mp_fmt_ns(b, sizeof(b), ns));
+    fprintf(out, " of %s", mp_fmt_ns(b, sizeof(b), p->mark.ns));
+  }
+}

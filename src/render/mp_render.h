@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/mp_diff.h"
 #include "analysis/mp_sections.h"
 #include "analysis/mp_stacks.h"
 
@@ -33,25 +34,37 @@ typedef struct mp_render_opts {
   int leak_only;	/* Only the heap summary. */
   int human;		/* Sizes as KiB, MiB, ... (text only). */
   const char *file;	/* The profile's name, for formats that show it. */
+  const char *const *files;	/* All of them (a merge: several)... */
+  int nfiles;		/* ...and how many (0: just file). */
   mp_metric metric;	/* What stack formats and views weigh. */
   uint32_t stacks;	/* Text and JSON: show call stacks, this many per
 			   site (UINT32_MAX: all); 0: no stack view. */
+  int peak;		/* Text and JSON: the PEAK view. */
+  int temp;		/* Text and JSON: the TEMPORARY view. */
 } mp_render_opts;
 
 typedef int (*mp_render_fn)(FILE *out, const mp_sections *sec,
 			    const mp_render_opts *o);
 
+/* The diff of two profiles in a format (`ljmemprof diff`). */
+typedef int (*mp_render_diff_fn)(FILE *out, const mp_diff *d,
+				 const mp_render_opts *o);
+
 /* What a renderer is (mp_renderer.flags). */
 #define MP_RF_BINARY	1	/* Bytes, not text: never to a terminal. */
 #define MP_RF_STACKS	2	/* Draws the stack tree: takes --metric, not
 				   the --stacks view. */
+#define MP_RF_FULL	4	/* Shows every analysis (peak, temporaries,
+				   timeline): the pass keeps them all. */
 
-/* A renderer: its --format name, a line for --help, its function. */
+/* A renderer: its --format name, a line for --help, its function, and
+** the one for a diff if the format has one. */
 typedef struct mp_renderer {
   const char *name;
   const char *summary;
   mp_render_fn render;
   int flags;		/* MP_RF_*. */
+  mp_render_diff_fn diff;	/* NULL: no diff in this format. */
 } mp_renderer;
 
 /* Every renderer, the default first; the table ends with a NULL name. */
@@ -68,12 +81,23 @@ int mp_render_collapsed(FILE *out, const mp_sections *sec,
 int mp_render_svg(FILE *out, const mp_sections *sec, const mp_render_opts *o);
 int mp_render_pprof(FILE *out, const mp_sections *sec,
 		    const mp_render_opts *o);
+int mp_render_html(FILE *out, const mp_sections *sec, const mp_render_opts *o);
+
+/* The diffs (render_diff.c, render_html.c). */
+int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o);
+int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o);
+int mp_render_diff_collapsed(FILE *out, const mp_diff *d,
+			     const mp_render_opts *o);
+int mp_render_diff_html(FILE *out, const mp_diff *d, const mp_render_opts *o);
 
 /* The stack formats, from a tree. */
 typedef int (*mp_render_tree_fn)(FILE *out, const mp_stacktree *t,
 				 const mp_render_opts *o);
 int mp_render_collapsed_tree(FILE *out, const mp_stacktree *t,
 			     const mp_render_opts *o);
+/* Collapsed stacks with two values a line, base's (by node) and t's. */
+int mp_render_collapsed_pairs(FILE *out, const mp_stacktree *t,
+			      const mp_render_opts *o, const mp_dnode *base);
 int mp_render_svg_tree(FILE *out, const mp_stacktree *t,
 		       const mp_render_opts *o);
 int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
@@ -89,8 +113,35 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
 
 /* -- Helpers shared by renderers ------------------------------------------ */
 
+/* The ALIASES of the text report: the texts of the aliases marked in used
+** (by alias number), with line numbers; nothing if none is. */
+void mp_render_text_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used);
+
+/* The JSON "aliases" field (after a comma) of the aliases marked in
+** used. */
+void mp_render_json_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used);
+
+/* The JSON source object of site i of sec: kind, label, and what tells it
+** apart (docs/REPORT.md). */
+void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i);
+
 /* Format n bytes as "123B" or, if human, "1.50KiB"; returns buf. */
 const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human);
+
+/* Format a time of ns nanoseconds as "1.234 s" or, below a second,
+** "12.345 ms"; returns buf. */
+const char *mp_fmt_ns(char *buf, size_t size, uint64_t ns);
+
+/* The summary line of the peak (without a newline), as text and info
+** print it: "10.00MiB in 3 blocks, after event 7 of 12, at 1.500 s of
+** 3.000 s". */
+void mp_render_peak_line(FILE *out, const mp_profile *p, int human);
+
+/* The JSON fields that summarise p (each after a comma): "peak", "live",
+** "collected", and "stopped" and "sampled" when they apply. */
+void mp_render_json_summary(FILE *out, const mp_profile *p);
 
 /* Rows of a section of n to show under o. */
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)
@@ -105,15 +156,9 @@ int mp_render_with_tree(FILE *out, const mp_sections *sec,
 
 /* --metric names: "alloc-bytes", ...; what a metric counts, for people
 ** ("allocated bytes", ...); the metric called name (-1 if none). */
-extern const char *const mp_metric_names[4];
-extern const char *const mp_metric_what[4];
+extern const char *const mp_metric_names[MP_METRIC_N];
+extern const char *const mp_metric_what[MP_METRIC_N];
 int mp_metric_find(const char *name);
-
-/* Whether a metric counts bytes (else events or blocks). */
-static inline int mp_metric_bytes(mp_metric m)
-{
-  return m == MP_METRIC_ALLOC_BYTES || m == MP_METRIC_LEAK_BYTES;
-}
 
 /* The section order of the text layout (Tarantool's): allocations,
 ** reallocations, deallocations. */

@@ -18,11 +18,7 @@ static order ord;	/* Set around each sort; the reader is one thread. */
 /* The measure that orders ties: counts for a bytes metric, and back. */
 static mp_metric other(mp_metric m)
 {
-  static const mp_metric o[4] = {
-    MP_METRIC_ALLOC_COUNT, MP_METRIC_ALLOC_BYTES,
-    MP_METRIC_LEAK_COUNT, MP_METRIC_LEAK_BYTES
-  };
-  return o[m];
+  return mp_metric_other(m);
 }
 
 /* Compare two stacks frame by frame from their innermost nodes. */
@@ -64,12 +60,7 @@ static int node_cmp(const void *pa, const void *pb)
 /* The value of a group under m. */
 static uint64_t group_value(const mp_sgroup *g, mp_metric m)
 {
-  switch (m) {
-  case MP_METRIC_ALLOC_BYTES: return g->alloc.plus;
-  case MP_METRIC_ALLOC_COUNT: return g->alloc.n;
-  case MP_METRIC_LEAK_BYTES: return g->live.plus;
-  default: return g->live.n;
-  }
+  return mp_metric_value(m, mp_metric_cost(m, &g->alloc, &g->live, &g->peak));
 }
 
 /* Sites heavier first, then the other measure, then their labels. */
@@ -117,6 +108,8 @@ int mp_sview_build(mp_sview *v, const mp_stacktree *t, mp_metric m,
       g->alloc.plus += x->alloc.plus;
       g->live.n += x->live.n;
       g->live.plus += x->live.plus;
+      g->peak.n += x->peak.n;
+      g->peak.plus += x->peak.plus;
     }
     g->nstack = j - i;
     g->npath = per_site && per_site < g->nstack ? per_site : g->nstack;

@@ -21,7 +21,8 @@
 typedef struct mp_sgroup {
   uint32_t site;	/* The site, or MP_NO_SITE (nodes that bill none). */
   uint32_t node;	/* Its heaviest stack's innermost node. */
-  mp_cost alloc, live;	/* What its stacks cost (n and plus; minus is 0). */
+  mp_cost alloc, live, peak;	/* What its stacks cost (n and plus; minus
+				   is 0). */
   uint32_t nstack;	/* Stacks that end at it with a cost. */
   uint32_t path0;	/* Its stacks shown: the innermost nodes */
   uint32_t npath;	/* path[path0 .. path0 + npath), heaviest first. */

@@ -6,7 +6,9 @@
 **
 **   @app.lua:22;@app.lua:16;@app.lua:8 17260
 **
-** Stacks whose value is 0 are left out. Lines are sorted frame by frame
+** Stacks whose value is 0 are left out. The diff of two profiles has two
+** values, BASE then NEW ("frames 120 96"): the input of flamegraph.pl's
+** differential flame graphs (what its difffolded.pl writes). Lines are sorted frame by frame
 ** (mp_walk.h), so a profile always prints the same. Frames are written as
 ** in the text report (control characters and bytes that are not UTF-8 as
 ** \xNN), and ';' and '\' as \x3b and \x5c (MP_TEXT_FOLDED): a frame never
@@ -24,6 +26,12 @@
 int mp_render_collapsed_tree(FILE *out, const mp_stacktree *t,
 			     const mp_render_opts *o)
 {
+  return mp_render_collapsed_pairs(out, t, o, NULL);
+}
+
+int mp_render_collapsed_pairs(FILE *out, const mp_stacktree *t,
+			      const mp_render_opts *o, const mp_dnode *base)
+{
   mp_walk w;
   uint32_t *path, i, k;
   if (mp_walk_build(&w, t) < 0) return -1;
@@ -34,15 +42,21 @@ int mp_render_collapsed_tree(FILE *out, const mp_stacktree *t,
   /* path[d] is the node at depth d on the way to the current one. */
   for (i = 1; i < w.n; i++) {
     const mp_tnode *x = &t->node[w.node[i]];
-    uint64_t v = mp_tnode_value(x, o->metric);
+    uint64_t v = mp_tnode_value(x, o->metric), b = 0;
     uint32_t d = w.depth[i];
     path[d] = w.node[i];
-    if (!v) continue;
+    if (base) {
+      const mp_dnode *y = &base[w.node[i]];
+      b = mp_metric_value(o->metric, mp_metric_cost(o->metric, &y->alloc,
+						    &y->live, &y->peak));
+    }
+    if (!v && !b) continue;
     for (k = 1; k <= d; k++) {
       const char *l = t->node[path[k]].label;
       if (k > 1) fputc(';', out);
       if (l) mp_text_put(out, l, strlen(l), MP_TEXT_FOLDED);
     }
+    if (base) fprintf(out, " %llu", (unsigned long long)b);
     fprintf(out, " %llu\n", (unsigned long long)v);
   }
   free(path);

@@ -27,8 +27,7 @@ static void jchunk(FILE *out, const mp_strtab *names, const char *field,
   if (nm->alias) fprintf(out, ",\"alias\":\"function_alias_%u\"", nm->alias);
 }
 
-/* The source object of site i. */
-static void jsource(FILE *out, const mp_sections *sec, uint32_t i)
+void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i)
 {
   const mp_strtab *names = &sec->p->syms.names;
   const mp_loc *l = &sec->p->site[i].loc;
@@ -110,7 +109,7 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
     if (g->site < sec->p->nsite) {
       mp_json_cstr(out, sec->label[g->site]);
       fputs(",\"source\":", out);
-      jsource(out, sec, g->site);
+      mp_render_json_source(out, sec, g->site);
       used[mp_site_alias(sec, g->site)] = 1;
     } else {
       mp_json_cstr(out, t->node[g->node].label ? t->node[g->node].label : "");
@@ -137,6 +136,34 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
   return 0;
 }
 
+void mp_render_json_summary(FILE *out, const mp_profile *p)
+{
+  uint64_t ns = mp_profile_peak_ns(p);
+  fprintf(out, ",\"peak\":{\"bytes\":%llu,\"blocks\":%llu",
+	  (unsigned long long)p->peak_bytes,
+	  (unsigned long long)p->peak_blocks);
+  if (p->merged > 1) {
+    fprintf(out, ",\"profiles\":%u}", p->merged);
+  } else {
+    fprintf(out, ",\"after_event\":%llu,\"events\":%llu",
+	    (unsigned long long)p->peak_ev, (unsigned long long)p->nev);
+    if (ns != UINT64_MAX)
+      fprintf(out, ",\"time_ns\":%llu,\"duration_ns\":%llu",
+	      (unsigned long long)ns, (unsigned long long)p->mark.ns);
+    fputc('}', out);
+  }
+  fprintf(out, ",\"live\":{\"bytes\":%llu,\"blocks\":%llu}",
+	  (unsigned long long)p->live_bytes, (unsigned long long)p->live_n);
+  fprintf(out, ",\"collected\":%s", p->collect ? "true" : "false");
+  if (p->stopped[0]) {
+    fputs(",\"stopped\":", out);
+    mp_json_cstr(out, p->stopped);
+  }
+  if (p->sample)
+    fprintf(out, ",\"sampled\":{\"rate\":%.0f,\"recorded_events\":%llu}",
+	    p->sample, (unsigned long long)p->nev);
+}
+
 int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 {
   const mp_profile *p = sec->p;
@@ -153,6 +180,14 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   }
   fputs("{\"format\":\"ljmemprof-report\",\"format_version\":1,\"file\":", out);
   mp_json_cstr(out, o->file ? o->file : "");
+  if (o->nfiles > 1) {
+    fputs(",\"files\":[", out);
+    for (x = 0; x < o->nfiles; x++) {
+      if (x) fputc(',', out);
+      mp_json_cstr(out, o->files[x]);
+    }
+    fputc(']', out);
+  }
   fprintf(out, ",\"complete\":%s", p->rc == MP_END ? "true" : "false");
   if (p->rc != MP_END)
     fprintf(out, ",\"truncated_at\":%zu", p->r.err_offset);
@@ -168,10 +203,9 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	  (unsigned long long)p->total[MP_AEV_ALLOC].n,
 	  (unsigned long long)p->total[MP_AEV_REALLOC].n,
 	  (unsigned long long)p->total[MP_AEV_FREE].n,
-	  (unsigned long long)(p->total[MP_AEV_ALLOC].plus +
-			       p->total[MP_AEV_REALLOC].plus),
-	  (unsigned long long)(p->total[MP_AEV_REALLOC].minus +
-			       p->total[MP_AEV_FREE].minus));
+	  (unsigned long long)mp_profile_allocated(p),
+	  (unsigned long long)mp_profile_freed(p));
+  mp_render_json_summary(out, p);
   for (x = 0; x < 3 && !o->leak_only; x++) {
     k = mp_section_order[x];
     fprintf(out, ",\n\"%s\":[", jsection[k]);
@@ -179,7 +213,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
       const mp_row *r = &sec->row[k][i];
       mp_cost c = mp_site_cost(&p->site[r->site], k);
       fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
-      jsource(out, sec, r->site);
+      mp_render_json_source(out, sec, r->site);
       used[mp_site_alias(sec, r->site)] = 1;
       fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu,"
 	      "\"free_bytes\":%llu", (unsigned long long)c.n,
@@ -189,7 +223,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	for (j = 0; j < r->nlink; j++) {
 	  const mp_link *l = &p->link[sec->link[r->link0 + j]];
 	  fputs(j ? ",{\"source\":" : "{\"source\":", out);
-	  jsource(out, sec, l->owner);
+	  mp_render_json_source(out, sec, l->owner);
 	  used[mp_site_alias(sec, l->owner)] = 1;
 	  fprintf(out, ",\"blocks\":%llu,\"alloc_bytes\":%llu,"
 		  "\"free_bytes\":%llu}", (unsigned long long)l->cost.n,
@@ -206,18 +240,60 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   for (i = 0, n = mp_rows_shown(sec->nheld, o); i < n; i++) {
     const mp_held *h = &sec->held[i];
     fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
-    jsource(out, sec, h->site);
+    mp_render_json_source(out, sec, h->site);
     used[mp_site_alias(sec, h->site)] = 1;
     fprintf(out, ",\"bytes\":%llu,\"allocs\":%llu,\"frees\":%llu}",
 	    (unsigned long long)mp_held_bytes(h), (unsigned long long)h->cost.n,
 	    (unsigned long long)h->nfree);
   }
   fputc(']', out);
+  if (o->peak && sec->peak) {
+    fputs(",\n\"peak_sources\":[", out);
+    for (i = 0, n = mp_rows_shown(sec->npeak, o); i < n; i++) {
+      const mp_srow *r = &sec->peak[i];
+      fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+      mp_render_json_source(out, sec, r->site);
+      used[mp_site_alias(sec, r->site)] = 1;
+      fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
+	      (unsigned long long)r->cost.plus, (unsigned long long)r->cost.n);
+    }
+    fputc(']', out);
+  }
+  if (o->temp && sec->temp) {
+    fprintf(out, ",\n\"temporary\":{\"window\":%u,\"blocks\":%llu,"
+	    "\"bytes\":%llu,\"made_blocks\":%llu,\"made_bytes\":%llu}",
+	    p->window, (unsigned long long)sec->temp_total.n,
+	    (unsigned long long)sec->temp_total.plus,
+	    (unsigned long long)sec->made_total.n,
+	    (unsigned long long)sec->made_total.plus);
+    fputs(",\n\"temporary_sources\":[", out);
+    for (i = 0, n = mp_rows_shown(sec->ntemp, o); i < n; i++) {
+      const mp_srow *r = &sec->temp[i];
+      fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+      mp_render_json_source(out, sec, r->site);
+      used[mp_site_alias(sec, r->site)] = 1;
+      fprintf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"made_blocks\":%llu,"
+	      "\"made_bytes\":%llu}", (unsigned long long)r->cost.n,
+	      (unsigned long long)r->cost.plus, (unsigned long long)r->made.n,
+	      (unsigned long long)r->made.plus);
+    }
+    fputc(']', out);
+  }
   if (o->stacks) {
     k = mp_render_json_stacks(out, sec, &t, o, used);
     mp_stacktree_free(&t);
     if (k < 0) { free(used); return -1; }
   }
+  mp_render_json_aliases(out, names, used);
+  fputs("}\n", out);
+  free(used);
+  return ferror(out) ? -1 : 0;
+}
+
+void mp_render_json_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used)
+{
+  uint32_t i, j;
   fputs(",\n\"aliases\":[", out);
   for (i = 1, j = 0; i < names->nalias; i++) {
     if (!used[i]) continue;
@@ -226,7 +302,5 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     mp_json_name(out, mp_strtab_get(names, names->alias[i]), MP_NAME_KEEP);
     fputc('}', out);
   }
-  fputs("]}\n", out);
-  free(used);
-  return ferror(out) ? -1 : 0;
+  fputc(']', out);
 }

@@ -207,13 +207,16 @@ static uint32_t node_loc(tables *tb, const mp_tnode *x)
 
 /* -- The profile ---------------------------------------------------------- */
 
-static const char *const sample_types[4][2] = {
+/* The sample types of Go's heap profiles, and the peak's when the tree
+** has it. */
+static const char *const sample_types[6][2] = {
   { "alloc_objects", "count" }, { "alloc_space", "bytes" },
-  { "inuse_objects", "count" }, { "inuse_space", "bytes" }
+  { "inuse_objects", "count" }, { "inuse_space", "bytes" },
+  { "peak_objects", "count" }, { "peak_space", "bytes" }
 };
 
 /* Index in sample_types of a metric's type. */
-static const int metric_type[4] = { 1, 0, 3, 2 };
+static const int metric_type[MP_METRIC_N] = { 1, 0, 3, 2, 5, 4 };
 
 /* A ValueType message as field `field` of top. */
 static void value_type(pbuf *top, pbuf *m, tables *tb, unsigned field,
@@ -231,7 +234,7 @@ int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
   tables tb;
   pbuf top, m, ids, vals, ln;
   z_stream z;
-  uint32_t *loc = NULL, i, k;
+  uint32_t *loc = NULL, i, k, ntype = t->peak ? 6 : 4;
   int rc = -1, zok = 0;
   memset(&tb, 0, sizeof(tb));
   memset(&top, 0, sizeof(top));
@@ -249,26 +252,28 @@ int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
   zok = 1;
   if (!(loc = calloc(t->n ? t->n : 1, sizeof(*loc)))) goto done;
   /* The sample types first: their strings get the first indexes. */
-  for (k = 0; k < 4; k++)
+  for (k = 0; k < ntype; k++)
     value_type(&top, &m, &tb, P_SAMPLE_TYPE, sample_types[k][0],
 	       sample_types[k][1]);
   /* A sample per node with a cost: its stack, innermost frame first. */
   for (i = 1; i < t->n; i++) {
     const mp_tnode *x = &t->node[i];
-    uint64_t v[4];
+    uint64_t v[6];
     uint32_t j, hops;
     v[0] = x->alloc.n;
     v[1] = x->alloc.plus;
     v[2] = x->live.n;
     v[3] = x->live.plus;
-    if (!(v[0] | v[1] | v[2] | v[3])) continue;
+    v[4] = x->peak.n;
+    v[5] = x->peak.plus;
+    if (!(v[0] | v[1] | v[2] | v[3] | v[4] | v[5])) continue;
     ids.n = vals.n = m.n = 0;
     for (j = i, hops = 0; j && j < t->n && hops < t->n; j = t->node[j].parent,
 	 hops++) {
       if (!loc[j] && !(loc[j] = node_loc(&tb, &t->node[j]))) goto done;
       varint(&ids, loc[j]);
     }
-    for (k = 0; k < 4; k++) varint(&vals, v[k]);
+    for (k = 0; k < ntype; k++) varint(&vals, v[k]);
     lfield(&m, S_LOCATION_ID, ids.p, ids.n);
     lfield(&m, S_VALUE, vals.p, vals.n);
     lfield(&top, P_SAMPLE, m.p, m.n);

@@ -231,12 +231,11 @@ static void colour(FILE *out, uint8_t k, const char *label)
 static void tooltip(FILE *out, const mp_tnode *x, const char *label,
 		    const incl *in, uint64_t total, mp_metric m)
 {
-  int leak = m == MP_METRIC_LEAK_BYTES || m == MP_METRIC_LEAK_COUNT;
+  const mp_cost *c = mp_tnode_cost(x, m);
   uint64_t v = mp_metric_bytes(m) ? in->bytes : in->count;
-  uint64_t sb = leak ? x->live.plus : x->alloc.plus;
-  uint64_t sc = leak ? x->live.n : x->alloc.n;
+  uint64_t sb = c->plus, sc = c->n;
   char b1[32], b2[32], hb[32];
-  const char *what = leak ? "blocks not freed" : "allocations";
+  const char *what = mp_metric_what[m | 1];
   mp_text_put(out, label, strlen(label), MP_TEXT_XML);
   fprintf(out, "\n%s bytes (%s), %s %s: %.2f%% of %s",
 	  commas(b1, in->bytes), mp_fmt_bytes(hb, sizeof(hb), in->bytes, 1),
@@ -307,8 +306,7 @@ int mp_render_svg_tree(FILE *out, const mp_stacktree *t,
   double *xs = NULL, *dx = NULL, scale;
   uint32_t i, maxd = 0, *drawn = NULL, nd = 0;
   uint64_t total, minv;
-  int leak = o->metric == MP_METRIC_LEAK_BYTES ||
-	     o->metric == MP_METRIC_LEAK_COUNT, height, bytes;
+  int height, bytes;
   if (mp_walk_build(&w, t) < 0) return -1;
   in = calloc(t->n ? t->n : 1, sizeof(*in));
   xs = malloc((size_t)(w.maxdepth + 2) * sizeof(*xs));
@@ -327,8 +325,8 @@ int mp_render_svg_tree(FILE *out, const mp_stacktree *t,
   for (i = w.n; i-- > 0;) {
     uint32_t k = w.node[i];
     const mp_tnode *x = &t->node[k];
-    in[k].bytes += leak ? x->live.plus : x->alloc.plus;
-    in[k].count += leak ? x->live.n : x->alloc.n;
+    in[k].bytes += mp_tnode_cost(x, o->metric)->plus;
+    in[k].count += mp_tnode_cost(x, o->metric)->n;
     if (i) {
       in[x->parent].bytes += in[k].bytes;
       in[x->parent].count += in[k].count;
@@ -370,6 +368,9 @@ int mp_render_svg_tree(FILE *out, const mp_stacktree *t,
     const mp_tnode *x = &t->node[k];
     double fw = total ? (double)(bytes ? in[k].bytes : in[k].count) * scale
 		      : (double)(WIDTH - 2 * PAD);
+    /* Absurd sizes (2^63 bytes and more) wrap the sums: a callee may then
+    ** seem wider than the whole. */
+    if (fw > WIDTH) fw = WIDTH;
     frame(out, x, d ? (x->label ? x->label : "") : "all", &in[k], total,
 	  o->metric, dx[i], fw, height - BOTTOM - (int)(d + 1) * FRAME_H);
   }

@@ -49,17 +49,20 @@ static void text_alias(FILE *out, const mp_name *nm, uint32_t num)
 }
 
 /* A cost as the stack view shows it under metric m: "N events<TAB>+B"
-** for allocations, "N blocks<TAB>B not freed" for leaks. */
+** for allocations, "N blocks<TAB>B not freed" for leaks, "N blocks<TAB>B
+** at the peak". */
 static void stack_cost(FILE *out, const mp_cost *alloc, const mp_cost *live,
-		       mp_metric m, int human)
+		       const mp_cost *peak, mp_metric m, int human)
 {
+  const mp_cost *c = mp_metric_cost(m, alloc, live, peak);
   char b[64];
-  if (m == MP_METRIC_ALLOC_BYTES || m == MP_METRIC_ALLOC_COUNT)
-    fprintf(out, "%llu events\t+%s", (unsigned long long)alloc->n,
-	    mp_fmt_bytes(b, sizeof(b), alloc->plus, human));
+  if (c == alloc)
+    fprintf(out, "%llu events\t+%s", (unsigned long long)c->n,
+	    mp_fmt_bytes(b, sizeof(b), c->plus, human));
   else
-    fprintf(out, "%llu blocks\t%s not freed", (unsigned long long)live->n,
-	    mp_fmt_bytes(b, sizeof(b), live->plus, human));
+    fprintf(out, "%llu blocks\t%s %s", (unsigned long long)c->n,
+	    mp_fmt_bytes(b, sizeof(b), c->plus, human),
+	    c == live ? "not freed" : "at the peak");
 }
 
 int mp_render_text_stacks(FILE *out, const mp_sections *sec,
@@ -89,13 +92,13 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
       mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
     }
     fputs(": ", out);
-    stack_cost(out, &g->alloc, &g->live, o->metric, o->human);
+    stack_cost(out, &g->alloc, &g->live, &g->peak, o->metric, o->human);
     fprintf(out, "\tin %u stack%s\n", g->nstack, g->nstack == 1 ? "" : "s");
     for (j = 0; j < g->npath; j++) {
       uint32_t k = v.path[g->path0 + j], hops = 0;
       const mp_tnode *x = &t->node[k];
       fputc('\t', out);
-      stack_cost(out, &x->alloc, &x->live, o->metric, o->human);
+      stack_cost(out, &x->alloc, &x->live, &x->peak, o->metric, o->human);
       fputc('\n', out);
       mp_sview_mark_aliases(t, k, &sec->p->syms.names, used);
       for (; k && k < t->n && hops++ < t->n; k = t->node[k].parent) {
@@ -127,6 +130,10 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     if (o->stacks) mp_stacktree_free(&t);
     return -1;
   }
+  if (p->sample)
+    fprintf(out, "SAMPLED: one sample every %.0f bytes allocated on average; "
+	    "the counts and bytes below are estimates from %llu events "
+	    "recorded\n\n", p->sample, (unsigned long long)p->nev);
   for (x = 0; x < 3 && !o->leak_only; x++) {
     k = mp_section_order[x];
     fprintf(out, "%s\n", section[k]);
@@ -161,16 +168,70 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     mark_alias(sec, h->site, used);
   }
   fputc('\n', out);
+  if (o->peak && sec->peak) {
+    fputs("PEAK: ", out);
+    mp_render_peak_line(out, p, o->human);
+    fputc('\n', out);
+    for (i = 0, n = mp_rows_shown(sec->npeak, o); i < n; i++) {
+      const mp_srow *r = &sec->peak[i];
+      label(out, sec, r->site);
+      fprintf(out, " holds %s in %llu blocks (%.1f%%)\n",
+	      mp_fmt_bytes(b1, sizeof(b1), r->cost.plus, o->human),
+	      (unsigned long long)r->cost.n, p->peak_bytes ?
+	      100.0 * (double)r->cost.plus / (double)p->peak_bytes : 0.0);
+      mark_alias(sec, r->site, used);
+    }
+    fputc('\n', out);
+  }
+  if (o->temp && sec->temp) {
+    fprintf(out, "TEMPORARY: %llu of %llu blocks (%.1f%%), %s of %s, freed "
+	    "within %u allocations after their own\n",
+	    (unsigned long long)sec->temp_total.n,
+	    (unsigned long long)sec->made_total.n, sec->made_total.n ?
+	    100.0 * (double)sec->temp_total.n / (double)sec->made_total.n : 0.0,
+	    mp_fmt_bytes(b1, sizeof(b1), sec->temp_total.plus, o->human),
+	    mp_fmt_bytes(b2, sizeof(b2), sec->made_total.plus, o->human),
+	    p->window);
+    for (i = 0, n = mp_rows_shown(sec->ntemp, o); i < n; i++) {
+      const mp_srow *r = &sec->temp[i];
+      label(out, sec, r->site);
+      fprintf(out, ": %llu of %llu blocks\t%s of %s\n",
+	      (unsigned long long)r->cost.n, (unsigned long long)r->made.n,
+	      mp_fmt_bytes(b1, sizeof(b1), r->cost.plus, o->human),
+	      mp_fmt_bytes(b2, sizeof(b2), r->made.plus, o->human));
+      mark_alias(sec, r->site, used);
+    }
+    fputc('\n', out);
+  }
   if (o->stacks) {
     k = mp_render_text_stacks(out, sec, &t, o, used);
     mp_stacktree_free(&t);
     if (k < 0) { free(used); return -1; }
   }
+  mp_render_text_aliases(out, names, used);
+  if (p->collect || p->stopped[0]) {	/* After Tarantool's layout. */
+    fputs("NOTES:\n", out);
+    if (p->collect)
+      fputs("a full garbage collection ran before the end: what is held "
+	    "is reachable\n", out);
+    if (p->stopped[0]) {
+      fputs("recording stopped early: ", out);
+      mp_text_put(out, p->stopped, strlen(p->stopped), 0);
+      fputc('\n', out);
+    }
+    fputc('\n', out);
+  }
+  free(used);
+  return ferror(out) ? -1 : 0;
+}
+
+void mp_render_text_aliases(FILE *out, const mp_strtab *names,
+			    const uint8_t *used)
+{
+  uint32_t i, j;
   for (i = 1, j = 0; i < names->nalias; i++) {
     if (!used[i]) continue;
     if (!j++) fputs("ALIASES:\n", out);
     text_alias(out, mp_strtab_get(names, names->alias[i]), i);
   }
-  free(used);
-  return ferror(out) ? -1 : 0;
 }

@@ -52,7 +52,7 @@ local ANCHORS, STRTAB = 17000, 65536
 -- A runner: loads the agent from opts.dir, prepares what every run needs.
 function M.new(opts)
   opts = opts or {}
-  local dir = opts.dir or os.getenv("LJMP_AGENT_DIR") or "build"
+  local dir = opts.dir or os.getenv("LJMP_AGENT_DIR") or os.getenv("BUILD") or "build"
   package.path = "tests/gen/?.lua;tests/lib/?.lua;" .. package.path
   package.cpath = dir .. "/?.so;" .. package.cpath
   local self = setmetatable({}, Runner)

@@ -10,7 +10,8 @@
 --   a buffer of the JIT compiler...).
 -- A raw block may by chance carry a valid type byte, so each kind is also
 -- checked against its size (strings: length and terminating NUL; tables:
--- colocated array; closures: number of upvalues); M.selftest() checks the
+-- colocated array; closures: number of upvalues; userdata: payload
+-- length); M.selftest() checks the
 -- whole on real objects before anything relies on it.
 
 local ffi = require("ffi")
@@ -64,6 +65,9 @@ function M.kind(addr, size, sizes)
        ir + nk * 8 ~= addr + 120 then
       return "raw"
     end
+  elseif k == "udata" then
+    -- GCudata: a 48-byte header, the payload's length (len) at 24.
+    if size < 48 or size ~= 48 + ffi.cast(u32, addr + 24)[0] then return "raw" end
   elseif sizes and sizes[k] and size ~= sizes[k] then
     return "raw"	-- thread, upvalue: fixed sizes, measured by selftest
   end
@@ -141,6 +145,7 @@ keep[6] = string.rep("z", 1000)
 local t = { x = 1, y = 2, z = 3 }
 keep[7] = t
 keep[9] = coroutine.wrap(print)
+keep[10] = newproxy(false)
 return keep
 ]], "=objkind"))
   assert(mp.start(path))
@@ -158,12 +163,13 @@ return keep
   -- Expected, by line: the strings (2), the tables (3, 4), the closure
   -- and its upvalue (6), a closure without upvalues (7), the coroutine (8,
   -- and its stack: raw), the long string (9), the hash table (10, and its
-  -- hash part: raw), a C closure with one upvalue (12: coroutine.wrap).
+  -- hash part: raw), a C closure with one upvalue (12: coroutine.wrap), a
+  -- userdata without payload (13: newproxy).
   local text = table.concat(got, " ")
   local sizes = {}
   sizes.thread = tonumber(text:match("8:thread:(%d+)"))
   sizes.upval = tonumber(text:match("6:upval:(%d+)"))
-  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:48", "6:upval:", "7:func:40", "8:thread:", "9:str:", "10:tab:", "12:func:56" }
+  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:48", "6:upval:", "7:func:40", "8:thread:", "9:str:", "10:tab:", "12:func:56", "13:udata:48" }
   for _, w in ipairs(want) do
     if not text:find(w, 1, true) then
       return nil, "objkind self-test: no " .. w .. " block among: " .. text

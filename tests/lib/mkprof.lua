@@ -1,5 +1,6 @@
 -- mkprof.lua: build memprof streams by hand for the reader's tests, in the
--- words of docs/FORMAT.md (version 3).
+-- words of docs/FORMAT.md (version 3, its trailer of notes, and a few
+-- records of the ljmemprof extension).
 --
 --   local P = dofile("tests/lib/mkprof.lua")
 --   io.write(P.head(), P.sym_lua(0x1000, "@a.lua", 1),
@@ -49,5 +50,21 @@ end
 function M.alloc_c(fn, addr, size)
   return char(1 + 12) .. uleb(fn) .. uleb(addr) .. uleb(size)
 end
+
+-- The ljmemprof extension (docs/FORMAT.md): the events prologue, records.
+function M.head_ext()
+  return "ljs" .. char(3, 0, 0, 0) .. "\128" .. "ljm" .. char(0x4c, 1, 0, 0)
+end
+local function xrec(t, payload) return "\0" .. uleb(t) .. uleb(#payload) .. payload end
+-- A setting or a note (MP_X_INFO), a time mark (MP_X_TIME).
+function M.info(k, v) return xrec(3, M.str(k) .. M.str(v)) end
+function M.time(ns) return xrec(4, uleb(ns)) end
+-- Zigzag of a signed difference.
+function M.zigzag(d) return d >= 0 and 2 * d or -2 * d - 1 end
+-- An allocation from the VM's internals in an extension stream: its
+-- address as the difference to the previous new address.
+function M.alloc_ext(delta, size) return char(1 + 4) .. uleb(M.zigzag(delta)) .. uleb(size) end
+-- After a version-3 epilogue: the trailer's prologue (its records follow).
+function M.trailer() return "ljn" .. char(1, 0, 0, 0) end
 
 return M

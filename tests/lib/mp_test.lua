@@ -2,14 +2,15 @@
 -- read the stream back with the project's own decoder (`ljmemprof events`).
 
 package.path = "tests/lib/?.lua;" .. package.path
-package.cpath = "build/?.so;" .. package.cpath
+local BUILD = os.getenv("BUILD") or "build"
+package.cpath = BUILD .. "/?.so;" .. package.cpath
 
 local cjson = require("cjson")
 local M = {}
 
 M.mp = require("ljmemprof")
 M.tmp = os.getenv("TMPDIR") or "/tmp"
-M.cli = "build/ljmemprof"
+M.cli = BUILD .. "/ljmemprof"
 
 -- A fresh file name for a profile.
 local seq = 0

@@ -5,6 +5,16 @@
 -- Failures print expected and actual values as TAP diagnostics.
 
 local M = {}
+
+-- The build under test: BUILD as make test sets it for a flavour (an
+-- absolute path), else build/ (the default flavour's).
+M.build = os.getenv("BUILD") or "build"
+
+-- The same as an absolute path, for commands run in another directory.
+function M.build_abs()
+  if M.build:sub(1, 1) == "/" then return M.build end
+  return assert(io.popen("pwd")):read("*l") .. "/" .. M.build
+end
 local n, failed, planned = 0, 0, nil
 
 local function show(v)

@@ -6,6 +6,10 @@
 #     5 s later), and so is everything it started in its process group.
 # Every command that may wait (on a pipe, a FIFO, a child, the network)
 # runs under with_timeout: a test that hangs is a failure, not a stall.
+# BUILD: the build under test, absolute (make test sets it for a flavour;
+# default build/). LUAJIT: its interpreter (luajit in PATH by default).
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 tap_n=0
 tap_failed=0
 ok() {
@@ -45,8 +49,8 @@ run() {
   err=$(cat "$TMPD/err")
 }
 # Run luajit with the freshly built module.
-lj() { LUA_CPATH="$PWD/build/?.so;;" luajit "$@"; }
+lj() { LUA_CPATH="$BUILD/?.so;;" luajit "$@"; }
 # "true" if `ljmemprof events` says FILE is complete, else "false".
-complete() { build/ljmemprof events "$1" 2>/dev/null | tail -n 1 | sed -n 's/.*"complete":\([a-z]*\).*/\1/p'; }
+complete() { "$BUILD/ljmemprof" events "$1" 2>/dev/null | tail -n 1 | sed -n 's/.*"complete":\([a-z]*\).*/\1/p'; }
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/ljmp-test.XXXXXX")
 trap 'rm -rf "$TMPD"' EXIT

@@ -1,0 +1,280 @@
+/*
+** render_diff.c: `ljmemprof diff BASE NEW` as text, JSON and collapsed
+** stacks (the HTML view is in render_html.c). The rows are the sources
+** whose costs changed, the largest change of the metric first
+** (analysis/mp_diff.h); every number is shown for both sides with the
+** change, NEW minus BASE.
+**
+**   text       SOURCE: allocated BASE -> NEW (+CHANGE) in N -> M events
+**              (+K); freed ...; held at the end ...; [at the peak ...]
+**   json       {"format":"ljmemprof-diff", ..., "sources":[{"source":
+**              {...}, "base":{...}, "new":{...}, "change":{...}}]}
+**   collapsed  frames BASE NEW: the stack's own value on each side under
+**              the metric, the input flamegraph.pl takes for a
+**              differential flame graph (difffolded.pl's output)
+*/
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/mp_json.h"
+#include "render/mp_render.h"
+#include "render/mp_sview.h"
+#include "render/mp_text.h"
+
+/* A change of bytes as "+12B", "-1.50KiB". */
+static const char *fmt_change(char *buf, size_t size, uint64_t a, uint64_t b,
+			      int human)
+{
+  char v[48];
+  int neg = a > b;
+  mp_fmt_bytes(v, sizeof(v), neg ? a - b : b - a, human);
+  snprintf(buf, size, "%c%s", neg ? '-' : '+', v);
+  return buf;
+}
+
+/* "BASE -> NEW (+CHANGE)" of a byte field, then " in N -> M WHAT (+K)". */
+static void text_pair(FILE *out, const char *what, uint64_t b0, uint64_t b1,
+		      uint64_t n0, uint64_t n1, const char *unit, int human)
+{
+  char x[48], y[48], z[64];
+  fprintf(out, "%s %s -> %s (%s) in %" PRIu64 " -> %" PRIu64 " %s (%c%"
+	  PRIu64 ")", what, mp_fmt_bytes(x, sizeof(x), b0, human),
+	  mp_fmt_bytes(y, sizeof(y), b1, human),
+	  fmt_change(z, sizeof(z), b0, b1, human), n0, n1, unit,
+	  n0 > n1 ? '-' : '+', n0 > n1 ? n0 - n1 : n1 - n0);
+}
+
+/* The costs of a row, in words. */
+static void text_row(FILE *out, const mp_diff *d, const mp_drow *r, int human)
+{
+  const mp_dcost *a = &r->side[0], *b = &r->side[1];
+  text_pair(out, "allocated", a->alloc.plus, b->alloc.plus, a->alloc.n,
+	    b->alloc.n, "events", human);
+  text_pair(out, "; freed", a->freed.minus, b->freed.minus, a->freed.n,
+	    b->freed.n, "events", human);
+  text_pair(out, "; held at the end", a->live.plus, b->live.plus, a->live.n,
+	    b->live.n, "blocks", human);
+  if (d->peak)
+    text_pair(out, "; at the peak", a->peak.plus, b->peak.plus, a->peak.n,
+	      b->peak.n, "blocks", human);
+  fputc('\n', out);
+}
+
+/* The costs of a stack on both sides under metric m. */
+static void stack_change(FILE *out, const mp_diff *d, uint32_t k,
+			 mp_metric m, int human)
+{
+  const mp_dnode *a = &d->base[k];
+  uint64_t v0 = mp_metric_value(m, mp_metric_cost(m, &a->alloc, &a->live,
+						  &a->peak));
+  uint64_t v1 = mp_tnode_value(&d->tree.node[k], m);
+  char x[48], y[48], z[64];
+  if (mp_metric_bytes(m))
+    fprintf(out, "%s -> %s (%s)", mp_fmt_bytes(x, sizeof(x), v0, human),
+	    mp_fmt_bytes(y, sizeof(y), v1, human),
+	    fmt_change(z, sizeof(z), v0, v1, human));
+  else
+    fprintf(out, "%" PRIu64 " -> %" PRIu64 " (%c%" PRIu64 ")", v0, v1,
+	    v0 > v1 ? '-' : '+', v0 > v1 ? v0 - v1 : v1 - v0);
+}
+
+/* Stack nodes whose own value changed under the metric, the largest
+** change first (then by node): the stacks a diff shows. *n gets how
+** many; NULL when out of memory. */
+static const mp_diff *cmp_sd;
+
+static uint64_t node_change(const mp_diff *d, uint32_t k)
+{
+  const mp_dnode *a = &d->base[k];
+  mp_metric m = d->metric;
+  uint64_t v0 = mp_metric_value(m, mp_metric_cost(m, &a->alloc, &a->live,
+						  &a->peak));
+  uint64_t v1 = mp_tnode_value(&d->tree.node[k], m);
+  return v0 > v1 ? v0 - v1 : v1 - v0;
+}
+
+static int cmp_stack(const void *pa, const void *pb)
+{
+  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+  uint64_t x = node_change(cmp_sd, a), y = node_change(cmp_sd, b);
+  if (x != y) return x > y ? -1 : 1;
+  return a < b ? -1 : a > b;
+}
+
+static uint32_t *changed_stacks(const mp_diff *d, uint32_t *n)
+{
+  uint32_t *v = malloc(((size_t)d->tree.n + 1) * sizeof(*v)), i;
+  *n = 0;
+  if (!v) return NULL;
+  for (i = 1; i < d->tree.n; i++)
+    if (node_change(d, i)) v[(*n)++] = i;
+  cmp_sd = d;
+  qsort(v, *n, sizeof(*v), cmp_stack);
+  return v;
+}
+
+int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
+{
+  const mp_strtab *names = &d->m.syms.names;
+  uint8_t *used = calloc((size_t)names->nalias + 1, 1);
+  uint32_t i, n;
+  if (!used) return -1;
+  fputs("DIFF: ", out);
+  mp_text_put(out, d->file[0], strlen(d->file[0]), 0);
+  fputs(" -> ", out);
+  mp_text_put(out, d->file[1], strlen(d->file[1]), 0);
+  fprintf(out, ", by the largest change of %s\n", mp_metric_what[d->metric]);
+  if (d->m.sample)
+    fputs("(sampled: the counts and bytes are estimates)\n", out);
+  for (i = 0, n = mp_rows_shown(d->nrow, o); i < n; i++) {
+    const mp_drow *r = &d->row[i];
+    const char *l = d->sec.label[r->site];
+    mp_text_put(out, l, strlen(l), 0);
+    fputs(": ", out);
+    text_row(out, d, r, o->human);
+    used[mp_site_alias(&d->sec, r->site)] = 1;
+  }
+  fputs("TOTAL: ", out);
+  text_row(out, d, &d->total, o->human);
+  fprintf(out, "%u sources changed, %u did not\n\n", d->nrow, d->nsame);
+  if (o->stacks && d->stacks) {
+    uint32_t *v = changed_stacks(d, &n), j;
+    if (!v) { free(used); return -1; }
+    fprintf(out, "CALL STACKS (the largest changes of %s):\n",
+	    mp_metric_what[d->metric]);
+    for (i = 0; i < n && (o->stacks == UINT32_MAX || i < o->stacks); i++) {
+      uint32_t k = v[i], hops = 0;
+      fputc('\t', out);
+      stack_change(out, d, k, d->metric, o->human);
+      fputc('\n', out);
+      mp_sview_mark_aliases(&d->tree, k, names, used);
+      for (j = k; j && hops++ < d->tree.n; j = d->tree.node[j].parent) {
+	const char *l = d->tree.node[j].label;
+	fputs("\t\t", out);
+	mp_text_put(out, l, strlen(l), 0);
+	fputc('\n', out);
+      }
+    }
+    fputc('\n', out);
+    free(v);
+  } else if (o->stacks) {
+    fputs("CALL STACKS: none in these profiles (they were recorded with "
+	  "one frame per event)\n\n", out);
+  }
+  mp_render_text_aliases(out, names, used);
+  free(used);
+  return ferror(out) ? -1 : 0;
+}
+
+/* A side's costs as a JSON object. */
+static void json_side(FILE *out, const mp_dcost *c, int peak)
+{
+  fprintf(out, "{\"alloc_events\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64
+	  ",\"free_events\":%" PRIu64 ",\"free_bytes\":%" PRIu64
+	  ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64,
+	  c->alloc.n, c->alloc.plus, c->freed.n, c->freed.minus, c->live.n,
+	  c->live.plus);
+  if (peak)
+    fprintf(out, ",\"peak_blocks\":%" PRIu64 ",\"peak_bytes\":%" PRIu64,
+	    c->peak.n, c->peak.plus);
+  fputc('}', out);
+}
+
+/* The change of a row (NEW minus BASE, signed). */
+static void json_change(FILE *out, const mp_dcost *a, const mp_dcost *b,
+			int peak)
+{
+  fprintf(out, "{\"alloc_events\":%" PRId64 ",\"alloc_bytes\":%" PRId64
+	  ",\"free_events\":%" PRId64 ",\"free_bytes\":%" PRId64
+	  ",\"live_blocks\":%" PRId64 ",\"live_bytes\":%" PRId64,
+	  (int64_t)(b->alloc.n - a->alloc.n),
+	  (int64_t)(b->alloc.plus - a->alloc.plus),
+	  (int64_t)(b->freed.n - a->freed.n),
+	  (int64_t)(b->freed.minus - a->freed.minus),
+	  (int64_t)(b->live.n - a->live.n),
+	  (int64_t)(b->live.plus - a->live.plus));
+  if (peak)
+    fprintf(out, ",\"peak_blocks\":%" PRId64 ",\"peak_bytes\":%" PRId64,
+	    (int64_t)(b->peak.n - a->peak.n),
+	    (int64_t)(b->peak.plus - a->peak.plus));
+  fputc('}', out);
+}
+
+static void json_row(FILE *out, const mp_diff *d, const mp_drow *r)
+{
+  fputs("\"base\":", out);
+  json_side(out, &r->side[0], d->peak);
+  fputs(",\"new\":", out);
+  json_side(out, &r->side[1], d->peak);
+  fputs(",\"change\":", out);
+  json_change(out, &r->side[0], &r->side[1], d->peak);
+}
+
+int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o)
+{
+  const mp_strtab *names = &d->m.syms.names;
+  uint8_t *used = calloc((size_t)names->nalias + 1, 1);
+  uint32_t i, n, j;
+  if (!used) return -1;
+  fputs("{\"format\":\"ljmemprof-diff\",\"format_version\":1,\"base\":", out);
+  mp_json_cstr(out, d->file[0]);
+  fputs(",\"new\":", out);
+  mp_json_cstr(out, d->file[1]);
+  fprintf(out, ",\"metric\":\"%s\",\"sampled\":%s,\"top\":%" PRIu64
+	  ",\"changed\":%u,\"unchanged\":%u,\n\"totals\":{",
+	  mp_metric_names[d->metric], d->m.sample ? "true" : "false", o->top,
+	  d->nrow, d->nsame);
+  json_row(out, d, &d->total);
+  fputs("},\n\"sources\":[", out);
+  for (i = 0, n = mp_rows_shown(d->nrow, o); i < n; i++) {
+    const mp_drow *r = &d->row[i];
+    fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+    mp_render_json_source(out, &d->sec, r->site);
+    used[mp_site_alias(&d->sec, r->site)] = 1;
+    fputc(',', out);
+    json_row(out, d, r);
+    fputc('}', out);
+  }
+  fputc(']', out);
+  if (o->stacks) {
+    uint32_t *v = d->stacks ? changed_stacks(d, &n) : NULL;
+    if (d->stacks && !v) { free(used); return -1; }
+    fprintf(out, ",\n\"call_stacks\":{\"recorded\":%s,\"stacks\":[",
+	    d->stacks ? "true" : "false");
+    for (i = 0; v && i < n && (o->stacks == UINT32_MAX || i < o->stacks);
+	 i++) {
+      uint32_t k = v[i], hops = 0;
+      const mp_dnode *a = &d->base[k];
+      const mp_tnode *x = &d->tree.node[k];
+      fprintf(out, "%s{\"base\":{\"alloc_events\":%" PRIu64 ",\"alloc_bytes\":%"
+	      PRIu64 ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
+	      "},\"new\":{\"alloc_events\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64
+	      ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
+	      "},\"frames\":[", i ? ",\n " : "\n ", a->alloc.n, a->alloc.plus,
+	      a->live.n, a->live.plus, x->alloc.n, x->alloc.plus, x->live.n,
+	      x->live.plus);
+      mp_sview_mark_aliases(&d->tree, k, names, used);
+      for (j = k; j && hops < d->tree.n; j = d->tree.node[j].parent, hops++) {
+	if (hops) fputc(',', out);
+	mp_json_cstr(out, d->tree.node[j].label);
+      }
+      fputs("]}", out);
+    }
+    fputs("]}", out);
+    free(v);
+  }
+  mp_render_json_aliases(out, names, used);
+  fputs("}\n", out);
+  free(used);
+  return ferror(out) ? -1 : 0;
+}
+
+int mp_render_diff_collapsed(FILE *out, const mp_diff *d,
+			     const mp_render_opts *o)
+{
+  mp_render_opts x = *o;
+  x.metric = d->metric;
+  return mp_render_collapsed_pairs(out, &d->tree, &x, d->base);
+}

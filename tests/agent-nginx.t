@@ -1,0 +1,272 @@
+#!/bin/sh
+# A live nginx (Debian's nginx with its Lua module, which runs OpenResty's
+# LuaJIT) profiled per worker without a restart, as docs/NGINX.md tells:
+# each worker starts recording in init_worker_by_lua into its own file (pid
+# in the name), a /stop location stops the worker that serves it and a
+# /start location starts it again into a new file, and SIGRTMIN+1 (armed
+# with mp.signal) starts and stops a third round. A handler allocates a
+# known number of tables per request (interpreted: jit.off(true, true)),
+# nginx's access log counts each worker's requests exactly, and each
+# worker's report must bill the handler's lines with requests x tables.
+#
+# The Lua module, lua-resty-core and libluajit2 are unpacked under
+# $BUILD/root (make nginx-lua FLAVOUR=luajit2), never installed; nginx runs
+# with LD_LIBRARY_PATH to that libluajit2. As root the workers run as
+# nobody, writing to a directory only nobody can write. nginx is stopped at
+# the end whatever happens; every wait and request is bounded.
+. tests/lib/tap.sh
+if [ "${FLAVOUR:-luajit}" != luajit2 ]; then
+  echo "1..0 # SKIP nginx's Lua module runs OpenResty's LuaJIT: make test FLAVOUR=luajit2 runs this"
+  exit 0
+fi
+ROOT=$BUILD/root
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+MODS=$ROOT/usr/lib/nginx/modules
+LIBDIR=$(dirname "$(find "$ROOT/usr/lib" -name 'libluajit-5.1.so.2' | head -n 1)")
+if [ ! -x "$NGINX" ]; then
+  ok 1 "nginx is installed (apt-get install nginx; make deps does)"; done_testing
+fi
+if [ ! -f "$MODS/ngx_http_lua_module.so" ] || [ ! -d "$ROOT/usr/share/lua/5.1/resty" ]; then
+  ok 1 "nginx's Lua module is unpacked under $ROOT (make nginx-lua FLAVOUR=luajit2)"; done_testing
+fi
+
+N=120		# Requests counted exactly, from curl.
+D=$TMPD/ngx
+mkdir -p "$D/lua" "$D/prof" "$D/tmp"
+chmod 0711 "$TMPD"
+chmod 0755 "$D" "$D/lua"
+cp "$BUILD/ljmemprof.so" "$D/lua/"
+user=""
+if [ "$(id -u)" = 0 ]; then
+  user="user nobody nogroup;"
+  chown nobody "$D/prof"
+  chmod 0700 "$D/prof"	# Only the workers' user can write (and read) here.
+fi
+
+cat > "$D/lua/handler.lua" <<'LUA'
+-- A request handler with allocations known per request.
+jit.off(true, true)	-- This module is interpreted: each allocation on its line.
+local M = {}
+function M.run()
+  local a = {}				-- line 5: one table
+  local b = { {}, {}, {} }		-- line 6: four tables
+  ngx.say(#a + #b)
+end
+return M
+LUA
+
+master=""
+stop_nginx() {
+  [ -n "$master" ] || return 0
+  workers=$(ps -o pid= --ppid "$master" 2>/dev/null)
+  kill -TERM "$master" 2>/dev/null
+  # A fast shutdown takes well under a second; after 10 s, KILL.
+  # shellcheck disable=SC2086
+  (sleep 10; kill -KILL "$master" $workers 2>/dev/null) &
+  dog=$!
+  wait "$master" 2>/dev/null
+  kill "$dog" 2>/dev/null
+  master=""
+}
+trap 'stop_nginx; rm -rf "$TMPD"' EXIT
+trap 'exit 1' INT TERM HUP
+
+# Start nginx on a free local port (a few tries: another test may hold one).
+try=0
+while [ $try -lt 5 ]; do
+  port=$((20000 + ($$ * 7 + try * 331) % 20000))
+  cat > "$D/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 2;
+$user
+pid $D/nginx.pid;
+error_log $D/error.log notice;
+load_module $MODS/ndk_http_module.so;
+load_module $MODS/ngx_http_lua_module.so;
+events { worker_connections 64; }
+http {
+  log_format counted '\$pid \$uri \$status';
+  access_log $D/access.log counted;
+  client_body_temp_path $D/tmp/body;
+  proxy_temp_path $D/tmp/proxy;
+  fastcgi_temp_path $D/tmp/fastcgi;
+  uwsgi_temp_path $D/tmp/uwsgi;
+  scgi_temp_path $D/tmp/scgi;
+  lua_package_path "$D/lua/?.lua;$ROOT/usr/share/lua/5.1/?.lua;;";
+  lua_package_cpath "$D/lua/?.so;;";
+  init_worker_by_lua_block {
+    local mp = require("ljmemprof")
+    assert(mp.start(("$D/prof/worker-%d.ljm"):format(ngx.worker.pid())))
+    assert(mp.signal("RTMIN+1", "$D/prof/sig-%p-%n.ljm"))
+  }
+  server {
+    listen 127.0.0.1:$port reuseport;
+    location /work { content_by_lua_block { require("handler").run() } }
+    location /stop {
+      content_by_lua_block {
+        local ok, err = require("ljmemprof").stop()
+        ngx.say(ngx.worker.pid(), " ", tostring(ok), " ", tostring(err))
+      }
+    }
+    location /running {
+      content_by_lua_block {
+        local t = { ngx.worker.pid() }	-- An allocation: a switch comes at one.
+        ngx.say(t[1], " ", tostring(require("ljmemprof").running()))
+      }
+    }
+    location /start {
+      content_by_lua_block {
+        local path = ("$D/prof/worker-%d-%s.ljm"):format(ngx.worker.pid(), ngx.var.arg_round)
+        local ok, err = require("ljmemprof").start(path)
+        ngx.say(ngx.worker.pid(), " ", tostring(ok), " ", tostring(err))
+      }
+    }
+  }
+}
+EOF
+  : > "$D/error.log"
+  LD_LIBRARY_PATH=$LIBDIR "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/error.log" 2>>"$D/error.log" &
+  master=$!
+  # Up for at most 10 s: both workers have created their profiles.
+  i=0
+  while [ $i -lt 100 ] && kill -0 "$master" 2>/dev/null &&
+        [ "$(ls "$D/prof" 2>/dev/null | grep -c '^worker-[0-9]*\.ljm$')" -lt 2 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+  kill -0 "$master" 2>/dev/null && break
+  master=""
+  grep -q "Address already in use" "$D/error.log" || break
+  try=$((try + 1))
+done
+if [ -z "$master" ] || [ "$(ls "$D/prof" | grep -c '^worker-[0-9]*\.ljm$')" -ne 2 ]; then
+  ok 1 "nginx starts with the agent in both workers"
+  sed 's/^/# /' "$D/error.log" | tail -n 20
+  done_testing
+fi
+ok 0 "nginx starts with the agent in both workers (port $port)"
+pids=$(ls "$D/prof" | sed -n 's/^worker-\([0-9]*\)\.ljm$/\1/p' | sort -n | tr '\n' ' ')
+if [ -n "$user" ]; then
+  is "$(stat -c '%U %a' "$D/prof"/worker-*.ljm | sort -u)" "nobody 600" \
+    "the workers write their profiles as nobody, mode 0600"
+fi
+
+URL=http://127.0.0.1:$port
+# get PATH: the body of one request (each bounded to 5 s).
+get() { curl -s --max-time 5 "$URL$1"; }
+
+# Load first, if wrk is there (its count is not exact: requests in flight
+# at its end are served but not counted; the access log counts them).
+if command -v wrk > /dev/null; then
+  with_timeout 30 wrk -t2 -c4 -d2s "$URL/work" > "$D/wrk.out" 2>&1
+  ok $? "wrk drives the handler for 2 s"
+else
+  ok 0 "# SKIP wrk is not installed (make deps installs it with the luajit flavour)"
+fi
+# Then N requests counted by the client.
+good=0 i=0
+while [ $i -lt $N ]; do
+  [ "$(get /work)" = 3 ] && good=$((good + 1))
+  i=$((i + 1))
+done
+is "$good" "$N" "$N requests answered by the handler"
+
+# each URL WANT: request URL until every worker has answered "PID WANT"
+# (connections are spread over the workers by reuseport); at most 200
+# requests. Prints the pids that did.
+each() {
+  done_pids="" k=0
+  while [ $k -lt 200 ]; do
+    r=$(get "$1")
+    pid=${r%% *}
+    case " $done_pids " in *" $pid "*) ;; *)
+      [ "${r#* }" = "$2" ] && done_pids="$done_pids $pid" ;;
+    esac
+    [ "$(echo $done_pids | wc -w)" -ge 2 ] && break
+    k=$((k + 1))
+  done
+  echo $done_pids | tr ' ' '\n' | sort -n | tr '\n' ' '
+}
+is "$(each /stop "true nil")" "$pids" "/stop stops each worker's profile, nginx still running"
+
+# count PID: the worker's /work requests in the access log.
+count() { grep -c "^$1 /work 200$" "$D/access.log"; }
+# line_allocs FILE LINE: allocations billed to handler.lua:LINE.
+line_allocs() {
+  "$BUILD/ljmemprof" events "$1" | grep '"event":"alloc"' |
+    grep -c "\"line\":$2,\"chunk\":\"@[^\"]*/handler.lua\""
+}
+total=0
+for p in $pids; do
+  f=$D/prof/worker-$p.ljm
+  n=$(count "$p")
+  total=$((total + n))
+  run "$BUILD/ljmemprof" info "$f"
+  is "$rc" 0 "worker $p: a complete profile"
+  is "$(line_allocs "$f" 5):$(line_allocs "$f" 6)" "$n:$((n * 4))" \
+    "worker $p: $n requests: handler.lua:5 one table each, handler.lua:6 four"
+  run "$BUILD/ljmemprof" report "$f"
+  case $out in
+    *"@$D/lua/handler.lua:6: $((n * 4)) events"*) ok 0 "worker $p: the report bills handler.lua:6 with $((n * 4)) allocations" ;;
+    *) ok 1 "worker $p: the report bills handler.lua:6 with $((n * 4)) allocations"; echo "$out" | head -n 12 | sed 's/^/# /' ;;
+  esac
+done
+[ "$total" -ge "$N" ]; ok $? "the workers served all $N counted requests and wrk's ($total)"
+# One report of all workers: their profiles merged by source.
+run "$BUILD/ljmemprof" report "$D"/prof/worker-[0-9]*.ljm
+case $out in
+  *"@$D/lua/handler.lua:6: $((total * 4)) events"*) ok 0 "one report of both workers bills handler.lua:6 with $((total * 4)) allocations" ;;
+  *) ok 1 "one report of both workers bills handler.lua:6 with $((total * 4)) allocations"; echo "$out" | head -n 12 | sed 's/^/# /' ;;
+esac
+
+# Toggle again without a restart: start each worker into a second file,
+# 40 requests, stop.
+is "$(each "/start?round=2" "true nil")" "$pids" "/start starts each worker again into its own file"
+before=$(wc -l < "$D/access.log")
+i=0
+while [ $i -lt 40 ]; do get /work > /dev/null; i=$((i + 1)); done
+is "$(each /stop "true nil")" "$pids" "/stop stops them again"
+tail -n +$((before + 1)) "$D/access.log" > "$D/access2.log"
+sum=0
+for p in $pids; do
+  n=$(grep -c "^$p /work 200$" "$D/access2.log")
+  sum=$((sum + n))
+  f=$D/prof/worker-$p-2.ljm
+  is "$(line_allocs "$f" 5):$(line_allocs "$f" 6)" "$n:$((n * 4))" \
+    "worker $p, second profile: $n requests, $n and $((n * 4)) tables"
+done
+is "$sum" 40 "the second round's 40 requests, each in one worker's profile"
+
+# A third round by signal (armed in init_worker_by_lua for SIGRTMIN+1,
+# which nginx leaves alone): each worker starts at its next allocation
+# after the signal, into sig-PID-N.ljm, and stops at its next allocation
+# after the next signal (/running allocates a table for that).
+sig() { python3 -c 'import os, signal, sys
+for p in sys.argv[1:]: os.kill(int(p), signal.SIGRTMIN + 1)' $pids; }
+sig
+is "$(each /running true)" "$pids" "SIGRTMIN+1 starts a recording in each worker"
+before=$(wc -l < "$D/access.log")
+i=0
+while [ $i -lt 40 ]; do get /work > /dev/null; i=$((i + 1)); done
+sig
+is "$(each /running false)" "$pids" "SIGRTMIN+1 again stops them"
+tail -n +$((before + 1)) "$D/access.log" > "$D/access3.log"
+sum=0
+for p in $pids; do
+  n=$(grep -c "^$p /work 200$" "$D/access3.log")
+  sum=$((sum + n))
+  f=$(ls "$D/prof/sig-$p-"*.ljm 2>/dev/null | head -n 1)
+  is "$(complete "$f"):$(line_allocs "$f" 5):$(line_allocs "$f" 6)" "true:$n:$((n * 4))" \
+    "worker $p, by signal: $n requests, $n and $((n * 4)) tables"
+done
+is "$sum" 40 "the third round's 40 requests, each in one worker's profile"
+
+m=$master
+stop_nginx
+left=""
+for p in $m $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+is "$left" "" "nginx is stopped: its master and workers are gone"
+grep -q '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log"
+ok $((! $?)) "nginx logged no alert, crit or emerg"
+grep '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log" | head -n 5 | sed 's/^/# /'
+done_testing

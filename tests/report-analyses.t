@@ -1,0 +1,250 @@
+#!/bin/sh
+# The analyses on programs whose results are known by construction (the GC
+# stopped, the VM's buffers at their smallest before recording, sizes from
+# the VM's own counter): the peak is f's 10 MB, not g's 5 MB; a loop of
+# short-lived tables is temporary, and how many of them depends on the
+# window exactly as counted; two runs that differ in one function differ in
+# exactly that source; several profiles add up. Then what a profile says
+# of itself (the notes of a full collection and of an early stop, time
+# marks, a sampling rate) in info, text and JSON, on streams built by hand.
+. tests/lib/tap.sh
+MP=$BUILD/ljmemprof
+export LUA_CPATH="$BUILD/?.so;;"
+# The number of a JSON field on the first line of $1 (where the totals are).
+num() { printf '%s\n' "$1" | head -n 1 | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"; }
+
+# -- The peak ------------------------------------------------------------------
+
+# f makes a 10 MiB table and drops it; a full collection frees it; then g
+# makes a 5 MiB one. The peak is right after f's two blocks (its header and
+# its array), and f's line holds all of it.
+cat >"$TMPD/peak.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+local tnew = require("table.new")
+local mp = require("ljmemprof")
+local function f() local t = tnew(1310720, 0) return t end
+local function g() local t = tnew(655360, 0) return t end
+for i = 1, 8 do collectgarbage() end  -- the VM's buffers at their smallest
+assert(mp.start(arg[1]))
+local c0 = collectgarbage("count")
+local a = f()
+local c1 = collectgarbage("count")
+a = nil
+collectgarbage()
+local c2 = collectgarbage("count")
+local b = g()
+local c3 = collectgarbage("count")
+mp.stop()
+io.stderr:write((c1 - c0) * 1024, " ", (c3 - c2) * 1024, "\n")
+EOF
+(cd "$TMPD" && with_timeout 60 luajit peak.lua peak.ljm 2>sizes)
+ok $? "the peak program runs"
+read -r F G <"$TMPD/sizes"
+P="$TMPD/peak.ljm"
+N=$(with_timeout 60 $MP info --format json "$P" | sed -n 's/.*"events":{"alloc":\([0-9]*\),"realloc":\([0-9]*\),"free":\([0-9]*\)}.*/\1 \2 \3/p' |
+  awk '{ print $1 + $2 + $3 }')
+run $MP report --peak --leak-only "$P"
+peak=$(echo "$out" | sed -n '/^PEAK/,$p' | sed 's/, at [0-9.]* m\{0,1\}s of [0-9.]* m\{0,1\}s$//')
+is "$rc:$peak" "0:PEAK: ${F}B in 2 blocks, after event 2 of $N
+@peak.lua:4 holds ${F}B in 2 blocks (100.0%)" \
+  "--peak: f's ${F} bytes (table and array) after event 2 of $N; g's $G bytes came later"
+run $MP report --format json --peak "$P"
+is "$(num "$out" after_event):$(echo "$out" | grep -c '^ {"source":{"kind":"lua","label":"@peak.lua:4".*"bytes":'"$F"',"blocks":2}')" \
+  "2:1" "json --peak: peak.after_event 2, peak_sources has f's line with its bytes and blocks"
+run $MP info "$P"
+echo "$out" | grep -q "^peak:       ${F}B in 2 blocks, after event 2 of $N"
+ok $? "info prints the peak and when"
+run $MP report --format collapsed --metric peak-bytes "$P"
+is "$rc:$out" "0:@peak.lua:4 $F" "collapsed --metric peak-bytes: f's line holds the peak"
+run $MP report --stacks --metric peak-count --leak-only "$P"
+echo "$out" | grep -q "^CALL STACKS: none"
+ok $? "--metric peak-count with --stacks: the stack view (none recorded)"
+# The same with call stacks: the stack that held the peak, and its time
+# (the extension has time marks).
+sed 's/assert(mp.start(arg\[1\]))/assert(mp.start{ path = arg[1], stacks = 8 })/' \
+  "$TMPD/peak.lua" >"$TMPD/peaks.lua"
+(cd "$TMPD" && with_timeout 60 luajit peaks.lua peaks.ljm 2>/dev/null)
+ok $? "the peak program runs with call stacks"
+run $MP report --peak --stacks --leak-only "$TMPD/peaks.ljm"
+is "$(echo "$out" | sed -n '/^CALL STACKS/,/^$/p' | sed -n '2,6p')" "@peaks.lua:4: 2 blocks	${F}B at the peak	in 1 stack
+	2 blocks	${F}B at the peak
+		table.new
+		@peaks.lua:4
+		@peaks.lua:9" "--peak --stacks: f's stack (table.new called by f, called by the main chunk) held the peak"
+t=$(echo "$out" | sed -n 's/^PEAK: .*, at \([0-9.]*\) ms of \([0-9.]*\) ms$/\1 \2/p')
+[ -n "$t" ] && awk -v t="$t" 'BEGIN { split(t, a, " "); exit !(a[1] > 0 && a[1] <= a[2]) }'
+ok $? "the peak's time lies within the profile's duration ($t ms)"
+
+# -- Temporaries -------------------------------------------------------------------
+
+# churn makes 100 tables that die at once (freed by the collection at the
+# end), hold 50 that stay. Table i of churn is followed by (100 - i) + 50
+# allocations before its free: with a window of W allocations, the tables
+# with 150 - i < W are temporary.
+cat >"$TMPD/temp.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+local mp = require("ljmemprof")
+local keep = require("table.new")(64, 0)
+local function churn() for i = 1, 100 do local t = {} end end
+local function hold() for i = 1, 50 do keep[i] = {} end end
+for i = 1, 8 do collectgarbage() end  -- the VM's buffers at their smallest
+assert(mp.start(arg[1]))
+local c0 = collectgarbage("count")
+churn()
+local c1 = collectgarbage("count")
+hold()
+local c2 = collectgarbage("count")
+collectgarbage()
+mp.stop()
+io.stderr:write((c1 - c0) * 1024, " ", (c2 - c1) * 1024, "\n")
+EOF
+(cd "$TMPD" && with_timeout 60 luajit temp.lua temp.ljm 2>sizes)
+ok $? "the temporaries program runs"
+read -r C H <"$TMPD/sizes"
+T=$((C / 100))
+P="$TMPD/temp.ljm"
+for w in default:100 100:50 150:100 149:99 10:0; do
+  win=${w%%:*} k=${w#*:}
+  if [ "$win" = default ]; then opt=--temporary; win=10000; else opt="--temporary $win"; fi
+  run $MP report $opt --leak-only "$P"
+  got=$(echo "$out" | sed -n '/^TEMPORARY/,$p')
+  pc=$(awk -v k=$k 'BEGIN { printf "%.1f", 100 * k / 150 }')
+  want="TEMPORARY: $k of 150 blocks ($pc%), $((k * T))B of $((C + H))B, freed within $win allocations after their own"
+  [ "$k" -gt 0 ] && want="$want
+@temp.lua:4: $k of 100 blocks	$((k * T))B of ${C}B"
+  is "$rc:$got" "0:$want" "$opt: $k of churn's 100 tables, none of hold's 50"
+done
+run $MP report --temporary 0 "$P"
+is "$rc:$err" "2:ljmemprof report: bad value '0' for option '--temporary' (see 'ljmemprof report --help')" \
+  "--temporary 0: one error line"
+run $MP report --format json --temporary 100 "$P"
+echo "$out" | grep -q '^ {"source":{"kind":"lua","label":"@temp.lua:4".*"blocks":50,"bytes":'$((50 * T))',"made_blocks":100,"made_bytes":'"$C"'}'
+ok $? "json --temporary 100: the same line"
+
+# -- Diff --------------------------------------------------------------------------
+
+# Two runs: f makes 10 tables in one and 20 in the other; g the same 10.
+cat >"$TMPD/d.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+local mp = require("ljmemprof")
+local keep = require("table.new")(64, 0)
+local n = arg[2] == "new" and 20 or 10
+local function f() for i = 1, n do keep[i] = {} end end
+local function g() for i = 1, 10 do keep[40 + i] = {} end end
+for i = 1, 8 do collectgarbage() end  -- the VM's buffers at their smallest
+assert(mp.start(arg[1]))
+local c0 = collectgarbage("count")
+f()
+local c1 = collectgarbage("count")
+g()
+mp.stop()
+io.stderr:write((c1 - c0) * 1024, "\n")
+EOF
+(cd "$TMPD" && with_timeout 60 luajit d.lua a.ljm base 2>fa && with_timeout 60 luajit d.lua b.ljm new 2>fb)
+ok $? "the diff program runs twice"
+FA=$(cat "$TMPD/fa") FB=$(cat "$TMPD/fb")
+run $MP diff "$TMPD/a.ljm" "$TMPD/b.ljm"
+is "$rc:$(echo "$out" | sed -n 2p)" "0:@d.lua:5: allocated ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 events (+10); freed 0B -> 0B (+0B) in 0 -> 0 events (+0); held at the end ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 blocks (+10)" \
+  "diff: f's line, and only it, allocated and holds 10 tables more"
+is "$(echo "$out" | sed -n 4p)" "1 sources changed, 1 did not" "diff: g's line did not change"
+run $MP diff --format collapsed "$TMPD/a.ljm" "$TMPD/b.ljm"
+is "$rc:$out" "0:@d.lua:5 $FA $FB
+@d.lua:6 $FA $FA" "diff --format collapsed: 'stack BASE NEW', as flamegraph.pl's difffolded.pl writes it"
+run $MP diff --format json "$TMPD/a.ljm" "$TMPD/b.ljm"
+echo "$out" | grep -q '"label":"@d.lua:5".*"change":{"alloc_events":10,"alloc_bytes":'$((FB - FA))',"free_events":0,"free_bytes":0,"live_blocks":10,"live_bytes":'$((FB - FA))'}}'
+ok $? "diff --format json: the change of f's line, signed fields"
+run $MP diff --format json "$TMPD/b.ljm" "$TMPD/a.ljm"
+echo "$out" | grep -q '"change":{"alloc_events":-10,"alloc_bytes":-'$((FB - FA))','
+ok $? "diff the other way: negative changes"
+run $MP diff --format svg "$TMPD/a.ljm" "$TMPD/b.ljm"
+is "$rc:$out:$err" "2::ljmemprof diff: the svg format has no diff (text, json, collapsed or html)" "diff --format svg: one error line"
+run $MP diff "$TMPD/a.ljm" "$TMPD/nonexistent.ljm"
+is "$rc:$out:$err" "2::ljmemprof: $TMPD/nonexistent.ljm: No such file or directory" "diff with a missing file: one error line"
+
+# -- Several profiles in one report -----------------------------------------------
+
+# The same program twice with the JIT on: every count doubles, and traces,
+# numbered per process, are one source by where they started.
+cat >"$TMPD/jit.lua" <<'EOF'
+collectgarbage("stop")
+local mp = require("ljmemprof")
+local keep = {}
+assert(mp.start(arg[1]))
+for i = 1, 2000 do keep[i] = { i } end
+mp.stop()
+EOF
+(cd "$TMPD" && with_timeout 60 luajit jit.lua j1.ljm && with_timeout 60 luajit jit.lua j2.ljm)
+ok $? "the JIT program runs twice"
+run $MP report --format json "$TMPD/j1.ljm"
+one=$out
+run $MP report --format json "$TMPD/j1.ljm" "$TMPD/j1.ljm"
+is "$rc:$(num "$out" alloc_bytes)" "0:$(( $(num "$one" alloc_bytes) * 2 ))" "a profile merged with itself: twice its allocated bytes"
+run $MP report "$TMPD/j1.ljm" "$TMPD/j2.ljm"
+echo "$out" | grep -q '^TRACE started at @jit.lua:5: '
+ok $? "merged traces are named by where they started: 'TRACE started at @jit.lua:5'"
+t1=$(with_timeout 60 $MP report "$TMPD/j1.ljm" | sed -n 's/^TRACE \[[0-9]*\] started at @jit.lua:5: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s }')
+t2=$(with_timeout 60 $MP report "$TMPD/j2.ljm" | sed -n 's/^TRACE \[[0-9]*\] started at @jit.lua:5: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s }')
+tm=$(echo "$out" | sed -n '/^ALLOCATIONS/,/^$/s/^TRACE started at @jit.lua:5: \([0-9]*\) events.*/\1/p')
+is "$tm" "$((t1 + t2))" "the merged trace's allocations are the sum of each profile's traces started there ($t1 + $t2)"
+run $MP report "$TMPD/j1.ljm" "$TMPD/nonexistent.ljm"
+is "$rc:$out" "2:" "a merge with a missing file: nothing reported"
+# pprof of a merge, read by Go's pprof: its total is the sum of both.
+if command -v go >/dev/null 2>&1; then
+  export GOCACHE="$TMPD/gocache" HOME="${HOME:-$TMPD}"
+  run $MP report --format pprof -o "$TMPD/m.pb.gz" "$TMPD/j1.ljm" "$TMPD/j2.ljm"
+  total=$(with_timeout 120 go tool pprof -top -unit=B "$TMPD/m.pb.gz" 2>&1 | sed -n 's/.* of \([0-9]*\)B total$/\1/p')
+  a1=$(num "$one" alloc_bytes)
+  a2=$(num "$(with_timeout 60 $MP report --format json "$TMPD/j2.ljm")" alloc_bytes)
+  is "$rc:$total" "0:$((a1 + a2))" "pprof of two profiles: go tool pprof's total is the sum of their allocated bytes"
+else
+  echo "not ok - go tool pprof is not installed (Debian golang-go; make deps)"
+  tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
+fi
+run $MP report --format svg --peak "$TMPD/j1.ljm"
+is "$rc:$out:$err" "2::ljmemprof report: --peak is for the text and json formats; svg always shows every stack (see 'ljmemprof report --help')" \
+  "--peak with a stack format: one error line (--metric peak-bytes draws the peak)"
+
+# -- What a profile says of itself (streams built by hand) ------------------------
+
+cat >"$TMPD/mk.lua" <<'EOF'
+package.path = "tests/lib/?.lua;" .. package.path
+local P = require("mkprof")
+local f = assert(io.open(arg[1], "wb"))
+-- Version 3: 100 bytes at 0x1000, the epilogue, then the trailer: a full
+-- collection ran, recording stopped at the size limit, the last time mark.
+f:write(P.head(), P.alloc(0x1000, 100), P.final(), P.trailer(),
+        P.info("collect", "1"), P.info("stopped", "size limit"),
+        P.time(2500000000))
+f:close()
+f = assert(io.open(arg[2], "wb"))
+-- The extension, sampled at one sample every 4096 bytes: a block of 1000.
+f:write(P.head_ext(), P.info("sample", "4096"), P.time(0),
+        P.alloc_ext(0x1000, 1000), P.time(1000000), P.final())
+f:close()
+EOF
+with_timeout 60 luajit "$TMPD/mk.lua" "$TMPD/notes.ljm" "$TMPD/sampled.ljm"
+run $MP info "$TMPD/notes.ljm"
+is "$rc:$(echo "$out" | sed -n '/^duration/,$p')" "0:duration:   2.500 s (1 time marks)
+collected:  yes (a full garbage collection ran before the end: what is live is reachable)
+stopped:    size limit" "info: the trailer's notes (collection, early stop) and the duration"
+run $MP report --leak-only "$TMPD/notes.ljm"
+is "$(echo "$out" | sed -n '/^NOTES:/,$p')" "NOTES:
+a full garbage collection ran before the end: what is held is reachable
+recording stopped early: size limit" "text: NOTES after the report (its layout stays Tarantool's)"
+run $MP report --format json "$TMPD/notes.ljm"
+echo "$out" | grep -q '"collected":true,"stopped":"size limit"'
+ok $? "json: collected and stopped"
+run $MP info "$TMPD/peak.ljm"
+echo "$out" | grep -q '^collected:  no (what is live may be garbage not yet collected)'
+ok $? "info: no note, no collection"
+w=$(luajit -e 'print(math.floor(1000 / (1 - math.exp(-1000 / 4096)) + 0.5))')
+run $MP report "$TMPD/sampled.ljm"
+is "$rc:$(echo "$out" | sed -n '1p;4p' | sed 's/^INTERNAL: [45] events/INTERNAL: 4 or 5 events/')" "0:SAMPLED: one sample every 4096 bytes allocated on average; the counts and bytes below are estimates from 1 events recorded
+INTERNAL: 4 or 5 events	+${w}B	-0B" \
+  "sampled: a recorded block of 1000 bytes stands for 1000/p = $w bytes and 1/p = 4.6 events (4 or 5, as the block's hash rounds it), and the report says so"
+run $MP info "$TMPD/sampled.ljm"
+echo "$out" | grep -q '^sampled:    one sample every 4096 bytes allocated on average: counts and bytes are estimates$'
+ok $? "info: sampled"
+is "$(echo "$out" | sed -n 's/^\(events\|estimated\): *\([0-9]*\) .*/\1 \2/p' | sed 's/estimated [45]$/estimated 4 or 5/')" "events 1
+estimated 4 or 5" "info: the events recorded, then the estimate"
+done_testing
