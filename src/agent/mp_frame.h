@@ -172,16 +172,23 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
 int32_t mp_lua_pos_outside(GCfunc *fn, const BCIns *pc, global_State *g);
 
 /* Bytecode position of the instruction before pc in the Lua function fn
-** (the one executing), or -1 if pc is not in fn. A pc in the copy of a
-** trace's first instruction (where a trace exit may leave the VM) maps to
-** the trace's start. Inline: the hook asks for every Lua allocation. */
-static inline int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc,
-				 global_State *g)
+** (the one executing), or -1 if pc is not in fn's bytecode. */
+static inline __attribute__((always_inline)) int32_t
+mp_lua_pos_in(GCfunc *fn, const BCIns *pc)
 {
   GCproto *pt = funcproto(fn);
   BCPos pos = proto_bcpos(pt, pc) - 1;
-  if (pc && pos < pt->sizebc) return (int32_t)pos;
-  return mp_lua_pos_outside(fn, pc, g);
+  return pc && pos < pt->sizebc ? (int32_t)pos : -1;
+}
+
+/* The same, and a pc in the copy of a trace's first instruction (where a
+** trace exit may leave the VM) maps to the trace's start. Inline: the
+** hook asks for every Lua allocation. */
+static inline int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc,
+				 global_State *g)
+{
+  int32_t pos = mp_lua_pos_in(fn, pc);
+  return pos >= 0 ? pos : mp_lua_pos_outside(fn, pc, g);
 }
 
 #endif
