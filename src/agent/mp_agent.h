@@ -102,6 +102,18 @@ typedef struct mp_traced {
 
 #define MP_TRACED_BITS	8
 
+/* The node of a Lua frame by its parent node and its pc (which names one
+** line of one prototype), see lua_node() in mp_stack.c. */
+typedef struct mp_pcnode {
+  const void *pc;	/* BCIns *, in pt's bytecode; NULL: empty. */
+  const void *pt;	/* GCproto *. */
+  uint32_t parent;
+  uint32_t id;
+  uint32_t line;
+} mp_pcnode;
+
+#define MP_PCNODE_BITS	11
+
 /* The stacks mode's state. */
 typedef struct mp_stacks {
   unsigned depth;	/* Frames recorded: the N of stacks = N; 0 = off. */
@@ -130,6 +142,7 @@ typedef struct mp_stacks {
   mp_retline rets[2 << MP_RETS_BITS];	/* By return address (see
 					   trace_line()). */
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
+  mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
   uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;

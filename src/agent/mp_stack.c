@@ -195,6 +195,7 @@ void mp_stack_forget(mp_state *s)
   st->base += st->n;
   memset(st->rets, 0, sizeof(st->rets));
   memset(st->traced, 0, sizeof(st->traced));
+  memset(st->pcnode, 0, sizeof(st->pcnode));
   st->n = 0;
   st->nc = 0;
   mp_hash_free(&st->index);
@@ -354,6 +355,41 @@ static inline void frame_of(mp_state *s, const mp_frame *fr, int exact,
   }
 }
 
+/* The node of Lua function fn at pc (exact: see lua_frame()) on node
+** parent, and its frame into *f; *in as lua_frame() returns; 0 when out of
+** memory. A pc in a prototype's bytecode is one line of it, so the node
+** of (parent, pc) is kept in a direct-mapped cache, which spares the line
+** lookup and the node table. Its entries name prototypes whose symbols
+** are written (they are in nodes): when one dies, mp_stack_forget()
+** empties the cache with the nodes. */
+static MP_INLINE uint32_t lua_node(mp_state *s, uint32_t parent, GCfunc *fn,
+				   const BCIns *pc, int exact, mp_snode *f,
+				   const BCIns **in)
+{
+  mp_stacks *st = &s->st;
+  const GCproto *pt = funcproto(fn);
+  uint64_t k = ((uint64_t)(uintptr_t)pc ^ parent) * 0x9e3779b97f4a7c15ull;
+  mp_pcnode *e = &st->pcnode[k >> (64 - MP_PCNODE_BITS)];
+  uint32_t id;
+  if (e->pc == (const void *)pc && e->parent == parent && e->pt == pt && pc) {
+    f->kind = MP_FK_LUA;
+    f->a = (uint64_t)(uintptr_t)pt;
+    f->b = e->line;
+    *in = pc;
+    return e->id;
+  }
+  *in = lua_frame(s, fn, pc, exact, f);
+  id = node_of(s, parent, f);
+  if (id && *in) {
+    e->pc = pc;
+    e->pt = pt;
+    e->parent = parent;
+    e->id = id;
+    e->line = f->b;
+  }
+  return id;
+}
+
 /* Intern the n walked frames st->walk[0..n) (innermost first) on node
 ** `node`, outermost first, and cache them above c[0..keep) unless the walk
 ** was cut: the node of the whole stack into *id; 0 when out of memory
@@ -371,15 +407,18 @@ static MP_INLINE int intern_walked(mp_state *s, unsigned n, uint32_t node,
     mp_wframe *w = &st->walk[n];
     const mp_scache *e = &st->c[keep];
     uint32_t was = keep < old ? e->id : 0;
-    if (!w->frame.kind) {	/* Its line, unless the last stack had it. */
-      if (keep < old && e->pc == w->pc && w->pc && e->fn == w->fn)
-	w->frame = e->frame;
-      else
-	w->pc = lua_frame(s, (GCfunc *)w->fn, w->pc, w->exact, &w->frame);
+    if (!w->frame.kind &&	/* Its line, unless the last stack had it. */
+	!(keep < old && e->pc == w->pc && w->pc && e->fn == w->fn)) {
+      const BCIns *in;
+      node = lua_node(s, node, (GCfunc *)w->fn, (const BCIns *)w->pc,
+		      w->exact, &w->frame, &in);
+      w->pc = in;
+    } else {
+      if (!w->frame.kind) w->frame = e->frame;
+      node = same && keep < old && same_frame(&e->frame, &w->frame) ? was :
+	     node_of(s, node, &w->frame);
     }
-    if (same && keep < old && same_frame(&e->frame, &w->frame)) {
-      node = was;
-    } else if (!(node = node_of(s, node, &w->frame))) {
+    if (!node) {
       st->nc = 0;
       *id = 0;
       return 0;
@@ -435,11 +474,75 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
   return intern_walked(s, n, keep ? c[keep - 1].id : 0, keep, 1, cut, id);
 }
 
+
 /* The slot of frame f that holds its call's link (a vararg function's
 ** frame was moved above its arguments), as the walker reports it. */
 static MP_INLINE const TValue *link_slot(const TValue *f)
 {
   return frame_isvarg(f) ? frame_prevd(f) : f;
+}
+
+/* quick_stack()'s commonest case, by itself: Lua frame t (not a vararg
+** one), running fn at pc, was called from Lua by frame c[k] of the last
+** stack, which is still in place (perhaps at another line): its caller's
+** node, then t's, each looked up only if its line changed, and t becomes
+** the top of the cache. The recursion that builds a tree takes this path
+** for nearly every allocation (a sibling replaces the last top, or a
+** child is called by it). 0 when the stack is not of that shape or is to
+** be cut, else 1 (*id = 0: out of memory). */
+static MP_INLINE int push_one(mp_state *s, const TValue *t, GCfunc *fn,
+			      const BCIns *pc, int exact, uint32_t *id)
+{
+  mp_stacks *st = &s->st;
+  mp_scache *c = st->c, *e, *top;
+  const TValue *p, *ps;
+  const BCIns *in;
+  mp_snode f;
+  uint32_t node, was;
+  int k = (int)st->nc - 1;
+  if (!frame_islua(t)) return 0;
+  p = frame_prevl(t);	/* The caller's frame: its link may be below. */
+  ps = link_slot(p);
+  while (k >= 0 && (const TValue *)c[k].slot > ps) k--;
+  if (k < 0 || c[k].slot != ps || (unsigned)k + 2 > st->depth ||
+      ps > p || !in_place(st, (unsigned)k, ps) ||
+      (ps != p && (const void *)frame_func(p) != c[k].fn))
+    return 0;
+  e = &c[k];
+  node = was = e->id;
+  if (e->frame.kind == MP_FK_LUA && e->pc != frame_pc(t)) {
+    /* The caller is at another call: its line, its node. */
+    node = lua_node(s, k ? c[k - 1].id : 0, (GCfunc *)e->fn, frame_pc(t), 0,
+		    &f, &in);
+    if (!node) goto oom;
+    e->frame = f;
+    e->id = node;
+    e->pc = in;
+  }
+  top = &c[k + 1];
+  if ((unsigned)k + 1 < st->nc && node == was && top->fn == (const void *)fn &&
+      top->pc == (const void *)pc && pc) {
+    node = top->id;	/* The same function at the same pc on the same node. */
+  } else {
+    if (!(node = lua_node(s, node, fn, pc, exact, &f, &in))) goto oom;
+    top->fn = fn;
+    top->pc = in;
+    top->frame = f;
+    top->id = node;
+  }
+  top->slot = t;
+  top->link = frame_ftsz(t);
+  /* t was called from Lua: the link of its caller's slot says the rest. */
+  st->words[e->nwords].at = link_word(ps);
+  st->words[e->nwords].v = *link_word(ps);
+  top->nwords = e->nwords + 1;
+  st->nc = (unsigned)k + 2;
+  *id = node;
+  return 1;
+oom:
+  st->nc = 0;
+  *id = 0;
+  return 1;
 }
 
 /* The node of the stack from frame t down into *id, where t runs Lua
@@ -468,6 +571,7 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
     *id = e->id;
     return 1;
   }
+  if (fs == t && push_one(s, t, fn, pc, exact, id)) return 1;
   for (;;) {	/* Frame f runs fn at pc: is it a frame of the last stack? */
     fs = link_slot(f);
     if (fs > f || n >= st->depth) return 0;
@@ -502,15 +606,13 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
   node = e->id;
   if (e->frame.kind == MP_FK_LUA && (pc != e->pc || !pc)) {
     mp_snode lf;
-    const BCIns *in = lua_frame(s, fn, pc, exact, &lf);
-    if (!same_frame(&lf, &e->frame)) {
-      if (!(node = node_of(s, j ? c[j - 1].id : 0, &lf))) {
-	st->nc = 0;
-	*id = 0;
-	return 1;
-      }
-      e->frame = lf;
+    const BCIns *in;
+    if (!(node = lua_node(s, j ? c[j - 1].id : 0, fn, pc, exact, &lf, &in))) {
+      st->nc = 0;
+      *id = 0;
+      return 1;
     }
+    e->frame = lf;
     e->pc = in;
   }
   if (n) {
