@@ -953,7 +953,7 @@ static MP_INLINE void tick(mp_state *s)
 }
 
 /* A free: recorded, then forwarded as a tail call. */
-static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
+static MP_NOINLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
 {
   sym_free(s, ptr, osize);
   put_free(s, ptr, osize);
@@ -961,23 +961,24 @@ static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
   return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
 
-/* The lua_Alloc installed while profiling with stacks; ud is the state. */
-void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
+/* The end of a free whose record filled the chunk: hand it over. */
+static MP_NOINLINE void *free_flush(mp_state *s, void *ptr, size_t osize)
 {
-  mp_state *s = (mp_state *)ud;
+  mp_sink_flush(s);
+  mp_leave(s);
+  return s->orig_f(s->orig_ud, ptr, osize, 0);
+}
+
+/* An allocation or reallocation (nsize > 0), recorded around forwarding.
+** Apart from the hook, so that frees save no registers. */
+static MP_NOINLINE void *stack_alloc(mp_state *s, void *ptr, size_t osize,
+				     size_t nsize)
+{
   mp_stacks *st = &s->st;
   void *res;
   uint32_t node, last_node;
   uint64_t old;
   uint8_t *p, *h;
-  mp_enter(s);
-  if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
-    mp_sink_limited(s);
-    mp_leave(s);
-    return s->orig_f(s->orig_ud, ptr, osize, nsize);
-  }
-  tick(s);
-  if (nsize == 0) return stack_free(s, ptr, osize);
   /* The stack is read before forwarding (a stack reallocation frees the
   ** stack the frames are in); the event counts if the allocator succeeds,
   ** else the registers the encoding moved go back. */
@@ -1003,6 +1004,53 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
   }
   mp_leave(s);
   return res;
+}
+
+/* The hook's calls that are not recorded (recording stopped). */
+static MP_NOINLINE void *not_recording(mp_state *s, void *ptr, size_t osize,
+				       size_t nsize)
+{
+  mp_sink_limited(s);
+  mp_leave(s);
+  return s->orig_f(s->orig_ud, ptr, osize, nsize);
+}
+
+/* The hook's event after a time mark is due: the mark, then the event. */
+static MP_NOINLINE void *tick_then(mp_state *s, void *ptr, size_t osize,
+				   size_t nsize)
+{
+  mp_stacks *st = &s->st;
+  st->tick = st->ticks;
+  s->pos = mp_put_time(s, s->pos);
+  mp_settle(s);
+  if (nsize == 0) return stack_free(s, ptr, osize);
+  return stack_alloc(s, ptr, osize, nsize);
+}
+
+/* The lua_Alloc installed while profiling with stacks; ud is the state.
+** Every call out of it is a tail call, so that the common free (outside
+** compiled code, of no block that may be a prototype or a trace: billed
+** to INTERNAL) is recorded and forwarded without saving a register. */
+void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  mp_state *s = (mp_state *)ud;
+  int32_t vst;
+  uint8_t *p, *h;
+  mp_enter(s);
+  if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED)))
+    return not_recording(s, ptr, osize, nsize);
+  if (MP_UNLIKELY(--s->st.tick == 0)) return tick_then(s, ptr, osize, nsize);
+  if (nsize) return stack_alloc(s, ptr, osize, nsize);
+  vst = ((global_State *)s->g)->vmstate;
+  if (MP_UNLIKELY(osize >= s->sym_min || vst > 0 || vst == ~LJ_VMST_EXIT))
+    return stack_free(s, ptr, osize);
+  h = p = s->pos;	/* As put_free() writes it, billed to INTERNAL. */
+  *p++ = MP_AEV_FREE | MP_SRC_INTERNAL;
+  p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
+  s->pos = mp_put_uleb_fast(p, osize);
+  if (MP_UNLIKELY(s->pos >= s->lim)) return free_flush(s, ptr, osize);
+  mp_leave(s);
+  return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
 
 /* -- The sampled hook ----------------------------------------------------- */
