@@ -8,7 +8,8 @@
 -- do not, error unwinding through cached frames, metamethods, finalisers,
 -- coroutines, vararg functions, C functions and builtins calling Lua, FFI
 -- callbacks, tail calls, recursion that grows past the depth limit, debug
--- hooks), on the benchmarks' workloads and on generated programs
+-- hooks, hooks and callbacks that interrupt a function at changing lines),
+-- on the benchmarks' workloads and on generated programs
 -- (tests/gen/luagen.lua), with the JIT off and on, at several depth limits.
 package.path = "tests/lib/?.lua;" .. package.path
 local t = require("tap")
@@ -107,6 +108,32 @@ for i = 1, 5 do down(20 + i) end
 debug.sethook(function() local t = {} end, "", 1000)
 for i = 1, 300 do local f = load("return { " .. i .. " }"); f() end
 debug.sethook()
+-- A hook that allocates and nothing else does: the interrupted function's
+-- line (read from a C frame, not from the stack) moves between events.
+local sink = {}
+local function spin()
+  local x = 0
+  for i = 1, 300 do x = x + i end
+  for i = 1, 300 do x = x + i end
+  for i = 1, 300 do x = x + i end
+  return x
+end
+debug.sethook(function() sink[#sink % 10 + 1] = {} end, "", 37)
+for i = 1, 20 do spin() end
+debug.sethook()
+-- The same for FFI callbacks: one array sorted from two lines in turn.
+local cb = ffi.cast("int (*)(const void *, const void *)", function(p, q)
+  sink[1] = { 1 }
+  return ffi.cast("const int *", p)[0] - ffi.cast("const int *", q)[0]
+end)
+local arr = ffi.new("int[8]")
+for i = 1, 20 do
+  for k = 0, 7 do arr[k] = (k * i) % 8 end
+  ffi.C.qsort(arr, 8, 4, cb)
+  for k = 0, 7 do arr[k] = (k * (i + 3)) % 8 end
+  ffi.C.qsort(arr, 8, 4, cb)
+end
+cb:free()
 ]=]
 
 local file = string.format("%s/ljmp-stack-shapes-%d.lua", os.getenv("TMPDIR") or "/tmp",

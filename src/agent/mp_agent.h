@@ -61,6 +61,7 @@ typedef struct mp_wframe {
 			   is in its function's bytecode; else NULL. */
   const void *fn;	/* GCfunc *: a Lua frame's function. */
   int exact;		/* See lua_frame() in mp_stack.c. */
+  int cpc;		/* Its pc is from a C frame (mp_frame.cpc). */
 } mp_wframe;
 
 /* A frame of the last walked stack: its slot, what the slot held, and
@@ -74,6 +75,9 @@ typedef struct mp_scache {
   uint32_t id;
   uint32_t nwords;	/* Words of mp_stacks.words that say the frames
 			   below it are in place (see still_there()). */
+  int cpc;		/* Its line came from a C frame (a Lua function
+			   that a hook, a finaliser or an FFI callback
+			   interrupted): no frame is cached above it. */
 } mp_scache;
 
 /* A word of the VM stack and what it held when it was cached. */

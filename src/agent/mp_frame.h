@@ -65,6 +65,8 @@ typedef struct mp_frame {
   TValue *slot;		/* The frame's slot holding its call's link (for a
 			   vararg function, the slot it was called in). */
   int kind;		/* MP_FR_*. */
+  int cpc;		/* Lua: its pc was read from a C frame (see
+			   mp_pc_from_cframes()), not from a frame slot. */
 } mp_frame;
 
 typedef struct mp_walk {
@@ -143,9 +145,12 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
       GCfunc *fn = &o->fn;
       fr->fn = fn;
       fr->pc = NULL;
+      fr->cpc = 0;
       if (isluafunc(fn) && !mp_lua_builtin(fn)) {
 	fr->kind = MP_FR_LUA;
 	fr->pc = mp_walk_lua_pc(w);
+	fr->cpc = w->above && !frame_islua(w->above) &&
+		  !(frame_iscont(w->above) && !frame_iscont_fficb(w->above));
       } else if (isluafunc(fn)) {
 	fr->kind = MP_FR_BUILTIN;
       } else {

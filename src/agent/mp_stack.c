@@ -265,6 +265,7 @@ static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
   e->pc = w->pc;
   e->frame = w->frame;
   e->id = id;
+  e->cpc = w->cpc;
   if (i > 0) {
     const TValue *below = (const TValue *)st->c[i - 1].slot;
     k = st->c[i - 1].nwords;
@@ -341,6 +342,7 @@ static inline void frame_of(mp_state *s, const mp_frame *fr, int exact,
   mp_snode *f = &w->frame;
   w->slot = fr->slot;
   w->pc = NULL;
+  w->cpc = fr->kind == MP_FR_LUA && fr->cpc;
   if (fr->kind == MP_FR_LUA) {
     w->pc = lua_frame(s, fr->fn, fr->pc, exact, f);
   } else if (fr->kind == MP_FR_C) {
@@ -403,6 +405,10 @@ static MP_INLINE int intern_walked(mp_state *s, unsigned n, uint32_t node,
 {
   mp_stacks *st = &s->st;
   unsigned old = cut ? 0 : st->nc;
+  /* Frames are cached up to the first whose line the stack does not say
+  ** (see mp_scache.cpc): the words that validate the frames above it
+  ** would not tell that its line moved. */
+  int hold = !cut && !(keep && st->c[keep - 1].cpc);
   while (n-- > 0) {
     mp_wframe *w = &st->walk[n];
     const mp_scache *e = &st->c[keep];
@@ -424,7 +430,10 @@ static MP_INLINE int intern_walked(mp_state *s, unsigned n, uint32_t node,
       return 0;
     }
     same = node == was;
-    if (!cut) remember(st, keep++, w, node);
+    if (hold) {
+      remember(st, keep++, w, node);
+      hold = !w->cpc;
+    }
   }
   st->nc = cut ? 0 : keep;
   *id = node;
@@ -465,7 +474,11 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
 	** walk goes on to the cut, without the cache. */
 	if ((unsigned)j + n > st->depth) { j = -1; continue; }
 	keep = (unsigned)j;
-	if (same_frame(&c[j].frame, &f->frame)) { keep++; n--; }
+	if (same_frame(&c[j].frame, &f->frame)) {
+	  c[j].cpc = f->cpc;	/* Its line may come from elsewhere now. */
+	  keep++;
+	  n--;
+	}
 	break;
       }
       j--;
@@ -509,6 +522,7 @@ static MP_INLINE int push_one(mp_state *s, const TValue *t, GCfunc *fn,
       (ps != p && (const void *)frame_func(p) != c[k].fn))
     return 0;
   e = &c[k];
+  e->cpc = 0;	/* Its line comes from t's link now. */
   node = was = e->id;
   if (e->frame.kind == MP_FK_LUA && e->pc != frame_pc(t)) {
     /* The caller is at another call: its line, its node. */
@@ -591,6 +605,7 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
     st->walk[n].pc = pc;
     st->walk[n].fn = fn;
     st->walk[n].exact = exact;
+    st->walk[n].cpc = 0;
     n++;
     if (!frame_islua(fs)) return 0;
     f = frame_prevl(fs);
@@ -603,6 +618,7 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
   ** frames above it. */
   if ((unsigned)j + n + 1 > st->depth) return 0;
   e = &c[j];
+  e->cpc = 0;	/* On top, or called from Lua by the frame above it. */
   node = e->id;
   if (e->frame.kind == MP_FK_LUA && (pc != e->pc || !pc)) {
     mp_snode lf;
