@@ -388,7 +388,7 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
   st->depth = depth;
   st->walk = malloc(n * sizeof(*st->walk));
   st->c = malloc(n * sizeof(*st->c));
-  st->words = malloc(2 * n * sizeof(*st->words));	/* Two per frame. */
+  st->words = malloc(3 * n * sizeof(*st->words));	/* Three per frame. */
   mp_hash_init_map(&st->index);
   return st->walk && st->c && st->words ? 0 : -1;
 }

@@ -252,7 +252,8 @@ static MP_INLINE int in_place(const mp_stacks *st, unsigned j,
 
 /* Cache walked frame w (node id) as frame c[i] of the last stack, c[0..i)
 ** being set, with the words that say frame c[i-1] is in place: its link,
-** and its function unless w was called from Lua. */
+** its function unless w was called from Lua, and for a vararg frame the
+** link above its arguments, which says where its call's link is. */
 static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
 			       uint32_t id)
 {
@@ -268,12 +269,19 @@ static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
   e->cpc = w->cpc;
   if (i > 0) {
     const TValue *below = (const TValue *)st->c[i - 1].slot;
+    const TValue *m = (e->link & FRAME_TYPE) == FRAME_LUA ? frame_prevl(f) :
+							   frame_prevd(f);
     k = st->c[i - 1].nwords;
     st->words[k].at = link_word(below);
     st->words[k++].v = *link_word(below);
     if ((e->link & FRAME_TYPE) != FRAME_LUA) {
       st->words[k].at = func_word(below);
       st->words[k++].v = *func_word(below);
+    }
+    if (m != below) {	/* A vararg frame: its link above its arguments
+			   says where its call's link is. */
+      st->words[k].at = link_word(m);
+      st->words[k++].v = *link_word(m);
     }
   }
   e->nwords = k;
@@ -550,6 +558,10 @@ static MP_INLINE int push_one(mp_state *s, const TValue *t, GCfunc *fn,
   st->words[e->nwords].at = link_word(ps);
   st->words[e->nwords].v = *link_word(ps);
   top->nwords = e->nwords + 1;
+  if (ps != p) {	/* See remember(). */
+    st->words[top->nwords].at = link_word(p);
+    st->words[top->nwords++].v = *link_word(p);
+  }
   st->nc = (unsigned)k + 2;
   *id = node;
   return 1;
