@@ -201,6 +201,7 @@ static void state_strip(mp_state *s)
   free(s->st.node);
   free(s->st.walk);
   free(s->st.c);
+  free(s->st.memo);
   free(s->st.words);
   mp_hash_free(&s->st.index);
   mp_hash_free(&s->st.luabuiltins);
@@ -389,8 +390,9 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
   st->walk = malloc(n * sizeof(*st->walk));
   st->c = malloc(n * sizeof(*st->c));
   st->words = malloc(3 * n * sizeof(*st->words));	/* Three per frame. */
+  st->memo = calloc((size_t)2 << MP_MEMO_BITS, sizeof(*st->memo));
   mp_hash_init_map(&st->index);
-  return st->walk && st->c && st->words ? 0 : -1;
+  return st->walk && st->c && st->words && st->memo ? 0 : -1;
 }
 
 /* Write an MP_X_INFO record key = value (a number) at the start. */

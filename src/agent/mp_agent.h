@@ -118,6 +118,25 @@ typedef struct mp_pcnode {
 
 #define MP_PCNODE_BITS	11
 
+#define MP_MEMO_BITS	7	/* Sets of two stacks met before... */
+#define MP_MEMO_WORDS	32	/* ...of at most this many words. */
+#define MP_MEMO_REST	32	/* Most time marks the memo rests. */
+
+/* A stack met before, by its top frame: the stack is the same while the
+** words that held the top frame's link and function, and the words that
+** validated the frames below it in the cache of the last stack, hold what
+** they held (see memo_find() in mp_stack.c). */
+typedef struct mp_memo {
+  const void *top;	/* TValue *: the top frame's slot; NULL: empty. */
+  uint64_t link;	/* Its link word... */
+  uint64_t fn;		/* ...its function word... */
+  const void *pc;	/* ...and its pc (in its function's bytecode). */
+  const void *low;	/* The lowest word below it that is compared. */
+  uint32_t id;		/* The stack's node. */
+  uint32_t n;		/* Words in w. */
+  mp_sword w[MP_MEMO_WORDS];
+} mp_memo;
+
 /* The stacks mode's state. */
 typedef struct mp_stacks {
   unsigned depth;	/* Frames recorded: the N of stacks = N; 0 = off. */
@@ -147,6 +166,14 @@ typedef struct mp_stacks {
 					   trace_line()). */
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
   mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
+  mp_memo *memo;	/* 2 << MP_MEMO_BITS: two per set. */
+  uint8_t memo_next[1 << MP_MEMO_BITS];	/* The way of a set to fill next. */
+  uint32_t memo_probes;	/* Stacks looked for in the memo since the last
+			   time mark... */
+  uint32_t memo_hits;	/* ...and found. */
+  uint32_t memo_rest;	/* Time marks until the memo is used again; 0:
+			   in use (see memo_window() in mp_stack.c)... */
+  uint32_t memo_fails;	/* ...and how often in a row it failed. */
   uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;

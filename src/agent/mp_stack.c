@@ -196,6 +196,10 @@ void mp_stack_forget(mp_state *s)
   memset(st->rets, 0, sizeof(st->rets));
   memset(st->traced, 0, sizeof(st->traced));
   memset(st->pcnode, 0, sizeof(st->pcnode));
+  if (st->memo) {
+    unsigned i;
+    for (i = 0; i < (2u << MP_MEMO_BITS); i++) st->memo[i].top = NULL;
+  }
   st->n = 0;
   st->nc = 0;
   mp_hash_free(&st->index);
@@ -228,9 +232,9 @@ static inline const uint64_t *func_word(const TValue *f)
 ** The callers make sure that c[0] is in the running coroutine's stack:
 ** the last stack may have been another one's, in memory the VM has freed
 ** since, which is not read. */
-static MP_INLINE int still_there(const mp_stacks *st, unsigned j)
+static MP_INLINE int still_same(const mp_sword *w, unsigned n)
 {
-  const mp_sword *w = st->words, *end = w + st->c[j].nwords;
+  const mp_sword *end = w + n;
   for (; end - w >= 4; w += 4)	/* One branch for four words. */
     if ((*w[0].at ^ w[0].v) | (*w[1].at ^ w[1].v) |
 	(*w[2].at ^ w[2].v) | (*w[3].at ^ w[3].v))
@@ -238,6 +242,11 @@ static MP_INLINE int still_there(const mp_stacks *st, unsigned j)
   for (; w < end; w++)
     if (*w->at != w->v) return 0;
   return 1;
+}
+
+static MP_INLINE int still_there(const mp_stacks *st, unsigned j)
+{
+  return still_same(st->words, st->c[j].nwords);
 }
 
 /* Is frame slot f, reached from the top, frame c[j] of the last stack,
@@ -285,6 +294,90 @@ static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
     }
   }
   e->nwords = k;
+}
+
+/* -- Stacks met before --------------------------------------------------- */
+
+/* The set of the memo where a stack with top frame t at pc goes. */
+static MP_INLINE mp_memo *memo_set(mp_stacks *st, const TValue *t,
+				   const BCIns *pc, uint64_t link)
+{
+  uint64_t k = ((uint64_t)(uintptr_t)t ^ link ^
+		((uint64_t)(uintptr_t)pc << 17)) * 0x9e3779b97f4a7c15ull;
+  return &st->memo[(k >> (64 - MP_MEMO_BITS)) * 2];
+}
+
+/* The node of the stack whose top frame t runs at pc, if it was met
+** before (see mp_memo), else 0. Only the words at or above stack, the
+** running coroutine's stack, are read: a stack met in another coroutine
+** may lie in memory the VM has freed since. */
+static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
+				    const BCIns *pc, const TValue *stack)
+{
+  uint64_t link = *link_word(t), fn = *func_word(t);
+  mp_memo *m = memo_set(st, t, pc, link);
+  unsigned i;
+  for (i = 0; i < 2; i++, m++)
+    if (m->top == (const void *)t && m->link == link && m->fn == fn &&
+	m->pc == (const void *)pc && m->low >= (const void *)stack &&
+	still_same(m->w, m->n)) {
+      st->memo_hits++;
+      return m->id;
+    }
+  return 0;
+}
+
+/* Remember the stack just captured, node id, whose top frame t runs at
+** pc, if the cache of the last stack holds it whole (not cut, t at its
+** top at that pc) and its words fit. */
+static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
+			       const BCIns *pc, uint32_t id)
+{
+  const mp_scache *e;
+  mp_memo *m;
+  const void *low = t;
+  unsigned i, n, set;
+  if (!st->nc) return;
+  e = &st->c[st->nc - 1];
+  n = e->nwords;
+  if (e->slot != (const void *)t || e->id != id || e->pc != (const void *)pc ||
+      !pc || n > MP_MEMO_WORDS)
+    return;
+  m = memo_set(st, t, pc, *link_word(t));
+  set = (unsigned)((m - st->memo) / 2);
+  m += st->memo_next[set];
+  st->memo_next[set] ^= 1;
+  for (i = 0; i < n; i++) {
+    m->w[i] = st->words[i];
+    if ((const void *)m->w[i].at < low) low = m->w[i].at;
+  }
+  m->top = t;
+  m->link = *link_word(t);
+  m->fn = *func_word(t);
+  m->pc = pc;
+  m->low = low;
+  m->id = id;
+  m->n = n;
+}
+
+/* At a time mark: a memo that found less than a third of the stacks it
+** was asked for since the last one costs more than it saves (adding a
+** stack costs about what a walk does, and a program whose stacks seldom
+** repeat, such as a recursion that visits every path of a tree once, would
+** pay for each event): it rests, for one mark after one such failure, for
+** twice as many after each next one (up to MP_MEMO_REST), then tries
+** again. */
+static MP_INLINE void memo_window(mp_stacks *st)
+{
+  if (st->memo_rest) {
+    st->memo_rest--;
+  } else if (st->memo_hits * 3 < st->memo_probes) {
+    st->memo_rest = st->memo_fails < 5 ? 1u << st->memo_fails : MP_MEMO_REST;
+    st->memo_fails++;
+  } else {
+    st->memo_fails = 0;
+  }
+  st->memo_probes = st->memo_hits = 0;
 }
 
 /* -- Capture -------------------------------------------------------------- */
@@ -874,6 +967,14 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
 	return 0;
       pc = NULL;
     }
+    if (!slow && pc && !s->st.memo_rest) {	/* A stack met before? */
+      uint32_t met = memo_find(&s->st, top, pc, tvref(L->stack));
+      s->st.memo_probes++;
+      if (met) return met;
+      if (stack_from(s, L, top, pc, NULL, 0, &id))
+	memo_add(&s->st, top, pc, id);
+      return id;
+    }
     stack_from(s, L, top, pc, NULL, slow, &id);
   }
   return id;
@@ -975,6 +1076,7 @@ static MP_INLINE void tick(mp_state *s)
   mp_stacks *st = &s->st;
   if (MP_UNLIKELY(--st->tick == 0)) {
     st->tick = st->ticks;
+    memo_window(st);
     s->pos = mp_put_time(s, s->pos);
     mp_settle(s);
   }
@@ -1049,6 +1151,7 @@ static MP_NOINLINE void *tick_then(mp_state *s, void *ptr, size_t osize,
 {
   mp_stacks *st = &s->st;
   st->tick = st->ticks;
+  memo_window(st);
   s->pos = mp_put_time(s, s->pos);
   mp_settle(s);
   if (nsize == 0) return stack_free(s, ptr, osize);
