@@ -7,11 +7,31 @@
 ** so that nothing is silently merged). Stacks are interned as a tree of
 ** nodes (parent node, frame), root first: a new node is written into the
 ** stream once (MP_X_NODE, see src/format/mp_ext.h) and events carry the id
-** of their innermost node. Consecutive events mostly share the frames
-** below the top, so the walk is compared with the last one from the root
-** up, and only frames past their common part are looked up in the node
-** table. Addresses are written as differences to the previous address of
-** the same role, which halves an event's bytes.
+** of their innermost node. Addresses are written as differences to the
+** previous address of the same role, which halves an event's bytes.
+**
+** What makes it cheap (each shortcut is checked against the long way by
+** the build with MP_STACK_CHECK, tests/agent-stacks-check.t):
+**   the last stack   consecutive events mostly share the frames below the
+**                    top: the frames of the last stack are cached with the
+**                    words of the VM stack that say they are still in
+**                    place (links, functions), compared in one pass; only
+**                    the frames above the part in place are walked
+**   quick paths      a Lua frame called from Lua, the last stack's top or
+**                    one frame above a frame of it, are read without the
+**                    walker's generality (push_one(), quick_stack())
+**   stacks met before  a memo by the top frame (slot, link, function, pc)
+**                    holding the words that validate the frames below it,
+**                    for loops whose stacks repeat without being
+**                    consecutive; it rests when it seldom finds a stack
+**   node lookups     a Lua frame's node by (parent node, pc), which spares
+**                    the line lookup; other nodes through a direct-mapped
+**                    cache before the hash table
+** The frames below a frame are in place when their words hold what they
+** held: a frame's link names its caller's slot and (called from Lua) its
+** prototype and pc, so the words determine the stack, with one exception:
+** a Lua function interrupted by a hook, a finaliser or an FFI callback has
+** its pc in a C frame, and no frame is cached above it.
 **
 ** Compiled code: the trace's node sits on the frames below the trace's
 ** base frame, and under it, when it can be found, the line the trace was
