@@ -109,8 +109,8 @@ TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
 
 .PHONY: all deps example test install uninstall bench clean distclean
 all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
-     $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host \
-     $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
+     $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/stackcheck/ljmemprof.so \
+     $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 
 # Install missing Debian packages when root (never removing one), else say
 # exactly what to run.
@@ -187,6 +187,14 @@ $(BUILD)/wrong-layout/ljmemprof.so: $(AGENT_SRC) $(AGENT_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -w -fPIC -shared -fvisibility=hidden $(AGENT_CPPFLAGS) \
 	  -DLUAJIT_DISABLE_GC64 -o $@ $(AGENT_SRC) -ldl -lpthread
+
+# The stack recorder checked on every event: what its caches and quick
+# paths find is found again the long way, and a difference aborts
+# (tests/agent-stacks-check.t).
+$(BUILD)/stackcheck/ljmemprof.so: $(AGENT_SRC) $(AGENT_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden $(AGENT_CPPFLAGS) \
+	  -DMP_STACK_CHECK -o $@ $(AGENT_SRC) -ldl -lpthread
 
 # The multi-threaded host of tests/agent-host.t, agent included, under
 # ThreadSanitizer and under AddressSanitizer + UBSan (clang, Debian's
@@ -290,7 +298,7 @@ $(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
 clean:
 	rm -rf $(BUILD)/agent $(addprefix $(BUILD)/,$(LAYERS)) $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
 	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof.1 \
-	  $(BUILD)/gen $(BUILD)/wrong-layout $(BUILD)/tsan $(BUILD)/asan
+	  $(BUILD)/gen $(BUILD)/wrong-layout $(BUILD)/stackcheck $(BUILD)/tsan $(BUILD)/asan
 
 distclean:
 	rm -rf $(BUILD)

@@ -201,7 +201,8 @@ static void state_strip(mp_state *s)
   free(s->st.node);
   free(s->st.walk);
   free(s->st.c);
-  free(s->st.wslot);
+  free(s->st.memo);
+  free(s->st.words);
   mp_hash_free(&s->st.index);
   mp_hash_free(&s->st.luabuiltins);
   memset(&s->st, 0, sizeof(s->st));
@@ -384,13 +385,14 @@ static void host_label(char *out, size_t size)
 ** or -1 when out of memory. */
 static int stacks_prepare(mp_stacks *st, unsigned depth)
 {
-  size_t n = (size_t)depth + 3;	/* A cut, a trace and its line. */
+  size_t n = (size_t)depth + 1;	/* And a cut. */
   st->depth = depth;
   st->walk = malloc(n * sizeof(*st->walk));
   st->c = malloc(n * sizeof(*st->c));
-  st->wslot = malloc(n * sizeof(*st->wslot));
+  st->words = malloc(3 * n * sizeof(*st->words));	/* Three per frame. */
+  st->memo = calloc((size_t)2 << MP_MEMO_BITS, sizeof(*st->memo));
   mp_hash_init_map(&st->index);
-  return st->walk && st->c && st->wslot ? 0 : -1;
+  return st->walk && st->c && st->words && st->memo ? 0 : -1;
 }
 
 /* Write an MP_X_INFO record key = value (a number) at the start. */

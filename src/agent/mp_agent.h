@@ -50,6 +50,19 @@ typedef struct mp_snode {
 } mp_snode;
 
 #define MP_RECENT_BITS	10
+#define MP_RETS_BITS	7	/* Sets of two. */
+
+/* A frame of the stack being captured (scratch). */
+typedef struct mp_wframe {
+  mp_snode frame;	/* Kind 0: a Lua frame whose line is not looked up
+			   yet (fn, pc, exact say where it is). */
+  const void *slot;	/* TValue *: the frame's link slot. */
+  const void *pc;	/* BCIns *: the pc a Lua frame's line is at, if it
+			   is in its function's bytecode; else NULL. */
+  const void *fn;	/* GCfunc *: a Lua frame's function. */
+  int exact;		/* See lua_frame() in mp_stack.c. */
+  int cpc;		/* Its pc is from a C frame (mp_frame.cpc). */
+} mp_wframe;
 
 /* A frame of the last walked stack: its slot, what the slot held, and
 ** the node of the stack up to it. */
@@ -57,9 +70,72 @@ typedef struct mp_scache {
   const void *slot;	/* TValue *: the frame's link slot. */
   int64_t link;		/* Its link (frame_ftsz). */
   const void *fn;	/* Its function (frame_gc). */
+  const void *pc;	/* As in mp_wframe: the same pc, the same line. */
   mp_snode frame;
   uint32_t id;
+  uint32_t nwords;	/* Words of mp_stacks.words that say the frames
+			   below it are in place (see still_there()). */
+  int cpc;		/* Its line came from a C frame (a Lua function
+			   that a hook, a finaliser or an FFI callback
+			   interrupted): no frame is cached above it. */
 } mp_scache;
+
+/* A word of the VM stack and what it held when it was cached. */
+typedef struct mp_sword {
+  const uint64_t *at;
+  uint64_t v;
+} mp_sword;
+
+/* Where a return address into a trace's code was mapped to a line. */
+typedef struct mp_retline {
+  uintptr_t ret;	/* The return address... */
+  const void *trace;	/* ...into this trace... */
+  const void *base;	/* ...the prototype of the trace's base frame when
+			   the line is in that frame, else NULL... */
+  mp_snode frame;	/* ...and the line (kind 0: none known). */
+} mp_retline;
+
+/* The node of an event in a trace: by the node of the frames below the
+** trace (its base frame on top) and the return address into it. */
+typedef struct mp_traced {
+  uintptr_t ret;
+  const void *trace;
+  uint32_t below;
+  uint32_t id;		/* 0: none. */
+} mp_traced;
+
+#define MP_TRACED_BITS	8
+
+/* The node of a Lua frame by its parent node and its pc (which names one
+** line of one prototype), see lua_node() in mp_stack.c. */
+typedef struct mp_pcnode {
+  const void *pc;	/* BCIns *, in pt's bytecode; NULL: empty. */
+  const void *pt;	/* GCproto *. */
+  uint32_t parent;
+  uint32_t id;
+  uint32_t line;
+} mp_pcnode;
+
+#define MP_PCNODE_BITS	11
+
+#define MP_MEMO_BITS	7	/* Sets of two stacks met before... */
+#define MP_MEMO_WORDS	32	/* ...of at most this many words. */
+#define MP_MEMO_REST	32	/* Most time marks the memo rests. */
+
+/* A stack met before, by its top frame: the stack is the same while the
+** words that held the top frame's link and function, and the words that
+** validated the frames below it in the cache of the last stack, hold what
+** they held (see memo_find() in mp_stack.c). */
+typedef struct mp_memo {
+  const void *top;	/* TValue *: the top frame's slot; NULL: empty. */
+  uint64_t link;	/* Its link word... */
+  uint64_t fn;		/* ...its function word... */
+  const void *pc;	/* ...and its pc (in its function's bytecode). */
+  const void *low;	/* The lowest word below it that is compared. */
+  uint32_t id;		/* The stack's node. */
+  uint32_t n;		/* Words in w. */
+  mp_sword w[MP_MEMO_WORDS];
+} mp_memo;
 
 /* The stacks mode's state. */
 typedef struct mp_stacks {
@@ -71,13 +147,14 @@ typedef struct mp_stacks {
   mp_hash index;	/* Hash of (parent, frame) -> index in node. */
   uint32_t recent[1 << MP_RECENT_BITS];	/* Index of a node by the top
 					   bits of its hash (see node_of). */
-  mp_snode *walk;	/* Scratch: the frames of this event, innermost
-			   first (depth + 3: cut, trace and its line)... */
-  const void **wslot;	/* ...and the slot of each walked frame. */
+  mp_wframe *walk;	/* Scratch: the frames walked for this event,
+			   innermost first (depth + 1: and the cut). */
   /* The frames of the last walked stack, outermost first, with what each
-  ** frame's slot held (see walk_stack() in mp_stack.c). */
+  ** frame's slot held (see walk_stack() in mp_stack.c), and the words of
+  ** the stack they rely on. */
   mp_scache *c;
   unsigned nc;
+  mp_sword *words;
   uint64_t new_addr;	/* Last new address written (deltas)... */
   uint64_t old_addr;	/* ...and last old address... */
   uint32_t last_node;	/* ...and node of the last stack event. */
@@ -85,9 +162,18 @@ typedef struct mp_stacks {
   uint32_t ticks;	/* ...and between two (fewer when sampling). */
   uint32_t scan[2];	/* Where (in words above the hook's frame) the
 			   return address into a trace was found last. */
-  uintptr_t ret;	/* The last return address into a trace... */
-  const void *ret_trace;	/* ...that trace... */
-  mp_snode ret_frame;	/* ...and the line it was at. */
+  mp_retline rets[2 << MP_RETS_BITS];	/* By return address (see
+					   trace_line()). */
+  mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
+  mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
+  mp_memo *memo;	/* 2 << MP_MEMO_BITS: two per set. */
+  uint8_t memo_next[1 << MP_MEMO_BITS];	/* The way of a set to fill next. */
+  uint32_t memo_probes;	/* Stacks looked for in the memo since the last
+			   time mark... */
+  uint32_t memo_hits;	/* ...and found. */
+  uint32_t memo_rest;	/* Time marks until the memo is used again; 0:
+			   in use (see memo_window() in mp_stack.c)... */
+  uint32_t memo_fails;	/* ...and how often in a row it failed. */
   uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;

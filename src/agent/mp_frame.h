@@ -65,6 +65,8 @@ typedef struct mp_frame {
   TValue *slot;		/* The frame's slot holding its call's link (for a
 			   vararg function, the slot it was called in). */
   int kind;		/* MP_FR_*. */
+  int cpc;		/* Lua: its pc was read from a C frame (see
+			   mp_pc_from_cframes()), not from a frame slot. */
 } mp_frame;
 
 typedef struct mp_walk {
@@ -143,9 +145,12 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
       GCfunc *fn = &o->fn;
       fr->fn = fn;
       fr->pc = NULL;
+      fr->cpc = 0;
       if (isluafunc(fn) && !mp_lua_builtin(fn)) {
 	fr->kind = MP_FR_LUA;
 	fr->pc = mp_walk_lua_pc(w);
+	fr->cpc = w->above && !frame_islua(w->above) &&
+		  !(frame_iscont(w->above) && !frame_iscont_fficb(w->above));
       } else if (isluafunc(fn)) {
 	fr->kind = MP_FR_BUILTIN;
       } else {
@@ -172,16 +177,23 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
 int32_t mp_lua_pos_outside(GCfunc *fn, const BCIns *pc, global_State *g);
 
 /* Bytecode position of the instruction before pc in the Lua function fn
-** (the one executing), or -1 if pc is not in fn. A pc in the copy of a
-** trace's first instruction (where a trace exit may leave the VM) maps to
-** the trace's start. Inline: the hook asks for every Lua allocation. */
-static inline int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc,
-				 global_State *g)
+** (the one executing), or -1 if pc is not in fn's bytecode. */
+static inline __attribute__((always_inline)) int32_t
+mp_lua_pos_in(GCfunc *fn, const BCIns *pc)
 {
   GCproto *pt = funcproto(fn);
   BCPos pos = proto_bcpos(pt, pc) - 1;
-  if (pc && pos < pt->sizebc) return (int32_t)pos;
-  return mp_lua_pos_outside(fn, pc, g);
+  return pc && pos < pt->sizebc ? (int32_t)pos : -1;
+}
+
+/* The same, and a pc in the copy of a trace's first instruction (where a
+** trace exit may leave the VM) maps to the trace's start. Inline: the
+** hook asks for every Lua allocation. */
+static inline int32_t mp_lua_pos(GCfunc *fn, const BCIns *pc,
+				 global_State *g)
+{
+  int32_t pos = mp_lua_pos_in(fn, pc);
+  return pos >= 0 ? pos : mp_lua_pos_outside(fn, pc, g);
 }
 
 #endif

@@ -7,11 +7,31 @@
 ** so that nothing is silently merged). Stacks are interned as a tree of
 ** nodes (parent node, frame), root first: a new node is written into the
 ** stream once (MP_X_NODE, see src/format/mp_ext.h) and events carry the id
-** of their innermost node. Consecutive events mostly share the frames
-** below the top, so the walk is compared with the last one from the root
-** up, and only frames past their common part are looked up in the node
-** table. Addresses are written as differences to the previous address of
-** the same role, which halves an event's bytes.
+** of their innermost node. Addresses are written as differences to the
+** previous address of the same role, which halves an event's bytes.
+**
+** What makes it cheap (each shortcut is checked against the long way by
+** the build with MP_STACK_CHECK, tests/agent-stacks-check.t):
+**   the last stack   consecutive events mostly share the frames below the
+**                    top: the frames of the last stack are cached with the
+**                    words of the VM stack that say they are still in
+**                    place (links, functions), compared in one pass; only
+**                    the frames above the part in place are walked
+**   quick paths      a Lua frame called from Lua, the last stack's top or
+**                    one frame above a frame of it, are read without the
+**                    walker's generality (push_one(), quick_stack())
+**   stacks met before  a memo by the top frame (slot, link, function, pc)
+**                    holding the words that validate the frames below it,
+**                    for loops whose stacks repeat without being
+**                    consecutive; it rests when it seldom finds a stack
+**   node lookups     a Lua frame's node by (parent node, pc), which spares
+**                    the line lookup; other nodes through a direct-mapped
+**                    cache before the hash table
+** The frames below a frame are in place when their words hold what they
+** held: a frame's link names its caller's slot and (called from Lua) its
+** prototype and pc, so the words determine the stack, with one exception:
+** a Lua function interrupted by a hook, a finaliser or an FFI callback has
+** its pc in a C frame, and no frame is cached above it.
 **
 ** Compiled code: the trace's node sits on the frames below the trace's
 ** base frame, and under it, when it can be found, the line the trace was
@@ -30,6 +50,11 @@
 */
 
 #include <string.h>
+#ifdef MP_STACK_CHECK
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#endif
 
 #include "lj_obj.h"
 #include "lj_frame.h"
@@ -126,21 +151,24 @@ static void write_node(mp_state *s, uint32_t parent, const mp_snode *f)
   mp_settle(s);
 }
 
-/* The id of node (parent, f), made and written if it is new; 0 when out
-** of memory (the event then has no stack). */
-static uint32_t node_of(mp_state *s, uint32_t parent, const mp_snode *f)
+/* Where node (parent, f) is looked for first in st->recent: cheaper to
+** compute than node_hash(), and the kind rarely tells nodes apart. */
+static MP_INLINE uint32_t recent_slot(uint32_t parent, const mp_snode *f)
+{
+  uint64_t k = f->a ^ ((uint64_t)f->b << 40) ^
+	       ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+  return (uint32_t)((k * 0xff51afd7ed558ccdull) >> (64 - MP_RECENT_BITS));
+}
+
+/* node_of() past st->recent: the node table, or a new node. */
+static MP_NOINLINE uint32_t node_find(mp_state *s, uint32_t parent,
+				      const mp_snode *f)
 {
   mp_stacks *st = &s->st;
   uint64_t h = node_hash(parent, f);
   mp_hash_iter it;
-  uint32_t *v, id, *recent = &st->recent[h >> (64 - MP_RECENT_BITS)];
+  uint32_t *v, id, *recent = &st->recent[recent_slot(parent, f)];
   mp_snode *n;
-  /* Most lookups are of a node met a few events ago: a direct-mapped
-  ** cache of node indexes answers them without the hash table. */
-  if (*recent < st->n) {
-    n = &st->node[*recent];
-    if (n->parent == parent && same_frame(n, f)) return st->base + *recent + 1;
-  }
   for (v = mp_hash_first(&st->index, h, &it); v; v = mp_hash_next(&st->index, &it)) {
     n = &st->node[*v];
     if (n->parent == parent && same_frame(n, f)) {
@@ -165,30 +193,279 @@ static uint32_t node_of(mp_state *s, uint32_t parent, const mp_snode *f)
   return id;
 }
 
+/* The id of node (parent, f), made and written if it is new; 0 when out
+** of memory (the event then has no stack). Most lookups are of a node met
+** a few events ago: a direct-mapped cache of node indexes answers them
+** inline, without the hash table. */
+static MP_INLINE uint32_t node_of(mp_state *s, uint32_t parent,
+				  const mp_snode *f)
+{
+  mp_stacks *st = &s->st;
+  uint32_t r = st->recent[recent_slot(parent, f)];
+  if (r < st->n) {
+    const mp_snode *n = &st->node[r];
+    if (n->parent == parent && same_frame(n, f)) return st->base + r + 1;
+  }
+  return node_find(s, parent, f);
+}
+
 void mp_stack_forget(mp_state *s)
 {
   mp_stacks *st = &s->st;
   st->base += st->n;
-  st->ret = 0;
+  memset(st->rets, 0, sizeof(st->rets));
+  memset(st->traced, 0, sizeof(st->traced));
+  memset(st->pcnode, 0, sizeof(st->pcnode));
+  if (st->memo) {
+    unsigned i;
+    for (i = 0; i < (2u << MP_MEMO_BITS); i++) st->memo[i].top = NULL;
+  }
   st->n = 0;
   st->nc = 0;
   mp_hash_free(&st->index);
   mp_hash_init_map(&st->index);
 }
 
+/* -- The cache of the last stack ----------------------------------------- */
+
+/* The words of frame slot f that hold its link and its function (with
+** one-slot frames, one word holds both). */
+static inline const uint64_t *link_word(const TValue *f)
+{
+  return &f->u64;
+}
+
+static inline const uint64_t *func_word(const TValue *f)
+{
+  return &(f - LJ_FR2)->u64;
+}
+
+/* Are the frames c[0..j) of the last stack still in their slots, under
+** frame c[j], which is (it was reached from the top, and holds what it
+** held)? Below a frame that is in the current stack, a slot that holds the
+** same link as before has the same caller at the same slot, and so on
+** down. A frame's function needs no check when the frame above it was
+** called from Lua: its link points into that function's bytecode (which
+** cannot belong to another prototype: the cache is dropped when one
+** dies). The words to compare are listed when the frames are cached (see
+** remember()): this runs for every allocation, one load per Lua frame.
+** The callers make sure that c[0] is in the running coroutine's stack:
+** the last stack may have been another one's, in memory the VM has freed
+** since, which is not read. */
+static MP_INLINE int still_same(const mp_sword *w, unsigned n)
+{
+  const mp_sword *end = w + n;
+  for (; end - w >= 4; w += 4)	/* One branch for four words. */
+    if ((*w[0].at ^ w[0].v) | (*w[1].at ^ w[1].v) |
+	(*w[2].at ^ w[2].v) | (*w[3].at ^ w[3].v))
+      return 0;
+  for (; w < end; w++)
+    if (*w->at != w->v) return 0;
+  return 1;
+}
+
+static MP_INLINE int still_there(const mp_stacks *st, unsigned j)
+{
+  return still_same(st->words, st->c[j].nwords);
+}
+
+/* Is frame slot f, reached from the top, frame c[j] of the last stack,
+** with the frames below it in place? */
+static MP_INLINE int in_place(const mp_stacks *st, unsigned j,
+			      const TValue *f)
+{
+  const mp_scache *e = &st->c[j];
+  return e->link == frame_ftsz(f) && e->fn == (const void *)frame_gc(f) &&
+	 still_there(st, j);
+}
+
+/* Cache walked frame w (node id) as frame c[i] of the last stack, c[0..i)
+** being set, with the words that say frame c[i-1] is in place: its link,
+** its function unless w was called from Lua, and for a vararg frame the
+** link above its arguments, which says where its call's link is. */
+static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
+			       uint32_t id)
+{
+  mp_scache *e = &st->c[i];
+  const TValue *f = (const TValue *)w->slot;
+  unsigned k = 0;
+  e->slot = f;
+  e->link = frame_ftsz(f);
+  e->fn = (const void *)frame_gc(f);
+  e->pc = w->pc;
+  e->frame = w->frame;
+  e->id = id;
+  e->cpc = w->cpc;
+  if (i > 0) {
+    const TValue *below = (const TValue *)st->c[i - 1].slot;
+    const TValue *m = (e->link & FRAME_TYPE) == FRAME_LUA ? frame_prevl(f) :
+							   frame_prevd(f);
+    k = st->c[i - 1].nwords;
+    st->words[k].at = link_word(below);
+    st->words[k++].v = *link_word(below);
+    if ((e->link & FRAME_TYPE) != FRAME_LUA) {
+      st->words[k].at = func_word(below);
+      st->words[k++].v = *func_word(below);
+    }
+    if (m != below) {	/* A vararg frame: its link above its arguments
+			   says where its call's link is. */
+      st->words[k].at = link_word(m);
+      st->words[k++].v = *link_word(m);
+    }
+  }
+  e->nwords = k;
+}
+
+/* -- Stacks met before --------------------------------------------------- */
+
+/* The set of the memo where a stack with top frame t at pc goes. */
+static MP_INLINE mp_memo *memo_set(mp_stacks *st, const TValue *t,
+				   const BCIns *pc, uint64_t link)
+{
+  uint64_t k = ((uint64_t)(uintptr_t)t ^ link ^
+		((uint64_t)(uintptr_t)pc << 17)) * 0x9e3779b97f4a7c15ull;
+  return &st->memo[(k >> (64 - MP_MEMO_BITS)) * 2];
+}
+
+/* The node of the stack whose top frame t runs at pc, if it was met
+** before (see mp_memo), else 0. Only the words at or above stack, the
+** running coroutine's stack, are read: a stack met in another coroutine
+** may lie in memory the VM has freed since. */
+static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
+				    const BCIns *pc, const TValue *stack)
+{
+  uint64_t link = *link_word(t), fn = *func_word(t);
+  mp_memo *m = memo_set(st, t, pc, link);
+  unsigned i;
+  for (i = 0; i < 2; i++, m++)
+    if (m->top == (const void *)t && m->link == link && m->fn == fn &&
+	m->pc == (const void *)pc && m->low >= (const void *)stack &&
+	still_same(m->w, m->n)) {
+      st->memo_hits++;
+      return m->id;
+    }
+  return 0;
+}
+
+/* Remember the stack just captured, node id, whose top frame t runs at
+** pc, if the cache of the last stack holds it whole (not cut, t at its
+** top at that pc) and its words fit. */
+static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
+			       const BCIns *pc, uint32_t id)
+{
+  const mp_scache *e;
+  mp_memo *m;
+  const void *low = t;
+  unsigned i, n, set;
+  if (!st->nc) return;
+  e = &st->c[st->nc - 1];
+  n = e->nwords;
+  if (e->slot != (const void *)t || e->id != id || e->pc != (const void *)pc ||
+      !pc || n > MP_MEMO_WORDS)
+    return;
+  m = memo_set(st, t, pc, *link_word(t));
+  set = (unsigned)((m - st->memo) / 2);
+  m += st->memo_next[set];
+  st->memo_next[set] ^= 1;
+  for (i = 0; i < n; i++) {
+    m->w[i] = st->words[i];
+    if ((const void *)m->w[i].at < low) low = m->w[i].at;
+  }
+  m->top = t;
+  m->link = *link_word(t);
+  m->fn = *func_word(t);
+  m->pc = pc;
+  m->low = low;
+  m->id = id;
+  m->n = n;
+}
+
+/* At a time mark: a memo that found less than a third of the stacks it
+** was asked for since the last one costs more than it saves (adding a
+** stack costs about what a walk does, and a program whose stacks seldom
+** repeat, such as a recursion that visits every path of a tree once, would
+** pay for each event): it rests, for one mark after one such failure, for
+** twice as many after each next one (up to MP_MEMO_REST), then tries
+** again. */
+static MP_INLINE void memo_window(mp_stacks *st)
+{
+  if (st->memo_rest) {
+    st->memo_rest--;
+  } else if (st->memo_hits * 3 < st->memo_probes) {
+    st->memo_rest = st->memo_fails < 5 ? 1u << st->memo_fails : MP_MEMO_REST;
+    st->memo_fails++;
+  } else {
+    st->memo_fails = 0;
+  }
+  st->memo_probes = st->memo_hits = 0;
+}
+
 /* -- Capture -------------------------------------------------------------- */
 
-/* Frame fr (a Lua, C or builtin frame of a walk) as a node frame. */
-static inline void frame_of(mp_state *s, const mp_frame *fr, mp_snode *f)
+#ifdef MP_STACK_CHECK
+/* The checked build (make all: build/stackcheck/): what a shortcut finds
+** is found again the long way, and a difference aborts. */
+static MP_NOINLINE void check_failed(const char *what, uint64_t got,
+				     uint64_t want)
 {
+  char msg[200];
+  int n = snprintf(msg, sizeof(msg),
+		   "ljmemprof stack check: %s: %llu, the long way: %llu\n",
+		   what, (unsigned long long)got, (unsigned long long)want);
+  if (write(2, msg, (size_t)n) < 0) abort();
+  abort();
+}
+
+/* Print the frames of node id, innermost first. */
+static void print_node(const mp_stacks *st, const char *what, uint32_t id)
+{
+  fprintf(stderr, "%s:", what);
+  while (id > st->base && id - st->base - 1 < st->n) {
+    const mp_snode *n = &st->node[id - st->base - 1];
+    fprintf(stderr, " %u=%d:%llx:%u", id, n->kind, (unsigned long long)n->a, n->b);
+    id = n->parent;
+  }
+  fprintf(stderr, "\n");
+}
+#endif
+
+/* Node frame of Lua function fn running at pc (the pc saved for it; NULL
+** if none is known) into *f. A pc outside fn's bytecode may be in the
+** copy of a trace's first instruction (see mp_lua_pos()), unless the
+** caller knows it points into a prototype's bytecode (exact): then it
+** names no line, which spares the search. Returns pc if it is in fn's
+** bytecode (the same pc in the same function is the same line), else
+** NULL. */
+static MP_INLINE const BCIns *lua_frame(mp_state *s, GCfunc *fn,
+					const BCIns *pc, int exact,
+					mp_snode *f)
+{
+  GCproto *pt = funcproto(fn);
+  int32_t pos = mp_lua_pos_in(fn, pc);
+  const BCIns *in = pos >= 0 ? pc : NULL;
+  if (pos < 0 && !exact) pos = mp_lua_pos_outside(fn, pc, (global_State *)s->g);
+#ifdef MP_STACK_CHECK
+  else if (pos < 0 && mp_lua_pos_outside(fn, pc, (global_State *)s->g) >= 0)
+    check_failed("an exact pc in a trace's copy", (uintptr_t)pc, 0);
+#endif
+  f->kind = MP_FK_LUA;
+  f->a = (uint64_t)(uintptr_t)pt;
+  f->b = pos >= 0 ? (uint32_t)mp_proto_line(pt, (BCPos)pos)
+		  : (uint32_t)pt->firstline;
+  return in;
+}
+
+/* Frame fr (a Lua, C or builtin frame of a walk) as a node frame into
+** *w (exact: see lua_frame()). */
+static inline void frame_of(mp_state *s, const mp_frame *fr, int exact,
+			    mp_wframe *w)
+{
+  mp_snode *f = &w->frame;
+  w->slot = fr->slot;
+  w->pc = NULL;
+  w->cpc = fr->kind == MP_FR_LUA && fr->cpc;
   if (fr->kind == MP_FR_LUA) {
-    GCproto *pt = funcproto(fr->fn);
-    int32_t pos = fr->pc ? mp_lua_pos(fr->fn, fr->pc, (global_State *)s->g)
-			 : -1;
-    f->kind = MP_FK_LUA;
-    f->a = (uint64_t)(uintptr_t)pt;
-    f->b = pos >= 0 ? (uint32_t)mp_proto_line(pt, (BCPos)pos)
-		    : (uint32_t)pt->firstline;
+    w->pc = lua_frame(s, fr->fn, fr->pc, exact, f);
   } else if (fr->kind == MP_FR_C) {
     f->kind = MP_FK_C;
     f->a = (uint64_t)(uintptr_t)fr->fn->c.f;
@@ -201,140 +478,350 @@ static inline void frame_of(mp_state *s, const mp_frame *fr, mp_snode *f)
   }
 }
 
-/* Are the frames c[0..j) of the last stack still in their slots, under
-** frame c[j], which is (it was reached from the top, and holds what it
-** held)? Below a frame that is in the current stack, a slot that holds the
-** same link as before has the same caller at the same slot, and so on
-** down. A frame's function needs no check when the frame above it was
-** called from Lua: its link points into that function's bytecode (which
-** cannot belong to another prototype: the cache is dropped when one
-** dies). This runs for every allocation: one load per Lua frame. */
-static inline int still_there(const mp_scache *c, unsigned j)
+/* The node of Lua function fn at pc (exact: see lua_frame()) on node
+** parent, and its frame into *f; *in as lua_frame() returns; 0 when out of
+** memory. A pc in a prototype's bytecode is one line of it, so the node
+** of (parent, pc) is kept in a direct-mapped cache, which spares the line
+** lookup and the node table. Its entries name prototypes whose symbols
+** are written (they are in nodes): when one dies, mp_stack_forget()
+** empties the cache with the nodes. */
+static MP_INLINE uint32_t lua_node(mp_state *s, uint32_t parent, GCfunc *fn,
+				   const BCIns *pc, int exact, mp_snode *f,
+				   const BCIns **in)
 {
-  unsigned i;
-  for (i = 0; i < j; i++) {
-    const TValue *f = (const TValue *)c[i].slot;
-    if (frame_ftsz(f) != c[i].link) return 0;
-    if ((c[i + 1].link & FRAME_TYPE) != FRAME_LUA &&
-	(const void *)frame_gc(f) != c[i].fn)
-      return 0;
+  mp_stacks *st = &s->st;
+  const GCproto *pt = funcproto(fn);
+  uint64_t k = ((uint64_t)(uintptr_t)pc ^ parent) * 0x9e3779b97f4a7c15ull;
+  mp_pcnode *e = &st->pcnode[k >> (64 - MP_PCNODE_BITS)];
+  uint32_t id;
+  if (e->pc == (const void *)pc && e->parent == parent && e->pt == pt && pc) {
+    f->kind = MP_FK_LUA;
+    f->a = (uint64_t)(uintptr_t)pt;
+    f->b = e->line;
+    *in = pc;
+    return e->id;
   }
+  *in = lua_frame(s, fn, pc, exact, f);
+  id = node_of(s, parent, f);
+  if (id && *in) {
+    e->pc = pc;
+    e->pt = pt;
+    e->parent = parent;
+    e->id = id;
+    e->line = f->b;
+  }
+  return id;
+}
+
+/* Intern the n walked frames st->walk[0..n) (innermost first) on node
+** `node`, outermost first, and cache them above c[0..keep) unless the walk
+** was cut: the node of the whole stack into *id; 0 when out of memory
+** (then the cache is dropped), else 1. A frame that the last stack had at
+** the same depth on the same node (same: node is c[keep-1]'s, as it was)
+** is that node again, without a lookup; a Lua frame at the pc the last
+** stack's frame there had in the same function is at its line. */
+static MP_INLINE int intern_walked(mp_state *s, unsigned n, uint32_t node,
+				   unsigned keep, int same, int cut,
+				   uint32_t *id)
+{
+  mp_stacks *st = &s->st;
+  unsigned old = cut ? 0 : st->nc;
+  /* Frames are cached up to the first whose line the stack does not say
+  ** (see mp_scache.cpc): the words that validate the frames above it
+  ** would not tell that its line moved. */
+  int hold = !cut && !(keep && st->c[keep - 1].cpc);
+  while (n-- > 0) {
+    mp_wframe *w = &st->walk[n];
+    const mp_scache *e = &st->c[keep];
+    uint32_t was = keep < old ? e->id : 0;
+    if (!w->frame.kind &&	/* Its line, unless the last stack had it. */
+	!(keep < old && e->pc == w->pc && w->pc && e->fn == w->fn)) {
+      const BCIns *in;
+      node = lua_node(s, node, (GCfunc *)w->fn, (const BCIns *)w->pc,
+		      w->exact, &w->frame, &in);
+      w->pc = in;
+    } else {
+      if (!w->frame.kind) w->frame = e->frame;
+      node = same && keep < old && same_frame(&e->frame, &w->frame) ? was :
+	     node_of(s, node, &w->frame);
+    }
+    if (!node) {
+      st->nc = 0;
+      *id = 0;
+      return 0;
+    }
+    same = node == was;
+    if (hold) {
+      remember(st, keep++, w, node);
+      hold = !w->cpc;
+    }
+  }
+  st->nc = cut ? 0 : keep;
+  *id = node;
   return 1;
 }
 
-/* The node of the stack walked by w under the n frames already in
-** st->walk[0..n) (a trace and its line, innermost first). Only the frames
-** above the part of the last stack that is still in place are walked and
-** looked up; the rest comes from the cache. 0 when out of memory. */
-static uint32_t walk_stack(mp_state *s, mp_walk *w, unsigned n)
+/* The node of the stack walked by w into *id (0: no frames). Only the
+** frames above the part of the last stack that is still in place are
+** walked and looked up; the rest comes from the cache. 0 when out of
+** memory, else 1. */
+static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
 {
   mp_stacks *st = &s->st;
   mp_scache *c = st->c;
   mp_frame fr;
-  unsigned top = n, keep = 0, i;
+  unsigned n = 0, keep = 0;
   int j = (int)st->nc - 1, cut = 0;
-  uint32_t id = 0;
+  if (j >= 0 && (const TValue *)c[0].slot <= w->bot) j = -1;	/* Another stack. */
   while (mp_walk_next(w, &fr)) {
-    mp_snode *f = &st->walk[n];
-    if (n - top >= st->depth) {	/* Deeper than asked: cut, no cache. */
-      f->kind = MP_FK_CUT;
-      f->a = st->depth;
-      f->b = 0;
+    mp_wframe *f = &st->walk[n];
+    if (n >= st->depth) {	/* Deeper than asked: cut, no cache. */
+      f->frame.kind = MP_FK_CUT;
+      f->frame.a = st->depth;
+      f->frame.b = 0;
       n++;
       cut = 1;
       break;
     }
-    frame_of(s, &fr, f);
-    st->wslot[n] = fr.slot;
+    /* A pc the walk was given is in a prototype's bytecode (a trace's
+    ** start: see locate()), and so is any frame's that equals it. */
+    frame_of(s, &fr, fr.pc == w->toppc, f);
     n++;
     while (j >= 0 && (const TValue *)c[j].slot > fr.slot) j--;
     if (j >= 0 && c[j].slot == fr.slot) {
-      if (c[j].link == frame_ftsz(fr.slot) &&
-	  c[j].fn == (const void *)frame_gc(fr.slot) &&
-	  still_there(c, (unsigned)j)) {
+      if (in_place(st, (unsigned)j, fr.slot)) {
 	/* Frames 0..j are in place; frame j's line comes from the walk.
 	** Unless they and the frames above them are too many: then the
 	** walk goes on to the cut, without the cache. */
-	if ((unsigned)j + n - top > st->depth) { j = -1; continue; }
+	if ((unsigned)j + n > st->depth) { j = -1; continue; }
 	keep = (unsigned)j;
-	if (same_frame(&c[j].frame, f)) { keep++; n--; }
-	id = keep ? c[keep - 1].id : 0;
+	if (same_frame(&c[j].frame, &f->frame)) {
+	  c[j].cpc = f->cpc;	/* Its line may come from elsewhere now. */
+	  keep++;
+	  n--;
+	}
 	break;
       }
       j--;
     }
   }
-  /* Intern the frames above the kept part, outermost first, and remember
-  ** the walked ones (not a trace and its line) for the next event. */
-  for (i = n; i-- > 0; ) {
-    const mp_snode *f = &st->walk[i];
-    if (!(id = node_of(s, id, f))) { st->nc = 0; return 0; }
-    if (i >= top && !cut) {
-      mp_scache *e = &c[keep++];
-      e->slot = st->wslot[i];
-      e->link = frame_ftsz((const TValue *)e->slot);
-      e->fn = (const void *)frame_gc((const TValue *)e->slot);
-      e->frame = *f;
-      e->id = id;
-    }
-  }
-  st->nc = cut ? 0 : keep;
-  return id;
+  return intern_walked(s, n, keep ? c[keep - 1].id : 0, keep, 1, cut, id);
 }
 
-/* The node of the n frames in st->walk (innermost first) that come from no
-** walk (a trace alone, the host). */
-static uint32_t intern(mp_state *s, unsigned n)
+
+/* The slot of frame f that holds its call's link (a vararg function's
+** frame was moved above its arguments), as the walker reports it. */
+static MP_INLINE const TValue *link_slot(const TValue *f)
 {
-  uint32_t id = 0;
-  while (n-- > 0)
-    if (!(id = node_of(s, id, &s->st.walk[n]))) return 0;
-  return id;
+  return frame_isvarg(f) ? frame_prevd(f) : f;
 }
 
-/* The line trace T was executing when it called out to allocate: the
-** return address into T's code, found on the C stack above `from`, mapped
-** through T's snapshots. Fills *f with a Lua frame; 0 if not found. */
-static int trace_line(mp_stacks *st, global_State *g, GCtrace *T,
-		      const void *from, mp_snode *f)
+/* quick_stack()'s commonest case, by itself: Lua frame t (not a vararg
+** one), running fn at pc, was called from Lua by frame c[k] of the last
+** stack, which is still in place (perhaps at another line): its caller's
+** node, then t's, each looked up only if its line changed, and t becomes
+** the top of the cache. The recursion that builds a tree takes this path
+** for nearly every allocation (a sibling replaces the last top, or a
+** child is called by it). 0 when the stack is not of that shape or is to
+** be cut, else 1 (*id = 0: out of memory). */
+static MP_INLINE int push_one(mp_state *s, const TValue *t, GCfunc *fn,
+			      const BCIns *pc, int exact, uint32_t *id)
+{
+  mp_stacks *st = &s->st;
+  mp_scache *c = st->c, *e, *top;
+  const TValue *p, *ps;
+  const BCIns *in;
+  mp_snode f;
+  uint32_t node, was;
+  int k = (int)st->nc - 1;
+  if (!frame_islua(t)) return 0;
+  p = frame_prevl(t);	/* The caller's frame: its link may be below. */
+  ps = link_slot(p);
+  while (k >= 0 && (const TValue *)c[k].slot > ps) k--;
+  if (k < 0 || c[k].slot != ps || (unsigned)k + 2 > st->depth ||
+      ps > p || !in_place(st, (unsigned)k, ps) ||
+      (ps != p && (const void *)frame_func(p) != c[k].fn))
+    return 0;
+  e = &c[k];
+  e->cpc = 0;	/* Its line comes from t's link now. */
+  node = was = e->id;
+  if (e->frame.kind == MP_FK_LUA && e->pc != frame_pc(t)) {
+    /* The caller is at another call: its line, its node. */
+    node = lua_node(s, k ? c[k - 1].id : 0, (GCfunc *)e->fn, frame_pc(t), 0,
+		    &f, &in);
+    if (!node) goto oom;
+    e->frame = f;
+    e->id = node;
+    e->pc = in;
+  }
+  top = &c[k + 1];
+  if ((unsigned)k + 1 < st->nc && node == was && top->fn == (const void *)fn &&
+      top->pc == (const void *)pc && pc) {
+    node = top->id;	/* The same function at the same pc on the same node. */
+  } else {
+    if (!(node = lua_node(s, node, fn, pc, exact, &f, &in))) goto oom;
+    top->fn = fn;
+    top->pc = in;
+    top->frame = f;
+    top->id = node;
+  }
+  top->slot = t;
+  top->link = frame_ftsz(t);
+  /* t was called from Lua: the link of its caller's slot says the rest. */
+  st->words[e->nwords].at = link_word(ps);
+  st->words[e->nwords].v = *link_word(ps);
+  top->nwords = e->nwords + 1;
+  if (ps != p) {	/* See remember(). */
+    st->words[top->nwords].at = link_word(p);
+    st->words[top->nwords++].v = *link_word(p);
+  }
+  st->nc = (unsigned)k + 2;
+  *id = node;
+  return 1;
+oom:
+  st->nc = 0;
+  *id = 0;
+  return 1;
+}
+
+/* The node of the stack from frame t down into *id, where t runs Lua
+** function fn at pc (exact: see lua_frame()), in the common case: the
+** frames from t down to a frame of the last stack that is still in place
+** run Lua functions, each called from the next one. The frames are the
+** ones walk_stack() would find, without the walker's generality (the
+** checked build compares them). 0 when the stack is not of that shape or
+** the walker is to cut it, else 1 (*id = 0: out of memory). */
+static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
+				 const BCIns *pc, int exact, const TValue *bot,
+				 uint32_t *id)
+{
+  mp_stacks *st = &s->st;
+  mp_scache *c = st->c, *e;
+  int j = (int)st->nc - 1;
+  unsigned n = 0;
+  const TValue *f = t, *fs;
+  uint32_t node;
+  if (j < 0 || (const TValue *)c[0].slot <= bot) return 0;
+  /* Most often t is the top of the last stack, at the same pc. */
+  e = &c[j];
+  fs = link_slot(t);
+  if (e->slot == fs && pc == e->pc && pc && (fs == t || (const void *)fn == e->fn) &&
+      in_place(st, (unsigned)j, fs)) {
+    *id = e->id;
+    return 1;
+  }
+  if (fs == t && push_one(s, t, fn, pc, exact, id)) return 1;
+  for (;;) {	/* Frame f runs fn at pc: is it a frame of the last stack? */
+    fs = link_slot(f);
+    if (fs > f || n >= st->depth) return 0;
+    while (j >= 0 && (const TValue *)c[j].slot > fs) j--;
+    if (j < 0) return 0;
+    if (c[j].slot == fs) {
+      if (in_place(st, (unsigned)j, fs) &&
+	  (fs == f || (const void *)fn == c[j].fn))
+	break;
+      j--;
+    }
+    /* No: a new frame, then its caller if that called it from Lua. */
+    if (fn->c.gct != ~LJ_TFUNC || !isluafunc(fn) || mp_lua_builtin(fn))
+      return 0;
+    st->walk[n].frame.kind = 0;	/* Its line: see intern_walked(). */
+    st->walk[n].slot = fs;
+    st->walk[n].pc = pc;
+    st->walk[n].fn = fn;
+    st->walk[n].exact = exact;
+    st->walk[n].cpc = 0;
+    n++;
+    if (!frame_islua(fs)) return 0;
+    f = frame_prevl(fs);
+    if (f >= fs || f <= bot) return 0;
+    fn = frame_func(f);
+    pc = frame_pc(fs);
+    exact = 0;
+  }
+  /* Frame f is c[j], in place, perhaps at another line; then the new
+  ** frames above it. */
+  if ((unsigned)j + n + 1 > st->depth) return 0;
+  e = &c[j];
+  e->cpc = 0;	/* On top, or called from Lua by the frame above it. */
+  node = e->id;
+  if (e->frame.kind == MP_FK_LUA && (pc != e->pc || !pc)) {
+    mp_snode lf;
+    const BCIns *in;
+    if (!(node = lua_node(s, j ? c[j - 1].id : 0, fn, pc, exact, &lf, &in))) {
+      st->nc = 0;
+      *id = 0;
+      return 1;
+    }
+    e->frame = lf;
+    e->pc = in;
+  }
+  if (n) {
+    intern_walked(s, n, node, (unsigned)j + 1, node == e->id, 0, id);
+  } else {
+    st->nc = (unsigned)j + 1;
+    *id = node;
+  }
+  e->id = node;
+  return 1;
+}
+
+/* The return address into trace T's code on the C stack above `from`, or
+** 0: the first word that points into T's code. The same call path into
+** the VM puts it at the same distance from the hook's frame: the last two
+** distances are tried first. */
+static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
+				     const void *from)
 {
   const uintptr_t *base = (const uintptr_t *)from, *w;
   const uintptr_t *end = base + SCAN_BYTES / sizeof(uintptr_t);
-  uintptr_t lo = (uintptr_t)T->mcode, hi = lo + T->szmcode, ofs, ret;
+  uintptr_t lo = (uintptr_t)T->mcode, hi = lo + T->szmcode;
+  w = base + st->scan[0];
+  if (*w > lo && *w <= hi) return *w;
+  w = base + st->scan[1];
+  if (!(*w > lo && *w <= hi)) {
+    for (w = base; w < end; w++)
+      if (*w > lo && *w <= hi) break;
+    if (w == end) return 0;
+  }
+  st->scan[1] = st->scan[0];
+  st->scan[0] = (uint32_t)(w - base);
+  return *w;
+}
+
+/* The prototype of Lua function fn (of the base frame of a trace), or
+** NULL if fn is not one. */
+static inline const GCproto *base_proto(const GCfunc *fn)
+{
+  if (!fn || fn->c.gct != ~LJ_TFUNC || !isluafunc(fn)) return NULL;
+  return funcproto(fn);
+}
+
+/* Map return address ret into T's code through T's snapshots to the line
+** T was executing there, into *e (kind 0 if none); basefn is the function
+** of T's base frame (or NULL). 0 when the answer depends on more than T,
+** ret and the prototype of basefn (it is not a Lua function), else 1. */
+static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
+			       const GCfunc *basefn, mp_retline *e)
+{
+  uintptr_t ofs = (uintptr_t)((MCode *)ret - T->mcode);
   SnapNo a = 0, b = T->nsnap;
   SnapShot *snap;
   SnapEntry *map;
   const BCIns *pc;
   GCfunc *fn = NULL;
-  GCproto *pt;
+  const GCproto *pt;
   BCPos pos;
   MSize i;
   int top = -1;
-  if (!T->nsnap) return 0;
-  /* The same call path into the VM puts the return address at the same
-  ** distance from the hook's frame: try the last two distances first. */
-  w = base + st->scan[0];
-  if (!(*w > lo && *w <= hi)) {
-    w = base + st->scan[1];
-    if (!(*w > lo && *w <= hi)) {
-      for (w = base; w < end; w++)
-	if (*w > lo && *w <= hi) break;
-      if (w == end) return 0;
-    }
-    st->scan[1] = st->scan[0];
-    st->scan[0] = (uint32_t)(w - base);
-  }
-  ret = *w;
-  if (ret == st->ret && T == st->ret_trace) {	/* As last time. */
-    *f = st->ret_frame;
-    return 1;
-  }
-  ofs = (uintptr_t)((MCode *)ret - T->mcode);
+  memset(e, 0, sizeof(*e));
+  e->ret = ret;
+  e->trace = T;
   do {	/* The last snapshot whose code starts at or before ofs. */
     SnapNo mid = (SnapNo)((a + b) >> 1);
     if (ofs < T->snap[mid].mcofs) b = mid; else a = mid + 1;
   } while (a < b);
-  if (!b) return 0;
+  if (!b) return 1;
   snap = &T->snap[b - 1];
   map = &T->snapmap[snap->mapofs];
   pc = snap_pc(&map[snap->nent]);
@@ -347,58 +834,131 @@ static int trace_line(mp_stacks *st, global_State *g, GCtrace *T,
 	fn = ir_kfunc(ir);
       }
     }
-  if (!fn) {	/* Still in the trace's base frame. */
-    TValue *base = tvref(g->jit_base);
-    if (!base) return 0;
-    fn = frame_func(base - 1);
-    if (fn->c.gct != ~LJ_TFUNC) return 0;
+  if (fn) {
+    if (!isluafunc(fn)) return 1;
+    pt = funcproto(fn);
+  } else {	/* Still in the trace's base frame. */
+    if (!(pt = base_proto(basefn))) return 0;
+    e->base = pt;
   }
-  if (!isluafunc(fn)) return 0;
-  pt = funcproto(fn);
   pos = proto_bcpos(pt, pc);
-  if (pos >= pt->sizebc) return 0;
-  f->kind = MP_FK_LUA;
-  f->a = (uint64_t)(uintptr_t)pt;
-  f->b = (uint32_t)mp_proto_line(pt, pos);
-  st->ret = ret;
-  st->ret_trace = T;
-  st->ret_frame = *f;
+  if (pos >= pt->sizebc) return 1;
+  e->frame.kind = MP_FK_LUA;
+  e->frame.a = (uint64_t)(uintptr_t)pt;
+  e->frame.b = (uint32_t)mp_proto_line(pt, pos);
   return 1;
 }
 
-/* Where an allocation happens, as a stack node; 0 for the VM itself (GC,
-** JIT compiler), whose events carry no stack. */
-static MP_NOINLINE uint32_t capture(mp_state *s, const void *from)
+/* The line trace T (number tn, base frame function basefn or NULL) was
+** executing at return address ret into its code, mapped through T's
+** snapshots, into *f. Each return address is mapped once (if cached:
+** else every time). 0 if no line is known. */
+static MP_INLINE int trace_line(mp_state *s, GCtrace *T, TraceNo tn,
+				const GCfunc *basefn, uintptr_t ret,
+				mp_snode *f, int cached)
 {
   mp_stacks *st = &s->st;
+  mp_retline *e, fresh;
+  /* Two ways per set, the one used last first. */
+  e = &st->rets[((ret * 0x9e3779b97f4a7c15ull) >> (64 - MP_RETS_BITS)) * 2];
+  if (e->ret != ret || e->trace != T) {
+    mp_retline other = e[1];
+    e[1] = e[0];
+    e[0] = other;
+  }
+  if (!cached || e->ret != ret || e->trace != T ||
+      (e->base && e->base != base_proto(basefn))) {
+    global_State *g = (global_State *)s->g;
+    /* Kept only for a trace whose symbol is written: when it dies, the
+    ** cache is dropped with the nodes (mp_stack_forget()). */
+    mp_want_trace(s, g, tn);
+    if (map_ret(T, ret, basefn, &fresh) && cached && tn < s->ntraces &&
+	s->traces[tn].trace == T)
+      *e = fresh;
+    else
+      e = &fresh;
+  }
+  if (!e->frame.kind) return 0;
+  *f = e->frame;
+  return 1;
+}
+
+/* The node of the stack from frame t of L down into *id, where t's pc is
+** pc, or toppc (a trace's start: see locate()) if that is not NULL. The
+** common shapes take quick_stack() unless slow. 0 when out of memory
+** (*id = 0). */
+static MP_INLINE int stack_from(mp_state *s, lua_State *L, TValue *t,
+				const BCIns *pc, const BCIns *toppc, int slow,
+				uint32_t *id)
+{
+  GCfunc *fn = frame_func(t);
+  mp_walk w;
+  if (!slow && fn->c.gct == ~LJ_TFUNC && isluafunc(fn) &&
+      !mp_lua_builtin(fn) &&
+      quick_stack(s, t, fn, toppc ? toppc : pc, toppc != NULL,
+		  tvref(L->stack) + LJ_FR2, id))
+    return *id != 0;
+  mp_walk_init_at(&w, L, t, toppc);
+  return walk_stack(s, &w, id);
+}
+
+/* Where an allocation happens, as a stack node; 0 for the VM itself (GC,
+** JIT compiler), whose events carry no stack. The caches of the last
+** stack and of trace lines and the quick path are used unless slow. */
+static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
+{
   global_State *g = (global_State *)s->g;
   int32_t vst = g->vmstate;
   lua_State *L;
-  mp_walk w;
-  unsigned n = 0;
   TValue *top;
+  uint32_t id = 0;
   if (vst > 0 || vst == ~LJ_VMST_EXIT) {	/* Compiled code. */
     jit_State *J = G2J(g);
     TraceNo tn = vst > 0 ? (TraceNo)vst : J->parent;
     GCtrace *T;
     TValue *base = tvref(g->jit_base);
+    GCfunc *basefn = base ? frame_func(base - 1) : NULL;
+    mp_traced *memo = NULL;
+    mp_snode line, tr;
+    uintptr_t ret = 0;
     if (vst < 0 && (J->state != LJ_TRACE_IDLE || !tn)) return 0;
     if (tn >= J->sizetrace || !(T = (GCtrace *)gcref(J->trace[tn])))
       return 0;
-    if (vst > 0 && trace_line(st, g, T, from, &st->walk[n])) n++;
-    st->walk[n].kind = MP_FK_TRACE;
-    st->walk[n].a = tn;
-    st->walk[n].b = 0;
-    n++;
+    if (vst > 0 && T->nsnap) ret = trace_ret(&s->st, T, from);
     /* The frames below the trace's base (not while an exit rebuilds
     ** them). The base frame runs the trace: shown at the trace's start. */
     L = (lua_State *)gcref(g->cur_L);
     if (vst > 0 && base && L && base - 1 > tvref(L->stack) + LJ_FR2 &&
 	base <= L->top) {
-      mp_walk_init_at(&w, L, base - 1, mref(T->startpc, const BCIns) + 1);
-      return walk_stack(s, &w, n);
+      mp_stacks *st = &s->st;
+      if (!stack_from(s, L, base - 1, NULL, mref(T->startpc, const BCIns) + 1,
+		      slow, &id))
+	return 0;
+      /* The same return address into the same trace, on the same frames
+      ** with the base frame on top (whose function the line may be in):
+      ** the same node as last time. */
+      if (st->nc && st->c[st->nc - 1].slot == link_slot(base - 1) && ret &&
+	  !slow) {
+	memo = &st->traced[((ret ^ id) * 0x9e3779b97f4a7c15ull) >>
+			   (64 - MP_TRACED_BITS)];
+	if (memo->ret == ret && memo->below == id && memo->trace == T &&
+	    memo->id)
+	  return memo->id;
+	memo->ret = ret;
+	memo->below = id;
+	memo->trace = T;
+	memo->id = 0;
+      }
     }
-    return intern(s, n);
+    tr.kind = MP_FK_TRACE;
+    tr.a = tn;
+    tr.b = 0;
+    if (!(id = node_of(s, id, &tr))) return 0;
+    if (ret && trace_line(s, T, tn, basefn, ret, &line, !slow) &&
+	!(id = node_of(s, id, &line)))
+      return 0;
+    if (memo) memo->id = id;
+    return id;
   }
   if (vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C &&
       vst != ~LJ_VMST_RECORD && vst != 0)
@@ -407,25 +967,69 @@ static MP_NOINLINE uint32_t capture(mp_state *s, const void *from)
   if (!L) return 0;
   top = L->base - 1;
   if (top <= tvref(L->stack) + LJ_FR2) {	/* No function running. */
+    mp_snode host;
     if (vst == ~LJ_VMST_RECORD) return 0;
     mp_sym_host(s);
-    st->walk[0].kind = MP_FK_HOST;
-    st->walk[0].a = st->walk[0].b = 0;
-    return intern(s, 1);
+    host.kind = MP_FK_HOST;
+    host.a = host.b = 0;
+    return node_of(s, 0, &host);
   }
   {
     void *cf = cframe_raw(L->cframe);
     GCfunc *fn = frame_func(top);
-    int nopc;
+    const BCIns *pc;
     if (!cf) return 0;
-    nopc = (void *)cframe_pc(cf) == (void *)cframe_L(cf);
+    pc = cframe_pc(cf);
     /* The JIT compiler's own work (see attribute() in mp_hook.c). */
-    if (nopc && (fn->c.gct != ~LJ_TFUNC || isluafunc(fn) ||
-		 G2J(g)->state != LJ_TRACE_IDLE))
-      return 0;
+    if ((void *)pc == (void *)cframe_L(cf)) {
+      if (fn->c.gct != ~LJ_TFUNC || isluafunc(fn) ||
+	  G2J(g)->state != LJ_TRACE_IDLE)
+	return 0;
+      pc = NULL;
+    }
+    if (!slow && pc && !s->st.memo_rest) {	/* A stack met before? */
+      uint32_t met = memo_find(&s->st, top, pc, tvref(L->stack));
+      s->st.memo_probes++;
+      if (met) return met;
+      if (stack_from(s, L, top, pc, NULL, 0, &id))
+	memo_add(&s->st, top, pc, id);
+      return id;
+    }
+    stack_from(s, L, top, pc, NULL, slow, &id);
   }
-  mp_walk_init(&w, L);
-  return walk_stack(s, &w, 0);
+  return id;
+}
+
+/* locate() with the caches; the checked build finds every stack again
+** without them. */
+static MP_NOINLINE uint32_t capture(mp_state *s, const void *from)
+{
+  uint32_t id = locate(s, from, 0);
+#ifdef MP_STACK_CHECK
+  {
+    mp_stacks *st = &s->st;
+    unsigned nc = st->nc, nw = nc ? st->c[nc - 1].nwords : 0;
+    mp_scache *c = malloc((nc + 1) * sizeof(*c));
+    mp_sword *words = malloc((nw + 1) * sizeof(*words));
+    uint32_t want;
+    if (!c || !words) abort();
+    memcpy(c, st->c, nc * sizeof(*c));
+    memcpy(words, st->words, nw * sizeof(*words));
+    st->nc = 0;
+    want = locate(s, from, 1);
+    if (want != id) {
+      print_node(st, "got ", id);
+      print_node(st, "want", want);
+      check_failed("stack node", id, want);
+    }
+    memcpy(st->c, c, nc * sizeof(*c));
+    memcpy(st->words, words, nw * sizeof(*words));
+    st->nc = nc;
+    free(c);
+    free(words);
+  }
+#endif
+  return id;
 }
 
 /* -- Encoding ------------------------------------------------------------- */
@@ -492,13 +1096,14 @@ static MP_INLINE void tick(mp_state *s)
   mp_stacks *st = &s->st;
   if (MP_UNLIKELY(--st->tick == 0)) {
     st->tick = st->ticks;
+    memo_window(st);
     s->pos = mp_put_time(s, s->pos);
     mp_settle(s);
   }
 }
 
 /* A free: recorded, then forwarded as a tail call. */
-static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
+static MP_NOINLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
 {
   sym_free(s, ptr, osize);
   put_free(s, ptr, osize);
@@ -506,23 +1111,24 @@ static MP_INLINE void *stack_free(mp_state *s, void *ptr, size_t osize)
   return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
 
-/* The lua_Alloc installed while profiling with stacks; ud is the state. */
-void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
+/* The end of a free whose record filled the chunk: hand it over. */
+static MP_NOINLINE void *free_flush(mp_state *s, void *ptr, size_t osize)
 {
-  mp_state *s = (mp_state *)ud;
+  mp_sink_flush(s);
+  mp_leave(s);
+  return s->orig_f(s->orig_ud, ptr, osize, 0);
+}
+
+/* An allocation or reallocation (nsize > 0), recorded around forwarding.
+** Apart from the hook, so that frees save no registers. */
+static MP_NOINLINE void *stack_alloc(mp_state *s, void *ptr, size_t osize,
+				     size_t nsize)
+{
   mp_stacks *st = &s->st;
   void *res;
   uint32_t node, last_node;
   uint64_t old;
   uint8_t *p, *h;
-  mp_enter(s);
-  if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
-    mp_sink_limited(s);
-    mp_leave(s);
-    return s->orig_f(s->orig_ud, ptr, osize, nsize);
-  }
-  tick(s);
-  if (nsize == 0) return stack_free(s, ptr, osize);
   /* The stack is read before forwarding (a stack reallocation frees the
   ** stack the frames are in); the event counts if the allocator succeeds,
   ** else the registers the encoding moved go back. */
@@ -548,6 +1154,54 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
   }
   mp_leave(s);
   return res;
+}
+
+/* The hook's calls that are not recorded (recording stopped). */
+static MP_NOINLINE void *not_recording(mp_state *s, void *ptr, size_t osize,
+				       size_t nsize)
+{
+  mp_sink_limited(s);
+  mp_leave(s);
+  return s->orig_f(s->orig_ud, ptr, osize, nsize);
+}
+
+/* The hook's event after a time mark is due: the mark, then the event. */
+static MP_NOINLINE void *tick_then(mp_state *s, void *ptr, size_t osize,
+				   size_t nsize)
+{
+  mp_stacks *st = &s->st;
+  st->tick = st->ticks;
+  memo_window(st);
+  s->pos = mp_put_time(s, s->pos);
+  mp_settle(s);
+  if (nsize == 0) return stack_free(s, ptr, osize);
+  return stack_alloc(s, ptr, osize, nsize);
+}
+
+/* The lua_Alloc installed while profiling with stacks; ud is the state.
+** Every call out of it is a tail call, so that the common free (outside
+** compiled code, of no block that may be a prototype or a trace: billed
+** to INTERNAL) is recorded and forwarded without saving a register. */
+void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  mp_state *s = (mp_state *)ud;
+  int32_t vst;
+  uint8_t *p, *h;
+  mp_enter(s);
+  if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED)))
+    return not_recording(s, ptr, osize, nsize);
+  if (MP_UNLIKELY(--s->st.tick == 0)) return tick_then(s, ptr, osize, nsize);
+  if (nsize) return stack_alloc(s, ptr, osize, nsize);
+  vst = ((global_State *)s->g)->vmstate;
+  if (MP_UNLIKELY(osize >= s->sym_min || vst > 0 || vst == ~LJ_VMST_EXIT))
+    return stack_free(s, ptr, osize);
+  h = p = s->pos;	/* As put_free() writes it, billed to INTERNAL. */
+  *p++ = MP_AEV_FREE | MP_SRC_INTERNAL;
+  p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
+  s->pos = mp_put_uleb_fast(p, osize);
+  if (MP_UNLIKELY(s->pos >= s->lim)) return free_flush(s, ptr, osize);
+  mp_leave(s);
+  return s->orig_f(s->orig_ud, ptr, osize, 0);
 }
 
 /* -- The sampled hook ----------------------------------------------------- */

@@ -31,7 +31,7 @@ static inline void mp_settle(mp_state *s)
 }
 
 /* Line of bytecode position pos in pt, like the VM's debug info does. */
-static inline uint64_t mp_proto_line(const GCproto *pt, BCPos pos)
+static MP_INLINE uint64_t mp_proto_line(const GCproto *pt, BCPos pos)
 {
   const void *li = proto_lineinfo(pt);
   if (pt->firstline < 0) return 0;	/* LuaJIT's builtins written in Lua. */
