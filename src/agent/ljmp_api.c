@@ -389,7 +389,7 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
   st->depth = depth;
   st->walk = malloc(n * sizeof(*st->walk));
   st->c = malloc(n * sizeof(*st->c));
-  st->words = malloc(3 * n * sizeof(*st->words));	/* Three per frame. */
+  st->words = malloc(4 * n * sizeof(*st->words));	/* Four per frame. */
   st->memo = calloc((size_t)2 << MP_MEMO_BITS, sizeof(*st->memo));
   mp_hash_init_map(&st->index);
   return st->walk && st->c && st->words && st->memo ? 0 : -1;

@@ -240,6 +240,13 @@ static inline const uint64_t *func_word(const TValue *f)
   return &(f - LJ_FR2)->u64;
 }
 
+/* The word of continuation frame f that holds the pc its caller called it
+** from (frame_contpc). */
+static inline const uint64_t *cont_pc_word(const TValue *f)
+{
+  return &(f - 1 - LJ_FR2)->u64;
+}
+
 /* Are the frames c[0..j) of the last stack still in their slots, under
 ** frame c[j], which is (it was reached from the top, and holds what it
 ** held)? Below a frame that is in the current stack, a slot that holds the
@@ -281,8 +288,12 @@ static MP_INLINE int in_place(const mp_stacks *st, unsigned j,
 
 /* Cache walked frame w (node id) as frame c[i] of the last stack, c[0..i)
 ** being set, with the words that say frame c[i-1] is in place: its link,
-** its function unless w was called from Lua, and for a vararg frame the
-** link above its arguments, which says where its call's link is. */
+** its function unless w was called from Lua, for a vararg frame the link
+** above its arguments, which says where its call's link is, and for a
+** frame called through a continuation (a stitched builtin, a metamethod)
+** the continuation's pc, which says c[i-1]'s line (seed 63 of the stack
+** check: the iterators of two gmatch loops of one function, at one slot
+** and one address, the second billed to the first loop's line). */
 static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
 			       uint32_t id)
 {
@@ -311,6 +322,11 @@ static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
 			   says where its call's link is. */
       st->words[k].at = link_word(m);
       st->words[k++].v = *link_word(m);
+    }
+    if (frame_iscont(f)) {	/* Called through a continuation: the pc
+				   of its caller, c[i-1], is in it. */
+      st->words[k].at = cont_pc_word(f);
+      st->words[k++].v = *cont_pc_word(f);
     }
   }
   e->nwords = k;
