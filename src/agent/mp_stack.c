@@ -1338,16 +1338,6 @@ static MP_NOINLINE void *sample_slow(mp_state *s, void *ptr, size_t osize,
   return sampled(s, ptr, osize, nsize, take, old);
 }
 
-/* May ptr, a block about to be freed, be a prototype or a trace whose
-** symbol was written (see mp_sym_forget())? Asked inline for the frees
-** large enough to be one: most are not (a table's array part), and
-** sample_slow() costs as much as the allocator. */
-static MP_INLINE int maybe_symbol(const mp_state *s, void *ptr)
-{
-  return (s->protos.count && mp_hash_has(&s->protos, (uintptr_t)ptr)) ||
-	 (s->tracesyms.count && mp_hash_has(&s->tracesyms, (uintptr_t)ptr));
-}
-
 /* The lua_Alloc installed while sampling; ud is the state. Most calls
 ** only count bytes (allocations) or look for the block in the small set
 ** of live sampled ones (frees), then forward as a tail call: no register
@@ -1365,7 +1355,7 @@ void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
       return s->orig_f(s->orig_ud, ptr, osize, nsize);
     return sample_slow(s, ptr, osize, nsize, left < 0);
   }
-  if (ptr && (MP_LIKELY(osize < s->sym_min) || !maybe_symbol(s, ptr)) &&
+  if (ptr && (MP_LIKELY(osize < s->sym_min) || !mp_sym_known(s, ptr)) &&
       !mp_hash_has(&sm->live, (uintptr_t)ptr))
     return s->orig_f(s->orig_ud, ptr, osize, 0);
   return sample_slow(s, ptr, osize, 0, 0);

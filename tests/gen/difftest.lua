@@ -167,34 +167,36 @@ function Runner:run_once(fn, jit_on, prog, path)
     stopped = stopped, stop_error = serr, overflow = self.overflow }
   run.traces = self:trace_log(nlog, prog.chunk)
   -- What the blocks still alive are, while the GC is stopped and the
-  -- traces exist: INTERNAL ones with the JIT on, the program's lines' with
+  -- traces exist: INTERNAL ones and the traces' with the JIT on, the lines' with
   -- it off (for the strings each line made).
   if stopped and self.sizes then
     local blocks, err = self.objkind.live(self.cli, path, function(e)
       if jit_on then return e.source == "internal" or e.source == "trace" end
       return e.source == "lua" and e.chunk == prog.chunk
     end, self.sizes, self.timeout)
+    -- The texts of the strings among blocks, by the value of an event
+    -- field (the line that made them, the trace).
+    local function strings_by(field)
+      local by = {}
+      for _, b in ipairs(blocks or {}) do
+        if b.kind == "str" and b.event.source ~= "internal" then
+          local k = b.event[field]
+          by[k] = by[k] or {}
+          by[k][b.text] = true
+        end
+      end
+      return by
+    end
     if jit_on then
-      run.internal, run.internal_error, run.trace_strings = {}, err, {}
-      for _, b in ipairs(blocks or {}) do
-        if b.event.source == "internal" then
-          run.internal[#run.internal + 1] = b
-        elseif b.kind == "str" then
-          local t = b.event.trace
-          run.trace_strings[t] = run.trace_strings[t] or {}
-          run.trace_strings[t][b.text] = true
+      run.internal_error, run.trace_strings = err, strings_by("trace")
+      if blocks then
+        run.internal = {}
+        for _, b in ipairs(blocks) do
+          if b.event.source == "internal" then run.internal[#run.internal + 1] = b end
         end
       end
-      if not blocks then run.internal = nil end
     else
-      run.strings, run.strings_error = {}, err
-      for _, b in ipairs(blocks or {}) do
-        if b.kind == "str" then
-          local l = b.event.line
-          run.strings[l] = run.strings[l] or {}
-          run.strings[l][b.text] = true
-        end
-      end
+      run.strings, run.strings_error = strings_by("line"), err
     end
   end
   jit.flush()
