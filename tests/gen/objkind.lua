@@ -10,8 +10,8 @@
 --   a buffer of the JIT compiler...).
 -- A raw block may by chance carry a valid type byte, so each kind is also
 -- checked against its size (strings: length and terminating NUL; tables:
--- colocated array; closures: number of upvalues; userdata: payload
--- length); M.selftest() checks the
+-- colocated array; closures: number of upvalues; prototypes: their
+-- recorded total size; userdata: payload length); M.selftest() checks the
 -- whole on real objects before anything relies on it.
 
 local ffi = require("ffi")
@@ -65,6 +65,13 @@ function M.kind(addr, size, sizes)
        ir + nk * 8 ~= addr + 120 then
       return "raw"
     end
+  elseif k == "proto" then
+    -- GCproto: sizept (the whole block: bytecode, constants, upvalues,
+    -- debug info are colocated) at 56; k (the constants' middle) at 32
+    -- points into the block; 104 bytes before the colocated arrays.
+    if size < 104 or ffi.cast(u32, addr + 56)[0] ~= size then return "raw" end
+    local kp = tonumber(ffi.cast(u64, addr + 32)[0])
+    if kp < addr + 104 or kp > addr + size then return "raw" end
   elseif k == "udata" then
     -- GCudata: a 48-byte header, the payload's length (len) at 24.
     if size < 48 or size ~= 48 + ffi.cast(u32, addr + 24)[0] then return "raw" end
@@ -146,6 +153,7 @@ local t = { x = 1, y = 2, z = 3 }
 keep[7] = t
 keep[9] = coroutine.wrap(print)
 keep[10] = newproxy(false)
+keep[11] = loadstring("return 1")
 return keep
 ]], "=objkind"))
   assert(mp.start(path))
@@ -164,12 +172,13 @@ return keep
   -- and its upvalue (6), a closure without upvalues (7), the coroutine (8,
   -- and its stack: raw), the long string (9), the hash table (10, and its
   -- hash part: raw), a C closure with one upvalue (12: coroutine.wrap), a
-  -- userdata without payload (13: newproxy).
+  -- userdata without payload (13: newproxy), a prototype and its closure
+-- (14: loadstring).
   local text = table.concat(got, " ")
   local sizes = {}
   sizes.thread = tonumber(text:match("8:thread:(%d+)"))
   sizes.upval = tonumber(text:match("6:upval:(%d+)"))
-  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:48", "6:upval:", "7:func:40", "8:thread:", "9:str:", "10:tab:", "12:func:56", "13:udata:48" }
+  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:48", "6:upval:", "7:func:40", "8:thread:", "9:str:", "10:tab:", "12:func:56", "13:udata:48", "14:proto:", "14:func:40" }
   for _, w in ipairs(want) do
     if not text:find(w, 1, true) then
       return nil, "objkind self-test: no " .. w .. " block among: " .. text
