@@ -120,6 +120,37 @@ local c = record("sample = " .. R .. ", seed = 8", true)
 t.is(shape(a), shape(b), "the same seed samples the same allocations")
 t.ok(shape(a) ~= shape(c), "another seed others")
 
+-- 3b. Dense sampling (a sample every 64 bytes: most blocks are sampled,
+-- over 10,000 live at once, so the 16,384 slots of the hook's filter of
+-- live sampled blocks are shared): the final collection frees every block
+-- the workload made, and every one of those frees is recorded. What stays
+-- live is a part of what the full recording leaves live (the VM's own).
+local function live_sizes(evs)
+  local live, sizes, peak, n = {}, {}, 0, 0
+  for _, e in ipairs(evs) do
+    if e.event ~= "alloc" then
+      if live[e.oaddr] then n = n - 1 end
+      live[e.oaddr] = nil
+    end
+    if e.event ~= "free" then
+      if not live[e.naddr] then n = n + 1 end
+      live[e.naddr] = e.nsize
+      if n > peak then peak = n end
+    end
+  end
+  for _, size in pairs(live) do sizes[size] = (sizes[size] or 0) + 1 end
+  return sizes, peak
+end
+local full_live = live_sizes(full)
+local dense, dense_peak = live_sizes((record("sample = 64, seed = 5")))
+local extra = {}
+for size, k in pairs(dense) do
+  if k > (full_live[size] or 0) then extra[#extra + 1] = k .. " of " .. size .. " B" end
+end
+t.ok(dense_peak > 10000, "dense sampling: " .. dense_peak .. " sampled blocks live at once")
+t.is(table.concat(extra, ", "), "", "dense sampling: every sampled block the " ..
+     "program freed has its free recorded (live at the end: only blocks the full recording leaves live)")
+
 -- 4. sample = true is 512 KiB; stacks can be set with it.
 local _, _, _, items = record("sample = true, stacks = 3, seed = 1")
 t.ok(items:find("\ninfo stacks=3\n") and items:find("\ninfo sample=524288\n"),

@@ -206,7 +206,7 @@ static void state_strip(mp_state *s)
   mp_hash_free(&s->st.index);
   mp_hash_free(&s->st.luabuiltins);
   memset(&s->st, 0, sizeof(s->st));
-  mp_hash_free(&s->sm.live);
+  mp_sample_free(&s->sm);
   mp_sink_close(s);
   free(s->path);
   s->path = NULL;

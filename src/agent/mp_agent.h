@@ -181,12 +181,31 @@ typedef struct mp_stacks {
 /* The sampler: every allocated byte has the same chance to be sampled,
 ** 1 in mean; an allocation is recorded when it holds a sampled byte (see
 ** mp_hook_alloc_sampled). */
+#define MP_SEEN_MIN	256	/* Slots of the sampler's filter at first... */
+#define MP_SEEN_MAX	(1u << 20)	/* ...and at most. */
+
 typedef struct mp_sampler {
   int64_t left;		/* Bytes until the next sampled byte. */
+  /* A filter in front of live, asked by every free and reallocation:
+  ** the number of live sampled blocks per slot (mp_seen()), stuck once at
+  ** 255. 0 says "not sampled" in a few instructions; anything else asks
+  ** live. Blocks are 16-byte aligned, so neighbours take neighbour slots.
+  ** It has at least 16 slots per live sampled block (so that a free that
+  ** is not sampled finds a slot taken less than once in 16), and no more:
+  ** a small filter stays in the L1 cache. seen0 until it grows. */
+  uint8_t *seen;
+  uintptr_t seen_mask;	/* Slots - 1. */
   uint64_t mean;	/* The mean gap: the sample option. */
   uint64_t rng;		/* Random state. */
   mp_hash live;		/* Addresses of sampled blocks not freed yet. */
+  uint8_t seen0[MP_SEEN_MIN];
 } mp_sampler;
+
+/* The filter slot of block address a. */
+static inline uint8_t *mp_seen(const mp_sampler *sm, uintptr_t a)
+{
+  return &sm->seen[(a >> 4) & sm->seen_mask];
+}
 
 #define MP_NCHUNK	4		/* Buffers in flight (file sinks). */
 
@@ -268,6 +287,8 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize);
 void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize);
 /* Start sampling with a mean gap of mean bytes; seed 0 = a fixed one. */
 void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed);
+/* Free what the sampler holds (the hook may still read the filter). */
+void mp_sample_free(mp_sampler *sm);
 /* Forget every stack node: a prototype or a trace they name has died. */
 void mp_stack_forget(mp_state *s);
 

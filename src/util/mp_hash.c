@@ -24,6 +24,16 @@ void mp_hash_free(mp_hash *h)
   memset(h, 0, sizeof(*h));
 }
 
+void mp_hash_each(const mp_hash *h, void (*f)(void *ud, uint64_t key),
+		  void *ud)
+{
+  size_t j;
+  if (h->zero) f(ud, 0);
+  if (h->key)
+    for (j = 0; j <= h->mask; j++)
+      if (h->key[j]) f(ud, h->key[j]);
+}
+
 /* Rebuild the table with 2^lg slots; 0 or -1 (table unchanged). */
 static int rehash(mp_hash *h, unsigned lg)
 {

@@ -26,6 +26,16 @@ static uint64_t key_of(size_t i)
   }
 }
 
+/* mp_hash_each's visitor: counts keys and sums two mixes of them. */
+struct visit { size_t n; uint64_t sum, mix; };
+static void visit(void *ud, uint64_t key)
+{
+  struct visit *v = ud;
+  v->n++;
+  v->sum += key;
+  v->mix += mp_hash_mix(key);
+}
+
 /* A set and a map under 300000 random operations agree with arrays. */
 static void test_exact(void)
 {
@@ -82,6 +92,18 @@ static void test_exact(void)
   }
   OK(bad == 0, "set and map of exact keys: 300000 random operations agree "
      "with a model", "%zu mismatches; first: %s", bad, first);
+  {
+    struct visit want_v = { 0, 0, 0 }, s_v = { 0, 0, 0 }, m_v = { 0, 0, 0 };
+    for (i = 0; i < NKEY; i++)
+      if (in[i]) visit(&want_v, key_of(i));
+    mp_hash_each(&set, visit, &s_v);
+    mp_hash_each(&map, visit, &m_v);
+    OK(want_v.n > 1000 && in[0] &&
+       !memcmp(&s_v, &want_v, sizeof(want_v)) &&
+       !memcmp(&m_v, &want_v, sizeof(want_v)),
+       "each visits every key once (key 0 included)", "%zu/%zu keys, want %zu",
+       s_v.n, m_v.n, want_v.n);
+  }
   for (i = 0, bad = 0; i < NKEY; i++) {
     if (mp_hash_del(&set, key_of(i)) != in[i]) bad++;
     if (mp_hash_del(&map, key_of(i)) != in[i]) bad++;
