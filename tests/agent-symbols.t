@@ -36,6 +36,49 @@ t.is(k, N, "one table per loaded chunk")
 t.is(#wrong, 0, "each resolves to its own chunk", table.concat(wrong, " "))
 t.ok(reused > N, "addresses were reused meanwhile", reused)
 
+-- The same while sampling (a sample every byte: every block made while
+-- recording is sampled, with its stack). The sampled hook sees the free of
+-- a block that is not sampled only through its filter, which must hold
+-- the prototypes the stream names: here prototypes made before start
+-- (not sampled) are named, freed, and their addresses taken by new ones.
+do
+  local path = T.tmpname("symsample")
+  local old = {}
+  for i = 1, N do old[i] = load("local t = {} return t", "=old" .. i) end
+  collectgarbage()
+  collectgarbage("restart")
+  assert(T.mp.start({ path = path, sample = 1, seed = 1 }))
+  for i = 1, N do old[i]() end
+  old = nil
+  collectgarbage()	-- frees the old prototypes...
+  local new = {}
+  for i = 1, N do	-- ...and some new ones take their addresses
+    new[i] = load("local t = {} return t", "=new" .. i)
+    new[i]()
+  end
+  new = nil
+  assert(T.mp.stop())
+  collectgarbage("stop")
+  local p = assert(io.popen(t.timeout(t.build .. "/ljmemprof report --format collapsed '" ..
+                                      path .. "'", 60)))
+  local out = p:read("*a")
+  p:close()
+  os.remove(path)
+  local got, bad = { old = {}, new = {} }, {}
+  for kind, i, bytes in out:gmatch(";=(%a+)(%d+):1 (%d+)\n") do
+    local seen = got[kind]
+    if not seen or seen[i] or bytes ~= "64" then bad[#bad + 1] = kind .. i .. ":" .. bytes end
+    if seen then seen[i] = true end
+  end
+  for i = 1, N do
+    for _, kind in ipairs({ "old", "new" }) do
+      if not got[kind][tostring(i)] then bad[#bad + 1] = "no " .. kind .. i end
+    end
+  end
+  t.is(table.concat(bad, " ", 1, math.min(#bad, 10)), "", "sampled: each chunk's " ..
+       "table under its own chunk, once, old prototypes freed meanwhile")
+end
+
 -- A chunk name longer than MP_NAME_MAX (4096; code loaded from a string is
 -- named by its text) is cut to its first bytes and a marker with its
 -- length, written across flushes of a 4 KiB buffer, and read back whole.

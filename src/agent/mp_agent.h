@@ -186,13 +186,15 @@ typedef struct mp_stacks {
 
 typedef struct mp_sampler {
   int64_t left;		/* Bytes until the next sampled byte. */
-  /* A filter in front of live, asked by every free and reallocation:
-  ** the number of live sampled blocks per slot (mp_seen()), stuck once at
-  ** 255. 0 says "not sampled" in a few instructions; anything else asks
-  ** live. Blocks are 16-byte aligned, so neighbours take neighbour slots.
-  ** It has at least 16 slots per live sampled block (so that a free that
-  ** is not sampled finds a slot taken less than once in 16), and no more:
-  ** a small filter stays in the L1 cache. seen0 until it grows. */
+  /* A filter asked by every free and reallocation: per slot
+  ** (mp_seen()), the number of blocks whose end the hook must see (live
+  ** sampled blocks, prototypes and traces the stream names), stuck once
+  ** at 255. 0 says "none of them" in a few instructions; anything else
+  ** takes the slow path, which asks live and the symbol sets. Blocks are
+  ** 16-byte aligned, so neighbours take neighbour slots. It has at least
+  ** 16 slots per such block (so that any other free finds its slot taken
+  ** less than once in 16), and no more: a small filter stays in the L1
+  ** cache. seen0 until it grows. */
   uint8_t *seen;
   uintptr_t seen_mask;	/* Slots - 1. */
   uint64_t mean;	/* The mean gap: the sample option. */
@@ -289,6 +291,10 @@ void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize);
 void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed);
 /* Free what the sampler holds (the hook may still read the filter). */
 void mp_sample_free(mp_sampler *sm);
+/* Sampling: the block at a becomes one whose free the sampled hook must
+** see (after it joined live or a symbol set), or stops being one. */
+void mp_sample_mark(mp_state *s, uintptr_t a);
+void mp_sample_unmark(mp_state *s, uintptr_t a);
 /* Forget every stack node: a prototype or a trace they name has died. */
 void mp_stack_forget(mp_state *s);
 

@@ -1265,45 +1265,69 @@ void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed)
 
 void mp_sample_free(mp_sampler *sm)
 {
-  uint8_t *big = sm->seen != sm->seen0 ? sm->seen : NULL;
-  memset(sm->seen0, 0, sizeof(sm->seen0));
-  sm->seen = sm->seen0;
-  sm->seen_mask = MP_SEEN_MIN - 1;
-  free(big);
+  if (sm->seen && sm->seen != sm->seen0) {	/* Back to an empty seen0. */
+    uint8_t *big = sm->seen;
+    memset(sm->seen0, 0, sizeof(sm->seen0));
+    sm->seen = sm->seen0;
+    sm->seen_mask = MP_SEEN_MIN - 1;
+    free(big);
+  }
   mp_hash_free(&sm->live);
 }
 
-/* Count a live sampled block at address key in the filter. */
+/* Count the block at address key in the filter. */
 static void seen_add(void *ud, uint64_t key)
 {
   uint8_t *n = mp_seen((const mp_sampler *)ud, (uintptr_t)key);
   if (*n < 255) ++*n;
 }
 
-/* Give the filter 16 slots per live sampled block (4 times as many as
-** it needs once it is too full, up to MP_SEEN_MAX), counted again from
-** live. Out of memory, it stays as it is: fuller, still right. */
-static void seen_grow(mp_sampler *sm)
+/* The blocks the filter counts. */
+static size_t seen_blocks(const mp_state *s)
 {
+  return s->sm.live.count + s->protos.count + s->tracesyms.count;
+}
+
+/* Give the filter 16 slots per block it counts (4 times as many as it
+** needs once it is too full, up to MP_SEEN_MAX), counted again from the
+** sets. Out of memory, it stays as it is: fuller, still right. */
+static void seen_grow(mp_state *s)
+{
+  mp_sampler *sm = &s->sm;
   size_t n = (sm->seen_mask + 1) * 4;
   uint8_t *old = sm->seen, *seen;
-  while (n < sm->live.count * 16 && n < MP_SEEN_MAX) n *= 2;
+  while (n < seen_blocks(s) * 16 && n < MP_SEEN_MAX) n *= 2;
   if (n > MP_SEEN_MAX) n = MP_SEEN_MAX;
   seen = calloc(n, 1);
   if (!seen) return;
   sm->seen = seen;
   sm->seen_mask = n - 1;
   mp_hash_each(&sm->live, seen_add, sm);
+  mp_hash_each(&s->protos, seen_add, sm);
+  mp_hash_each(&s->tracesyms, seen_add, sm);
   if (old != sm->seen0) free(old);
 }
 
-/* Forget a sampled block that is freed or moves: 1 if it was one. */
-static int unsample(mp_sampler *sm, void *ptr)
+void mp_sample_mark(mp_state *s, uintptr_t a)
 {
-  uint8_t *n;
-  if (!mp_hash_del(&sm->live, (uintptr_t)ptr)) return 0;
-  n = mp_seen(sm, (uintptr_t)ptr);
-  if (*n < 255) --*n;	/* A slot that reached 255 stays asked. */
+  mp_sampler *sm = &s->sm;
+  seen_add(sm, a);
+  if (MP_UNLIKELY(seen_blocks(s) * 16 > sm->seen_mask + 1) &&
+      sm->seen_mask + 1 < MP_SEEN_MAX)
+    seen_grow(s);
+}
+
+void mp_sample_unmark(mp_state *s, uintptr_t a)
+{
+  uint8_t *n = mp_seen(&s->sm, a);
+  if (*n < 255) --*n;	/* A slot that reached 255 stays taken. */
+}
+
+/* Forget a sampled block that is freed or moves: 1 if it was one. */
+static int unsample(mp_state *s, void *ptr)
+{
+  if (!mp_hash_del(&s->sm.live, (uintptr_t)ptr)) return 0;
+  mp_sample_unmark(s, (uintptr_t)ptr);
   return 1;
 }
 
@@ -1330,7 +1354,7 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
     return NULL;
   }
   tick(s);
-  if (old) unsample(sm, ptr);
+  if (old) unsample(s, ptr);
   if (!take) {	/* The sampled block moved to one that is not. */
     put_free(s, ptr, osize);
     mp_leave(s);
@@ -1347,10 +1371,7 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
   p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);
   s->pos = mp_put_uleb_fast(p, nsize);
   mp_hash_add(&sm->live, (uintptr_t)res);	/* Room was reserved. */
-  seen_add(sm, (uintptr_t)res);
-  if (MP_UNLIKELY(sm->live.count * 16 > sm->seen_mask + 1) &&
-      sm->seen_mask + 1 < MP_SEEN_MAX)
-    seen_grow(sm);
+  mp_sample_mark(s, (uintptr_t)res);
   mp_settle(s);
   mp_leave(s);
   return res;
@@ -1372,7 +1393,7 @@ static MP_NOINLINE void *sample_slow(mp_state *s, void *ptr, size_t osize,
   }
   if (nsize == 0) {
     sym_free(s, ptr, osize);
-    if (!unsample(sm, ptr)) {
+    if (!unsample(s, ptr)) {
       mp_leave(s);
       return s->orig_f(s->orig_ud, ptr, osize, 0);
     }
@@ -1399,17 +1420,17 @@ void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
 {
   mp_state *s = (mp_state *)ud;
   mp_sampler *sm = &s->sm;
+  lua_Alloc f = s->orig_f;
   if (nsize) {
     int64_t left = sm->left - (int64_t)nsize;
     sm->left = left;
     if (MP_LIKELY(left >= 0) && (!ptr || !*mp_seen(sm, (uintptr_t)ptr)))
-      return s->orig_f(s->orig_ud, ptr, osize, nsize);
+      return f(s->orig_ud, ptr, osize, nsize);
     return sample_slow(s, ptr, osize, nsize, left < 0);
   }
   /* A free. NULL (never freed by LuaJIT) would find slot 0 and, if that
   ** is taken, be forwarded by sample_slow(). */
-  if (!*mp_seen(sm, (uintptr_t)ptr) &&
-      (MP_LIKELY(osize < s->sym_min) || !mp_sym_known(s, ptr)))
-    return s->orig_f(s->orig_ud, ptr, osize, nsize);
+  if (MP_LIKELY(!*mp_seen(sm, (uintptr_t)ptr)))
+    return f(s->orig_ud, ptr, osize, nsize);
   return sample_slow(s, ptr, osize, 0, 0);
 }

@@ -23,6 +23,7 @@ void mp_sym_proto(mp_state *s, const GCproto *pt)
   int r = mp_hash_add(&s->protos, (uintptr_t)pt);
   if (r == 0) { s->last_proto = pt; return; }
   if (r < 0) return;	/* Out of memory: the symbol is written again later. */
+  if (s->sm.seen) mp_sample_mark(s, (uintptr_t)pt);
   s->last_proto = pt;
   name = proto_chunkname(pt);
   p = s->pos;
@@ -144,7 +145,10 @@ void mp_sym_trace(mp_state *s, global_State *g, TraceNo n)
     s->ntraces = cap;
   }
   e = &s->traces[n];
-  if (mp_hash_add(&s->tracesyms, (uintptr_t)T) < 0) return;
+  switch (mp_hash_add(&s->tracesyms, (uintptr_t)T)) {
+  case -1: return;
+  case 1: if (s->sm.seen) mp_sample_mark(s, (uintptr_t)T); break;
+  }
   e->trace = T;
   mp_want_proto(s, pt);
   p = s->pos;
@@ -161,14 +165,15 @@ int mp_sym_forget(mp_state *s, void *ptr)
 {
   if (s->protos.count && mp_hash_del(&s->protos, (uintptr_t)ptr)) {
     if (ptr == s->last_proto) s->last_proto = NULL;
-    return 1;
-  }
-  if (s->tracesyms.count && mp_hash_del(&s->tracesyms, (uintptr_t)ptr)) {
+  } else if (s->tracesyms.count &&
+	     mp_hash_del(&s->tracesyms, (uintptr_t)ptr)) {
     TraceNo n = ((GCtrace *)ptr)->traceno;	/* Not freed yet. */
     if (n < s->ntraces && s->traces[n].trace == ptr) s->traces[n].trace = NULL;
-    return 1;
+  } else {
+    return 0;
   }
-  return 0;
+  if (s->sm.seen) mp_sample_unmark(s, (uintptr_t)ptr);
+  return 1;
 }
 
 /* See mp_sym.h. */

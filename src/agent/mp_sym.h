@@ -77,16 +77,6 @@ MP_NOINLINE void mp_sym_trace(mp_state *s, global_State *g, TraceNo n);
 ** one (stack nodes naming it must not be reused either). */
 MP_NOINLINE int mp_sym_forget(mp_state *s, void *ptr);
 
-/* Is ptr a prototype or a trace we wrote a symbol for (what
-** mp_sym_forget() would forget)? Inline, without changing anything: the
-** sampled hook asks it of every free large enough to be one (most are a
-** table's array part) before it takes its slow path. */
-static MP_INLINE int mp_sym_known(const mp_state *s, void *ptr)
-{
-  return (s->protos.count && mp_hash_has(&s->protos, (uintptr_t)ptr)) ||
-	 (s->tracesyms.count && mp_hash_has(&s->tracesyms, (uintptr_t)ptr));
-}
-
 /* Append a time mark (MP_X_TIME: ns since start) at p; the byte after. */
 static inline uint8_t *mp_put_time(mp_state *s, uint8_t *p)
 {
