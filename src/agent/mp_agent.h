@@ -190,11 +190,13 @@ typedef struct mp_sampler {
   ** (mp_seen()), the number of blocks whose end the hook must see (live
   ** sampled blocks, prototypes and traces the stream names), stuck once
   ** at 255. 0 says "none of them" in a few instructions; anything else
-  ** takes the slow path, which asks live and the symbol sets. Blocks are
-  ** 16-byte aligned, so neighbours take neighbour slots. It has at least
-  ** 16 slots per such block (so that any other free finds its slot taken
-  ** less than once in 16), and no more: a small filter stays in the L1
-  ** cache. seen0 until it grows. */
+  ** takes the slow path, which asks live and the symbol sets. A slot is
+  ** 16 bytes of address space, and live blocks are at least that far
+  ** apart (the smallest chunk of LuaJIT's allocator or malloc is 32
+  ** bytes), so neighbours take different slots. The filter grows to keep
+  ** 16 to 64 slots per counted block (any other free then finds its slot
+  ** taken less than once in 16) and no more: a small one stays in the L1
+  ** cache. It never shrinks. seen0 until it grows. */
   uint8_t *seen;
   uintptr_t seen_mask;	/* Slots - 1. */
   uint64_t mean;	/* The mean gap: the sample option. */
