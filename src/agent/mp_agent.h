@@ -193,10 +193,11 @@ typedef struct mp_sampler {
   ** takes the slow path, which asks live and the symbol sets. A slot is
   ** 16 bytes of address space, and live blocks are at least that far
   ** apart (the smallest chunk of LuaJIT's allocator or malloc is 32
-  ** bytes), so neighbours take different slots. The filter grows to keep
-  ** 16 to 64 slots per counted block (any other free then finds its slot
-  ** taken less than once in 16) and no more: a small one stays in the L1
-  ** cache. It never shrinks. seen0 until it grows. */
+  ** bytes), so neighbours take different slots. The filter keeps at
+  ** least 16 slots per counted block (any other free then finds its slot
+  ** taken less than once in 16): from 256 slots (seen0), it grows at
+  ** least fourfold when it would be fuller, up to 1 Mi, and never
+  ** shrinks. A small filter stays in the L1 cache. */
   uint8_t *seen;
   uintptr_t seen_mask;	/* Slots - 1. */
   uint64_t mean;	/* The mean gap: the sample option. */
