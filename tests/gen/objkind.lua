@@ -11,7 +11,8 @@
 -- A raw block may by chance carry a valid type byte, so each kind is also
 -- checked against its size (strings: length and terminating NUL; tables:
 -- colocated array; closures: number of upvalues; prototypes: their
--- recorded total size; userdata: payload length); M.selftest() checks the
+-- recorded total size; cdata: their C type's size; userdata: payload
+-- length); M.selftest() checks the
 -- whole on real objects before anything relies on it.
 
 local ffi = require("ffi")
@@ -26,6 +27,10 @@ local u64 = ffi.typeof("const uint64_t *")
 -- gct: the type byte at offset 9 (after nextgc and marked), ~LJ_Txxx.
 local KIND = { [4] = "str", [5] = "upval", [6] = "thread", [7] = "proto",
   [8] = "func", [9] = "trace", [10] = "cdata", [11] = "tab", [12] = "udata" }
+
+-- A C type's info by id (LuaJIT 2.1's internal ffi.typeinfo): without it,
+-- no block is taken for a cdata.
+local typeinfo = ffi.typeinfo
 
 -- The kind of the live block at addr (a number) of size bytes. Every read
 -- stays inside the block: a raw block's bytes are anything.
@@ -72,11 +77,26 @@ function M.kind(addr, size, sizes)
     if size < 104 or ffi.cast(u32, addr + 56)[0] ~= size then return "raw" end
     local kp = tonumber(ffi.cast(u64, addr + 32)[0])
     if kp < addr + 104 or kp > addr + size then return "raw" end
+  elseif k == "cdata" then
+    -- GCcdata: ctypeid at 10, then the payload, of its C type's size (a
+    -- variable-length cdata starts 8 bytes earlier: never seen as one).
+    local ti = typeinfo and typeinfo(ffi.cast(u16, addr + 10)[0])
+    if not ti or not ti.size or size ~= 16 + ti.size then return "raw" end
   elseif k == "udata" then
     -- GCudata: a 48-byte header, the payload's length (len) at 24.
     if size < 48 or size ~= 48 + ffi.cast(u32, addr + 24)[0] then return "raw" end
   elseif sizes and sizes[k] and size ~= sizes[k] then
     return "raw"	-- thread, upvalue: fixed sizes, measured by selftest
+  elseif k == "thread" then
+    -- lua_State: dummy_ffid (always FF_C, 1) at 10, status at 11.
+    if size < 16 or p[10] ~= 1 or p[11] > 6 then return "raw" end
+  elseif k == "upval" then
+    -- GCupval: closed, immutable (0 or 1) at 10, 11; v at 32 points to
+    -- the value inside (at 16) once closed.
+    if size < 40 or p[10] > 1 or p[11] > 1 or
+       (p[10] == 1 and tonumber(ffi.cast(u64, addr + 32)[0]) ~= addr + 16) then
+      return "raw"
+    end
   end
   return k
 end
@@ -154,6 +174,7 @@ keep[7] = t
 keep[9] = coroutine.wrap(print)
 keep[10] = newproxy(false)
 keep[11] = loadstring("return 1")
+keep[12] = 5LL + #keep
 return keep
 ]], "=objkind"))
   assert(mp.start(path))
@@ -173,12 +194,12 @@ return keep
   -- and its stack: raw), the long string (9), the hash table (10, and its
   -- hash part: raw), a C closure with one upvalue (12: coroutine.wrap), a
   -- userdata without payload (13: newproxy), a prototype and its closure
--- (14: loadstring).
+-- (14: loadstring), a boxed 64-bit integer (15).
   local text = table.concat(got, " ")
   local sizes = {}
   sizes.thread = tonumber(text:match("8:thread:(%d+)"))
   sizes.upval = tonumber(text:match("6:upval:(%d+)"))
-  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:48", "6:upval:", "7:func:40", "8:thread:", "9:str:", "10:tab:", "12:func:56", "13:udata:48", "14:proto:", "14:func:40" }
+  local want = { "2:str:", "3:tab:", "4:tab:", "6:func:48", "6:upval:", "7:func:40", "8:thread:", "9:str:", "10:tab:", "12:func:56", "13:udata:48", "14:proto:", "14:func:40", "15:cdata:24" }
   for _, w in ipairs(want) do
     if not text:find(w, 1, true) then
       return nil, "objkind self-test: no " .. w .. " block among: " .. text
