@@ -52,11 +52,19 @@ function M.kind(addr, size, sizes)
     if colo < 0 then colo = -colo end
     local hmask = ffi.cast(u32, addr + 52)[0]
     if size ~= 64 + 8 * colo or bit.band(hmask, hmask + 1) ~= 0 then return "raw" end
+    -- The hash part (node at 40) is never NULL (an empty one is the
+    -- shared nil node); a colocated array (at 16) follows the header.
+    local array, node = ffi.cast(u64, addr + 16)[0], ffi.cast(u64, addr + 40)[0]
+    if node == 0 or (ffi.cast(i8, addr)[11] > 0 and tonumber(array) ~= addr + 64) then
+      return "raw"
+    end
   elseif k == "func" then
     -- GCfunc: ffid at 10, nupvalues at 11; a Lua closure (ffid 0) has
     -- 8-byte upvalue references after 40 bytes, a C closure 8-byte TValues
     -- after 48.
     if size ~= (p[10] == 0 and 40 or 48) + 8 * p[11] then return "raw" end
+    -- Its environment (at 16) and pc (at 32) are never NULL.
+    if ffi.cast(u64, addr + 16)[0] == 0 or ffi.cast(u64, addr + 32)[0] == 0 then return "raw" end
   elseif k == "trace" then
     -- GCtrace (120 bytes), then its IR, snapshots (12 bytes each) and
     -- snapshot map (4 bytes each) in one block (lj_trace_alloc): nsnap at
