@@ -782,12 +782,14 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
   return 1;
 }
 
-/* The return address into trace T's code on the C stack above `from`, or
-** 0: the first word that points into T's code. The same call path into
-** the VM puts it at the same distance from the hook's frame: the last two
-** distances are tried first. */
-static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
-				     const void *from)
+/* The first word on the C stack above `from` that points into trace T's
+** code, or 0. The same call path into the VM puts it at the same distance
+** from the hook's frame: the last two distances are tried first. This
+** may find a stale word in the frame of a C function the trace called
+** (the strings benchmark has one: an earlier call's return address, 43
+** words below the real one), which trace_ret() does not. */
+static MP_NOINLINE uintptr_t scan_ret(mp_stacks *st, const GCtrace *T,
+				      const void *from)
 {
   const uintptr_t *base = (const uintptr_t *)from, *w;
   const uintptr_t *end = base + SCAN_BYTES / sizeof(uintptr_t);
@@ -803,6 +805,36 @@ static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
   st->scan[1] = st->scan[0];
   st->scan[0] = (uint32_t)(w - base);
   return *w;
+}
+
+/* The return address into trace T's code of the call that led to the
+** hook (from: the hook's frame), or 0. On x64 it is in a known word: the
+** VM's C frame starts at L->cframe; a trace runs below it, lowered by
+** what the VM adds for compiled code (CFRAME_SIZE_JIT - CFRAME_SIZE: the
+** registers only traces use) and by T->spadjust (which includes a parent
+** trace's), and calls C with the stack pointer there, so the call puts
+** its return address just below (the checked build aborts if that word
+** does not point into T's code). Elsewhere, the C stack is searched
+** (scan_ret()). */
+static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
+				     const lua_State *L, const void *from)
+{
+#if LJ_TARGET_X64
+  uintptr_t lo = (uintptr_t)T->mcode, hi = lo + T->szmcode;
+  const uintptr_t *w = (const uintptr_t *)
+    ((const char *)cframe_raw(L->cframe) - T->spadjust -
+     (CFRAME_SIZE_JIT - CFRAME_SIZE)) - 1;
+  if ((const void *)w > from &&
+      (const char *)w < (const char *)from + SCAN_BYTES) {
+    if (*w > lo && *w <= hi) return *w;
+#ifdef MP_STACK_CHECK
+    /* The layout above is wrong for this VM. */
+    check_failed("a return address into the trace where the VM puts it",
+		 *w, scan_ret(st, T, from));
+#endif
+  }
+#endif
+  return scan_ret(st, T, from);
 }
 
 /* The prototype of Lua function fn (of the base frame of a trace), or
@@ -940,10 +972,11 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
     if (vst < 0 && (J->state != LJ_TRACE_IDLE || !tn)) return 0;
     if (tn >= J->sizetrace || !(T = (GCtrace *)gcref(J->trace[tn])))
       return 0;
-    if (vst > 0 && T->nsnap) ret = trace_ret(&s->st, T, from);
+    L = (lua_State *)gcref(g->cur_L);
+    if (vst > 0 && T->nsnap)
+      ret = L ? trace_ret(&s->st, T, L, from) : scan_ret(&s->st, T, from);
     /* The frames below the trace's base (not while an exit rebuilds
     ** them). The base frame runs the trace: shown at the trace's start. */
-    L = (lua_State *)gcref(g->cur_L);
     if (vst > 0 && base && L && base - 1 > tvref(L->stack) + LJ_FR2 &&
 	base <= L->top) {
       mp_stacks *st = &s->st;
