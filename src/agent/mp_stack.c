@@ -24,6 +24,11 @@
 **                    holding the words that validate the frames below it,
 **                    for loops whose stacks repeat without being
 **                    consecutive; it rests when it seldom finds a stack
+**   compiled code    a memo by (trace's base, return address into the
+**                    trace, trace) holding the words that validate the
+**                    base frame and the frames below it: an allocation
+**                    of a trace whose frames are as they were costs one
+**                    probe and those words (traced_again())
 **   node lookups     a Lua frame's node by (parent node, pc), which spares
 **                    the line lookup; other nodes through a direct-mapped
 **                    cache before the hash table
@@ -35,14 +40,12 @@
 **
 ** Compiled code: the trace's node sits on the frames below the trace's
 ** base frame, and under it, when it can be found, the line the trace was
-** executing: the return address into the trace's machine code is searched
-** on the C stack (the first word that points into the trace's code, above
-** the hook's own frame; the distances where it was found last are tried
-** first, since one call path into the VM puts it at one distance), and
-** mapped through the trace's snapshots (each knows where its machine code
-** starts) to the bytecode the trace stood for there. This is exact at the
-** granularity of snapshots: allocations between two snapshots are billed
-** to the line of the earlier one.
+** executing: the return address into the trace's machine code is read
+** where the VM's layout puts it (x64), or else searched on the C stack
+** (see trace_ret()), and mapped through the trace's snapshots (each knows
+** where its machine code starts) to the bytecode the trace stood for
+** there. This is exact at the granularity of snapshots: allocations
+** between two snapshots are billed to the line of the earlier one.
 **
 ** Nodes that name a prototype or a trace are not reused once that object
 ** dies (its address or number may come to name another): the node table
@@ -219,6 +222,10 @@ void mp_stack_forget(mp_state *s)
   if (st->memo) {
     unsigned i;
     for (i = 0; i < (2u << MP_MEMO_BITS); i++) st->memo[i].top = NULL;
+  }
+  if (st->jmemo) {
+    unsigned i;
+    for (i = 0; i < (2u << MP_JMEMO_BITS); i++) st->jmemo[i].trace = NULL;
   }
   st->n = 0;
   st->nc = 0;
@@ -950,6 +957,65 @@ static MP_INLINE int stack_from(mp_state *s, lua_State *L, TValue *t,
   return walk_stack(s, &w, id);
 }
 
+/* -- Stacks of compiled code met before ---------------------------------- */
+
+/* The set of the memo of compiled code where the stack of an event in a
+** trace with base base, at return address ret, goes. */
+static MP_INLINE mp_jmemo *jmemo_set(mp_stacks *st, const TValue *base,
+				     uintptr_t ret)
+{
+  uint64_t k = ((uint64_t)ret ^ ((uint64_t)(uintptr_t)base << 16)) *
+	       0x9e3779b97f4a7c15ull;
+  return &st->jmemo[(k >> (64 - MP_JMEMO_BITS)) * 2];
+}
+
+/* Remember node id of an event in trace T with base base at return
+** address ret, whose frames from the base frame down are node below, if
+** the cache of the last stack holds them (its top is the base frame with
+** node below) and their words fit: the words that held the base frame's
+** link and function (for a vararg frame, those of the slot of its call
+** too), then those that validate the frames below it. */
+static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
+				uintptr_t ret, const GCtrace *T,
+				uint32_t below, uint32_t id)
+{
+  const TValue *t = base - 1, *ls = link_slot(t);
+  const mp_scache *e;
+  mp_jmemo *m;
+  const void *low;
+  unsigned i, k = 0, set;
+  if (!st->nc || !id) return;
+  e = &st->c[st->nc - 1];
+  if (e->slot != (const void *)ls || e->id != below ||
+      e->nwords + (ls != t ? 4 : 2) > MP_JMEMO_WORDS)
+    return;
+  m = jmemo_set(st, base, ret);
+  set = (unsigned)((m - st->jmemo) / 2);
+  m += st->jmemo_next[set];
+  st->jmemo_next[set] ^= 1;
+  m->w[k].at = link_word(t);
+  m->w[k++].v = *link_word(t);
+  m->w[k].at = func_word(t);
+  m->w[k++].v = *func_word(t);
+  if (ls != t) {	/* A vararg frame: the slot of its call. */
+    m->w[k].at = link_word(ls);
+    m->w[k++].v = *link_word(ls);
+    m->w[k].at = func_word(ls);
+    m->w[k++].v = *func_word(ls);
+  }
+  low = func_word(ls);
+  for (i = 0; i < e->nwords; i++) {
+    m->w[k++] = st->words[i];
+    if ((const void *)st->words[i].at < low) low = st->words[i].at;
+  }
+  m->ret = ret;
+  m->base = base;
+  m->trace = T;
+  m->low = low;
+  m->id = id;
+  m->n = k;
+}
+
 /* Where an allocation happens, as a stack node; 0 for the VM itself (GC,
 ** JIT compiler), whose events carry no stack. The caches of the last
 ** stack and of trace lines and the quick path are used unless slow. */
@@ -991,8 +1057,10 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
 	memo = &st->traced[((ret ^ id) * 0x9e3779b97f4a7c15ull) >>
 			   (64 - MP_TRACED_BITS)];
 	if (memo->ret == ret && memo->below == id && memo->trace == T &&
-	    memo->id)
+	    memo->id) {
+	  jmemo_add(st, base, ret, T, id, memo->id);
 	  return memo->id;
+	}
 	memo->ret = ret;
 	memo->below = id;
 	memo->trace = T;
@@ -1006,7 +1074,10 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
     if (ret && trace_line(s, T, tn, basefn, ret, &line, !slow) &&
 	!(id = node_of(s, id, &line)))
       return 0;
-    if (memo) memo->id = id;
+    if (memo) {
+      memo->id = id;
+      jmemo_add(&s->st, base, ret, T, memo->below, id);
+    }
     return id;
   }
   if (vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C &&
@@ -1049,34 +1120,86 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
   return id;
 }
 
-/* locate() with the caches; the checked build finds every stack again
-** without them. */
-static MP_NOINLINE uint32_t capture(mp_state *s, const void *from)
+/* The node of an event in compiled code if its stack was met before (see
+** mp_jmemo), else 0: the trace's base, the return address into the trace
+** and the trace name the entry, the words it holds say that the frames
+** from the base frame down are as they were. The conditions are those
+** under which locate() puts frames below the trace. Only the words at or
+** above the running coroutine's stack are read (a stack met in another
+** coroutine may lie in memory the VM has freed since). */
+static MP_INLINE uint32_t traced_again(mp_state *s, const void *from)
 {
-  uint32_t id = locate(s, from, 0);
+  global_State *g = (global_State *)s->g;
+  mp_stacks *st = &s->st;
+  int32_t vst = g->vmstate;
+  jit_State *J = G2J(g);
+  GCtrace *T;
+  TValue *base;
+  lua_State *L;
+  uintptr_t ret;
+  mp_jmemo *m;
+  unsigned i;
+  if (vst <= 0 || (TraceNo)vst >= J->sizetrace ||
+      !(T = (GCtrace *)gcref(J->trace[vst])) || !T->nsnap)
+    return 0;
+  base = tvref(g->jit_base);
+  L = (lua_State *)gcref(g->cur_L);
+  if (!base || !L || base - 1 <= tvref(L->stack) + LJ_FR2 || base > L->top ||
+      !(ret = trace_ret(st, T, L, from)))
+    return 0;
+  m = jmemo_set(st, base, ret);
+  for (i = 0; i < 2; i++, m++)
+    if (m->ret == ret && m->base == (const void *)base &&
+	m->trace == (const void *)T && m->low >= (const void *)tvref(L->stack) &&
+	still_same(m->w, m->n))
+      return m->id;
+  return 0;
+}
+
+/* locate() with the caches, past traced_again(). */
+static MP_NOINLINE uint32_t located(mp_state *s, const void *from)
+{
+  return locate(s, from, 0);
+}
+
 #ifdef MP_STACK_CHECK
-  {
-    mp_stacks *st = &s->st;
-    unsigned nc = st->nc, nw = nc ? st->c[nc - 1].nwords : 0;
-    mp_scache *c = malloc((nc + 1) * sizeof(*c));
-    mp_sword *words = malloc((nw + 1) * sizeof(*words));
-    uint32_t want;
-    if (!c || !words) abort();
-    memcpy(c, st->c, nc * sizeof(*c));
-    memcpy(words, st->words, nw * sizeof(*words));
-    st->nc = 0;
-    want = locate(s, from, 1);
-    if (want != id) {
-      print_node(st, "got ", id);
-      print_node(st, "want", want);
-      check_failed("stack node", id, want);
-    }
-    memcpy(st->c, c, nc * sizeof(*c));
-    memcpy(st->words, words, nw * sizeof(*words));
-    st->nc = nc;
-    free(c);
-    free(words);
+/* The checked build: find the stack again without the caches, abort if
+** it is not node id. */
+static MP_NOINLINE void check_stack(mp_state *s, const void *from,
+				    uint32_t id)
+{
+  mp_stacks *st = &s->st;
+  unsigned nc = st->nc, nw = nc ? st->c[nc - 1].nwords : 0;
+  mp_scache *c = malloc((nc + 1) * sizeof(*c));
+  mp_sword *words = malloc((nw + 1) * sizeof(*words));
+  uint32_t want;
+  if (!c || !words) abort();
+  memcpy(c, st->c, nc * sizeof(*c));
+  memcpy(words, st->words, nw * sizeof(*words));
+  st->nc = 0;
+  want = locate(s, from, 1);
+  if (want != id) {
+    print_node(st, "got ", id);
+    print_node(st, "want", want);
+    check_failed("stack node", id, want);
   }
+  memcpy(st->c, c, nc * sizeof(*c));
+  memcpy(st->words, words, nw * sizeof(*words));
+  st->nc = nc;
+  free(c);
+  free(words);
+}
+#endif
+
+/* The node of the stack of an allocation (from: the frame of the hook's
+** function that calls this); the checked build finds every stack again
+** the long way. */
+static MP_INLINE uint32_t capture(mp_state *s, const void *from)
+{
+  uint32_t id = traced_again(s, from);
+  if (!id) id = located(s, from);
+#ifdef MP_STACK_CHECK
+  check_stack(s, from, id);
 #endif
   return id;
 }
