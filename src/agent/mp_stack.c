@@ -372,28 +372,45 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
 
 /* Remember the stack just captured, node id, whose top frame t runs at
 ** pc, if the cache of the last stack holds it whole (not cut, t at its
-** top at that pc) and its words fit. */
+** top at that pc) and its words fit. A vararg frame (every main chunk is
+** one) is held by the slot of its call: the link and function there are
+** compared too. */
 static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
 			       const BCIns *pc, uint32_t id)
 {
   const mp_scache *e;
   mp_memo *m;
   const void *low = t;
-  unsigned i, n, set;
+  unsigned i, n, k = 0, set;
   if (!st->nc) return;
   e = &st->c[st->nc - 1];
   n = e->nwords;
-  if (e->slot != (const void *)t || e->id != id || e->pc != (const void *)pc ||
-      !pc || n > MP_MEMO_WORDS)
+  if (e->id != id || e->pc != (const void *)pc || !pc)
     return;
+  if (e->slot != (const void *)t) {	/* A vararg frame: the words of the
+					   slot of its call too. */
+    const TValue *ls = frame_prevd(t);
+    if (!frame_isvarg(t) || e->slot != (const void *)ls) return;
+    k = 2;
+  }
+  if (n + k > MP_MEMO_WORDS) return;
   m = memo_set(st, t, pc, *link_word(t));
   set = (unsigned)((m - st->memo) / 2);
   m += st->memo_next[set];
   st->memo_next[set] ^= 1;
-  for (i = 0; i < n; i++) {
-    m->w[i] = st->words[i];
-    if ((const void *)m->w[i].at < low) low = m->w[i].at;
+  if (k) {
+    const TValue *ls = frame_prevd(t);
+    m->w[0].at = link_word(ls);
+    m->w[0].v = *link_word(ls);
+    m->w[1].at = func_word(ls);
+    m->w[1].v = *func_word(ls);
+    low = func_word(ls);
   }
+  for (i = 0; i < n; i++) {
+    m->w[k + i] = st->words[i];
+    if ((const void *)st->words[i].at < low) low = st->words[i].at;
+  }
+  n += k;
   m->top = t;
   m->link = *link_word(t);
   m->fn = *func_word(t);
@@ -1018,8 +1035,10 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
 
 /* Where an allocation happens, as a stack node; 0 for the VM itself (GC,
 ** JIT compiler), whose events carry no stack. The caches of the last
-** stack and of trace lines and the quick path are used unless slow. */
-static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
+** stack and of trace lines and the quick path are used unless slow;
+** probed: met_again() did not find the stack in the memo. */
+static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
+				 int probed)
 {
   global_State *g = (global_State *)s->g;
   int32_t vst = g->vmstate;
@@ -1108,9 +1127,11 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
       pc = NULL;
     }
     if (!slow && pc && !s->st.memo_rest) {	/* A stack met before? */
-      uint32_t met = memo_find(&s->st, top, pc, tvref(L->stack));
-      s->st.memo_probes++;
-      if (met) return met;
+      if (!probed) {
+	uint32_t met = memo_find(&s->st, top, pc, tvref(L->stack));
+	s->st.memo_probes++;
+	if (met) return met;
+      }
       if (stack_from(s, L, top, pc, NULL, 0, &id))
 	memo_add(&s->st, top, pc, id);
       return id;
@@ -1127,11 +1148,11 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
 ** under which locate() puts frames below the trace. Only the words at or
 ** above the running coroutine's stack are read (a stack met in another
 ** coroutine may lie in memory the VM has freed since). */
-static MP_INLINE uint32_t traced_again(mp_state *s, const void *from)
+static MP_INLINE uint32_t traced_again(mp_state *s, const void *from,
+				       int32_t vst)
 {
   global_State *g = (global_State *)s->g;
   mp_stacks *st = &s->st;
-  int32_t vst = g->vmstate;
   jit_State *J = G2J(g);
   GCtrace *T;
   TValue *base;
@@ -1139,7 +1160,7 @@ static MP_INLINE uint32_t traced_again(mp_state *s, const void *from)
   uintptr_t ret;
   mp_jmemo *m;
   unsigned i;
-  if (vst <= 0 || (TraceNo)vst >= J->sizetrace ||
+  if ((TraceNo)vst >= J->sizetrace ||
       !(T = (GCtrace *)gcref(J->trace[vst])) || !T->nsnap)
     return 0;
   base = tvref(g->jit_base);
@@ -1156,10 +1177,35 @@ static MP_INLINE uint32_t traced_again(mp_state *s, const void *from)
   return 0;
 }
 
-/* locate() with the caches, past traced_again(). */
-static MP_NOINLINE uint32_t located(mp_state *s, const void *from)
+/* The node of an allocation outside compiled code if its stack was met
+** before (see mp_memo), else 0; *probed: the memo was asked. The
+** conditions are those under which locate() asks it. */
+static MP_INLINE uint32_t met_again(mp_state *s, int32_t vst, int *probed)
 {
-  return locate(s, from, 0);
+  global_State *g = (global_State *)s->g;
+  mp_stacks *st = &s->st;
+  lua_State *L;
+  TValue *top;
+  void *cf;
+  const BCIns *pc;
+  if ((vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C) || st->memo_rest ||
+      !(L = (lua_State *)gcref(g->cur_L)))
+    return 0;
+  top = L->base - 1;
+  if (top <= tvref(L->stack) + LJ_FR2 || !(cf = cframe_raw(L->cframe)))
+    return 0;
+  pc = cframe_pc(cf);
+  if (!pc || (void *)pc == (void *)cframe_L(cf)) return 0;
+  *probed = 1;
+  st->memo_probes++;
+  return memo_find(st, top, pc, tvref(L->stack));
+}
+
+/* locate() with the caches, past traced_again() and met_again(). */
+static MP_NOINLINE uint32_t located(mp_state *s, const void *from,
+				    int probed)
+{
+  return locate(s, from, 0, probed);
 }
 
 #ifdef MP_STACK_CHECK
@@ -1177,7 +1223,7 @@ static MP_NOINLINE void check_stack(mp_state *s, const void *from,
   memcpy(c, st->c, nc * sizeof(*c));
   memcpy(words, st->words, nw * sizeof(*words));
   st->nc = 0;
-  want = locate(s, from, 1);
+  want = locate(s, from, 1, 0);
   if (want != id) {
     print_node(st, "got ", id);
     print_node(st, "want", want);
@@ -1196,8 +1242,11 @@ static MP_NOINLINE void check_stack(mp_state *s, const void *from,
 ** the long way. */
 static MP_INLINE uint32_t capture(mp_state *s, const void *from)
 {
-  uint32_t id = traced_again(s, from);
-  if (!id) id = located(s, from);
+  int32_t vst = ((global_State *)s->g)->vmstate;
+  int probed = 0;
+  uint32_t id = vst > 0 ? traced_again(s, from, vst) :
+			  met_again(s, vst, &probed);
+  if (!id) id = located(s, from, probed);
 #ifdef MP_STACK_CHECK
   check_stack(s, from, id);
 #endif
