@@ -155,6 +155,16 @@ typedef struct mp_memo {
   mp_sword w[MP_MEMO_WORDS];
 } mp_memo;
 
+/* How well a memo of stacks finds them: it rests while it seldom does
+** (see memo_window() in mp_stack.c). */
+typedef struct mp_memouse {
+  uint32_t probes;	/* Stacks looked for since the last time mark... */
+  uint32_t hits;	/* ...and found. */
+  uint32_t rest;	/* Time marks until the memo is used again; 0: in
+			   use... */
+  uint32_t fails;	/* ...and how often in a row it failed. */
+} mp_memouse;
+
 /* The stacks mode's state. */
 typedef struct mp_stacks {
   unsigned depth;	/* Frames recorded: the N of stacks = N; 0 = off. */
@@ -188,12 +198,8 @@ typedef struct mp_stacks {
   mp_jmemo *jmemo;	/* 2 << MP_JMEMO_BITS: two per set. */
   uint8_t jmemo_next[1 << MP_JMEMO_BITS];	/* The way to fill next. */
   uint8_t memo_next[1 << MP_MEMO_BITS];	/* The way of a set to fill next. */
-  uint32_t memo_probes;	/* Stacks looked for in the memo since the last
-			   time mark... */
-  uint32_t memo_hits;	/* ...and found. */
-  uint32_t memo_rest;	/* Time marks until the memo is used again; 0:
-			   in use (see memo_window() in mp_stack.c)... */
-  uint32_t memo_fails;	/* ...and how often in a row it failed. */
+  mp_memouse memo_use;	/* How well the memo does... */
+  mp_memouse jmemo_use;	/* ...and the memo of compiled code. */
   uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;

@@ -364,7 +364,7 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
     if (m->top == (const void *)t && m->link == link && m->fn == fn &&
 	m->pc == (const void *)pc && m->low >= (const void *)stack &&
 	still_same(m->w, m->n)) {
-      st->memo_hits++;
+      st->memo_use.hits++;
       return m->id;
     }
   return 0;
@@ -373,8 +373,9 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
 /* Remember the stack just captured, node id, whose top frame t runs at
 ** pc, if the cache of the last stack holds it whole (not cut, t at its
 ** top at that pc) and its words fit. A vararg frame (every main chunk is
-** one) is held by the slot of its call: the link and function there are
-** compared too. */
+** one) is held by the slot of its call: the link there is compared too
+** (the function there is not: the walk reads the one above its
+** arguments, which memo_find() compares). */
 static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
 			       const BCIns *pc, uint32_t id)
 {
@@ -391,7 +392,7 @@ static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
 					   slot of its call too. */
     const TValue *ls = frame_prevd(t);
     if (!frame_isvarg(t) || e->slot != (const void *)ls) return;
-    k = 2;
+    k = 1;
   }
   if (n + k > MP_MEMO_WORDS) return;
   m = memo_set(st, t, pc, *link_word(t));
@@ -402,9 +403,7 @@ static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
     const TValue *ls = frame_prevd(t);
     m->w[0].at = link_word(ls);
     m->w[0].v = *link_word(ls);
-    m->w[1].at = func_word(ls);
-    m->w[1].v = *func_word(ls);
-    low = func_word(ls);
+    low = link_word(ls);
   }
   for (i = 0; i < n; i++) {
     m->w[k + i] = st->words[i];
@@ -420,24 +419,27 @@ static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
   m->n = n;
 }
 
-/* At a time mark: a memo that found less than a third of the stacks it
-** was asked for since the last one costs more than it saves (adding a
-** stack costs about what a walk does, and a program whose stacks seldom
-** repeat, such as a recursion that visits every path of a tree once, would
-** pay for each event): it rests, for one mark after one such failure, for
+/* At a time mark: a memo that found less than 1/k of the stacks it was
+** asked for since the last one costs more than it saves (adding a stack
+** costs about what a walk does, and a program whose stacks seldom repeat,
+** such as a recursion that visits every path of a tree once, would pay
+** for each event): it rests, for one mark after one such failure, for
 ** twice as many after each next one (up to MP_MEMO_REST), then tries
-** again. */
-static MP_INLINE void memo_window(mp_stacks *st)
+** again. The memo of stacks met before breaks even at about a third; the
+** memo of compiled code at about a half, as a miss there is followed by
+** the whole capture (binary-trees with the JIT found 36 % of its stacks
+** there, and lost 4 % of the agent's instructions to it at k = 3). */
+static MP_INLINE void memo_window(mp_memouse *u, uint32_t k)
 {
-  if (st->memo_rest) {
-    st->memo_rest--;
-  } else if (st->memo_hits * 3 < st->memo_probes) {
-    st->memo_rest = st->memo_fails < 5 ? 1u << st->memo_fails : MP_MEMO_REST;
-    st->memo_fails++;
+  if (u->rest) {
+    u->rest--;
+  } else if (u->hits * k < u->probes) {
+    u->rest = u->fails < 5 ? 1u << u->fails : MP_MEMO_REST;
+    u->fails++;
   } else {
-    st->memo_fails = 0;
+    u->fails = 0;
   }
-  st->memo_probes = st->memo_hits = 0;
+  u->probes = u->hits = 0;
 }
 
 /* -- Capture -------------------------------------------------------------- */
@@ -844,13 +846,13 @@ static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
 				     const lua_State *L, const void *from)
 {
 #if LJ_TARGET_X64
-  uintptr_t lo = (uintptr_t)T->mcode, hi = lo + T->szmcode;
   const uintptr_t *w = (const uintptr_t *)
     ((const char *)cframe_raw(L->cframe) - T->spadjust -
      (CFRAME_SIZE_JIT - CFRAME_SIZE)) - 1;
-  if ((const void *)w > from &&
-      (const char *)w < (const char *)from + SCAN_BYTES) {
-    if (*w > lo && *w <= hi) return *w;
+  /* (Unsigned: w is above from, within SCAN_BYTES; *w is above the
+  ** trace's first byte, at most at its end.) */
+  if ((uintptr_t)w - (uintptr_t)from - 1 < SCAN_BYTES - 1) {
+    if (*w - (uintptr_t)T->mcode - 1 < (uintptr_t)T->szmcode) return *w;
 #ifdef MP_STACK_CHECK
     /* The layout above is wrong for this VM. */
     check_failed("a return address into the trace where the VM puts it",
@@ -990,7 +992,7 @@ static MP_INLINE mp_jmemo *jmemo_set(mp_stacks *st, const TValue *base,
 ** address ret, whose frames from the base frame down are node below, if
 ** the cache of the last stack holds them (its top is the base frame with
 ** node below) and their words fit: the words that held the base frame's
-** link and function (for a vararg frame, those of the slot of its call
+** link and function (for a vararg frame, the link of the slot of its call
 ** too), then those that validate the frames below it. */
 static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
 				uintptr_t ret, const GCtrace *T,
@@ -1001,10 +1003,10 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
   mp_jmemo *m;
   const void *low;
   unsigned i, k = 0, set;
-  if (!st->nc || !id) return;
+  if (!st->nc || !id || st->jmemo_use.rest) return;
   e = &st->c[st->nc - 1];
   if (e->slot != (const void *)ls || e->id != below ||
-      e->nwords + (ls != t ? 4 : 2) > MP_JMEMO_WORDS)
+      e->nwords + (ls != t ? 3 : 2) > MP_JMEMO_WORDS)
     return;
   m = jmemo_set(st, base, ret);
   set = (unsigned)((m - st->jmemo) / 2);
@@ -1014,13 +1016,12 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
   m->w[k++].v = *link_word(t);
   m->w[k].at = func_word(t);
   m->w[k++].v = *func_word(t);
-  if (ls != t) {	/* A vararg frame: the slot of its call. */
+  if (ls != t) {	/* A vararg frame: the link of its call (see
+			   memo_add()). */
     m->w[k].at = link_word(ls);
     m->w[k++].v = *link_word(ls);
-    m->w[k].at = func_word(ls);
-    m->w[k++].v = *func_word(ls);
   }
-  low = func_word(ls);
+  low = ls != t ? (const void *)link_word(ls) : (const void *)func_word(t);
   for (i = 0; i < e->nwords; i++) {
     m->w[k++] = st->words[i];
     if ((const void *)st->words[i].at < low) low = st->words[i].at;
@@ -1036,9 +1037,10 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
 /* Where an allocation happens, as a stack node; 0 for the VM itself (GC,
 ** JIT compiler), whose events carry no stack. The caches of the last
 ** stack and of trace lines and the quick path are used unless slow;
-** probed: met_again() did not find the stack in the memo. */
+** probed: met_again() did not find the stack in the memo; known: the
+** return address into the trace if traced_again() found it, else 0. */
 static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
-				 int probed)
+				 int probed, uintptr_t known)
 {
   global_State *g = (global_State *)s->g;
   int32_t vst = g->vmstate;
@@ -1059,7 +1061,8 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
       return 0;
     L = (lua_State *)gcref(g->cur_L);
     if (vst > 0 && T->nsnap)
-      ret = L ? trace_ret(&s->st, T, L, from) : scan_ret(&s->st, T, from);
+      ret = known ? known : L ? trace_ret(&s->st, T, L, from) :
+				scan_ret(&s->st, T, from);
     /* The frames below the trace's base (not while an exit rebuilds
     ** them). The base frame runs the trace: shown at the trace's start. */
     if (vst > 0 && base && L && base - 1 > tvref(L->stack) + LJ_FR2 &&
@@ -1126,10 +1129,10 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
 	return 0;
       pc = NULL;
     }
-    if (!slow && pc && !s->st.memo_rest) {	/* A stack met before? */
+    if (!slow && pc && !s->st.memo_use.rest) {	/* A stack met before? */
       if (!probed) {
 	uint32_t met = memo_find(&s->st, top, pc, tvref(L->stack));
-	s->st.memo_probes++;
+	s->st.memo_use.probes++;
 	if (met) return met;
       }
       if (stack_from(s, L, top, pc, NULL, 0, &id))
@@ -1149,7 +1152,7 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
 ** above the running coroutine's stack are read (a stack met in another
 ** coroutine may lie in memory the VM has freed since). */
 static MP_INLINE uint32_t traced_again(mp_state *s, const void *from,
-				       int32_t vst)
+				       int32_t vst, uintptr_t *known)
 {
   global_State *g = (global_State *)s->g;
   mp_stacks *st = &s->st;
@@ -1160,20 +1163,24 @@ static MP_INLINE uint32_t traced_again(mp_state *s, const void *from,
   uintptr_t ret;
   mp_jmemo *m;
   unsigned i;
-  if ((TraceNo)vst >= J->sizetrace ||
-      !(T = (GCtrace *)gcref(J->trace[vst])) || !T->nsnap)
+  if (st->jmemo_use.rest || (TraceNo)vst >= J->sizetrace ||
+      !(T = (GCtrace *)gcref(J->trace[vst])))
     return 0;
   base = tvref(g->jit_base);
   L = (lua_State *)gcref(g->cur_L);
   if (!base || !L || base - 1 <= tvref(L->stack) + LJ_FR2 || base > L->top ||
       !(ret = trace_ret(st, T, L, from)))
     return 0;
+  *known = ret;
+  st->jmemo_use.probes++;
   m = jmemo_set(st, base, ret);
   for (i = 0; i < 2; i++, m++)
     if (m->ret == ret && m->base == (const void *)base &&
 	m->trace == (const void *)T && m->low >= (const void *)tvref(L->stack) &&
-	still_same(m->w, m->n))
+	still_same(m->w, m->n)) {
+      st->jmemo_use.hits++;
       return m->id;
+    }
   return 0;
 }
 
@@ -1188,7 +1195,7 @@ static MP_INLINE uint32_t met_again(mp_state *s, int32_t vst, int *probed)
   TValue *top;
   void *cf;
   const BCIns *pc;
-  if ((vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C) || st->memo_rest ||
+  if ((vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C) || st->memo_use.rest ||
       !(L = (lua_State *)gcref(g->cur_L)))
     return 0;
   top = L->base - 1;
@@ -1197,15 +1204,15 @@ static MP_INLINE uint32_t met_again(mp_state *s, int32_t vst, int *probed)
   pc = cframe_pc(cf);
   if (!pc || (void *)pc == (void *)cframe_L(cf)) return 0;
   *probed = 1;
-  st->memo_probes++;
+  st->memo_use.probes++;
   return memo_find(st, top, pc, tvref(L->stack));
 }
 
 /* locate() with the caches, past traced_again() and met_again(). */
 static MP_NOINLINE uint32_t located(mp_state *s, const void *from,
-				    int probed)
+				    int probed, uintptr_t known)
 {
-  return locate(s, from, 0, probed);
+  return locate(s, from, 0, probed, known);
 }
 
 #ifdef MP_STACK_CHECK
@@ -1223,7 +1230,7 @@ static MP_NOINLINE void check_stack(mp_state *s, const void *from,
   memcpy(c, st->c, nc * sizeof(*c));
   memcpy(words, st->words, nw * sizeof(*words));
   st->nc = 0;
-  want = locate(s, from, 1, 0);
+  want = locate(s, from, 1, 0, 0);
   if (want != id) {
     print_node(st, "got ", id);
     print_node(st, "want", want);
@@ -1244,9 +1251,10 @@ static MP_INLINE uint32_t capture(mp_state *s, const void *from)
 {
   int32_t vst = ((global_State *)s->g)->vmstate;
   int probed = 0;
-  uint32_t id = vst > 0 ? traced_again(s, from, vst) :
+  uintptr_t known = 0;
+  uint32_t id = vst > 0 ? traced_again(s, from, vst, &known) :
 			  met_again(s, vst, &probed);
-  if (!id) id = located(s, from, probed);
+  if (!id) id = located(s, from, probed, known);
 #ifdef MP_STACK_CHECK
   check_stack(s, from, id);
 #endif
@@ -1317,7 +1325,8 @@ static MP_INLINE void tick(mp_state *s)
   mp_stacks *st = &s->st;
   if (MP_UNLIKELY(--st->tick == 0)) {
     st->tick = st->ticks;
-    memo_window(st);
+    memo_window(&st->memo_use, 3);
+    memo_window(&st->jmemo_use, 2);
     s->pos = mp_put_time(s, s->pos);
     mp_settle(s);
   }
@@ -1392,7 +1401,8 @@ static MP_NOINLINE void *tick_then(mp_state *s, void *ptr, size_t osize,
 {
   mp_stacks *st = &s->st;
   st->tick = st->ticks;
-  memo_window(st);
+  memo_window(&st->memo_use, 3);
+  memo_window(&st->jmemo_use, 2);
   s->pos = mp_put_time(s, s->pos);
   mp_settle(s);
   if (nsize == 0) return stack_free(s, ptr, osize);
