@@ -112,8 +112,8 @@ typedef struct mp_traced {
 /* The node of an event in compiled code, by the trace's base frame, the
 ** return address into the trace and the trace: the same while the words
 ** that held the base frame's link and function, and the words that
-** validate the frames below it, hold what they held (see jmemo_find() in
-** mp_stack.c). */
+** validate the frames below it, hold what they held (see traced_again()
+** in mp_stack.c). 2 << MP_JMEMO_BITS of them: 78 KB. */
 typedef struct mp_jmemo {
   uintptr_t ret;	/* The return address into the trace's code... */
   const void *base;	/* ...TValue *: the trace's base (g->jit_base)... */
