@@ -114,12 +114,19 @@ static inline uint8_t *mp_put_uleb(uint8_t *p, uint64_t v)
 /* Same bytes as mp_put_uleb, without a loop for values below 2^56 (every
 ** user-space address): spread the 7-bit groups over 8 bytes with shifts,
 ** set the continuation bits of all but the last byte, store 8 bytes at once
-** and advance by the length. p needs 10 writable bytes. */
+** and advance by the length. Two bytes, the commonest length after one
+** (an address near the last one), are written directly. p needs 10
+** writable bytes. */
 static inline uint8_t *mp_put_uleb_fast(uint8_t *p, uint64_t v)
 {
   uint64_t x;
   unsigned n;
   if (v < 0x80) { *p = (uint8_t)v; return p + 1; }
+  if (v < 0x4000) {
+    p[0] = (uint8_t)(v | 0x80);
+    p[1] = (uint8_t)(v >> 7);
+    return p + 2;
+  }
   if (v >> 56) return mp_put_uleb(p, v);
   x = (v & 0x7full) | ((v << 1) & 0x7f00ull) | ((v << 2) & 0x7f0000ull) |
       ((v << 3) & 0x7f000000ull) | ((v << 4) & 0x7f00000000ull) |
