@@ -1272,7 +1272,7 @@ static MP_INLINE uint8_t *put_delta(uint8_t *p, uint8_t *h, unsigned flag,
   int64_t d = (int64_t)(v - *last);
   *last = v;
   if (!(d & 7)) { d >>= 3; *h |= (uint8_t)flag; }
-  return mp_put_uleb_fast(p, mp_zigzag(d));
+  return mp_put_uleb_near(p, mp_zigzag(d));
 }
 
 /* Append the header and location of an allocation or reallocation: the
@@ -1309,7 +1309,7 @@ static MP_INLINE void put_free(mp_state *s, void *ptr, size_t osize)
     *p++ = MP_AEV_FREE | MP_SRC_INTERNAL;
   }
   p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
-  s->pos = mp_put_uleb_fast(p, osize);
+  s->pos = mp_put_uleb_near(p, osize);
   mp_settle(s);
 }
 
@@ -1371,12 +1371,12 @@ static MP_NOINLINE void *stack_alloc(mp_state *s, void *ptr, size_t osize,
   } else {
     p = put_where(st, h, MP_AEV_REALLOC, node);
     p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, (uint64_t)(uintptr_t)ptr);
-    p = mp_put_uleb_fast(p, osize);
+    p = mp_put_uleb_near(p, osize);
   }
   res = s->orig_f(s->orig_ud, ptr, osize, nsize);
   if (MP_LIKELY(res != NULL)) {
     p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);
-    s->pos = mp_put_uleb_fast(p, nsize);
+    s->pos = mp_put_uleb_near(p, nsize);
     mp_settle(s);
   } else {
     st->old_addr = old;
@@ -1429,7 +1429,7 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
   h = p = s->pos;	/* As put_free() writes it, billed to INTERNAL. */
   *p++ = MP_AEV_FREE | MP_SRC_INTERNAL;
   p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
-  s->pos = mp_put_uleb_fast(p, osize);
+  s->pos = mp_put_uleb_near(p, osize);
   if (MP_UNLIKELY(s->pos >= s->lim)) return free_flush(s, ptr, osize);
   mp_leave(s);
   return s->orig_f(s->orig_ud, ptr, osize, 0);
@@ -1508,12 +1508,12 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
   if (old) {
     p = put_where(st, h, MP_AEV_REALLOC, node);
     p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, (uint64_t)(uintptr_t)ptr);
-    p = mp_put_uleb_fast(p, osize);
+    p = mp_put_uleb_near(p, osize);
   } else {	/* A new block, or one that was not sampled moved. */
     p = put_where(st, h, MP_AEV_ALLOC, node);
   }
   p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);
-  s->pos = mp_put_uleb_fast(p, nsize);
+  s->pos = mp_put_uleb_near(p, nsize);
   mp_hash_add(&sm->live, (uintptr_t)res);	/* Room was reserved. */
   mp_settle(s);
   mp_leave(s);
