@@ -202,6 +202,7 @@ static void state_strip(mp_state *s)
   free(s->st.walk);
   free(s->st.c);
   free(s->st.memo);
+  free(s->st.jmemo);
   free(s->st.words);
   mp_hash_free(&s->st.index);
   mp_hash_free(&s->st.luabuiltins);
@@ -391,8 +392,9 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
   st->c = malloc(n * sizeof(*st->c));
   st->words = malloc(4 * n * sizeof(*st->words));	/* Four per frame. */
   st->memo = calloc((size_t)2 << MP_MEMO_BITS, sizeof(*st->memo));
+  st->jmemo = calloc((size_t)2 << MP_JMEMO_BITS, sizeof(*st->jmemo));
   mp_hash_init_map(&st->index);
-  return st->walk && st->c && st->words && st->memo ? 0 : -1;
+  return st->walk && st->c && st->words && st->memo && st->jmemo ? 0 : -1;
 }
 
 /* Write an MP_X_INFO record key = value (a number) at the start. */

@@ -106,6 +106,24 @@ typedef struct mp_traced {
 
 #define MP_TRACED_BITS	8
 
+#define MP_JMEMO_BITS	7	/* Sets of two stacks of compiled code... */
+#define MP_JMEMO_WORDS	16	/* ...of at most this many words. */
+
+/* The node of an event in compiled code, by the trace's base frame, the
+** return address into the trace and the trace: the same while the words
+** that held the base frame's link and function, and the words that
+** validate the frames below it, hold what they held (see traced_again()
+** in mp_stack.c). 2 << MP_JMEMO_BITS of them: 78 KB. */
+typedef struct mp_jmemo {
+  uintptr_t ret;	/* The return address into the trace's code... */
+  const void *base;	/* ...TValue *: the trace's base (g->jit_base)... */
+  const void *trace;	/* ...and the GCtrace; NULL: empty. */
+  const void *low;	/* The lowest word compared. */
+  uint32_t id;		/* The event's node. */
+  uint32_t n;		/* Words in w. */
+  mp_sword w[MP_JMEMO_WORDS];
+} mp_jmemo;
+
 /* The node of a Lua frame by its parent node and its pc (which names one
 ** line of one prototype), see lua_node() in mp_stack.c. */
 typedef struct mp_pcnode {
@@ -137,6 +155,16 @@ typedef struct mp_memo {
   mp_sword w[MP_MEMO_WORDS];
 } mp_memo;
 
+/* How well a memo of stacks finds them: it rests while it seldom does
+** (see memo_window() in mp_stack.c). */
+typedef struct mp_memouse {
+  uint32_t probes;	/* Stacks looked for since the last time mark... */
+  uint32_t hits;	/* ...and found. */
+  uint32_t rest;	/* Time marks until the memo is used again; 0: in
+			   use... */
+  uint32_t fails;	/* ...and how often in a row it failed. */
+} mp_memouse;
+
 /* The stacks mode's state. */
 typedef struct mp_stacks {
   unsigned depth;	/* Frames recorded: the N of stacks = N; 0 = off. */
@@ -167,13 +195,11 @@ typedef struct mp_stacks {
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
   mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
   mp_memo *memo;	/* 2 << MP_MEMO_BITS: two per set. */
+  mp_jmemo *jmemo;	/* 2 << MP_JMEMO_BITS: two per set. */
+  uint8_t jmemo_next[1 << MP_JMEMO_BITS];	/* The way to fill next. */
   uint8_t memo_next[1 << MP_MEMO_BITS];	/* The way of a set to fill next. */
-  uint32_t memo_probes;	/* Stacks looked for in the memo since the last
-			   time mark... */
-  uint32_t memo_hits;	/* ...and found. */
-  uint32_t memo_rest;	/* Time marks until the memo is used again; 0:
-			   in use (see memo_window() in mp_stack.c)... */
-  uint32_t memo_fails;	/* ...and how often in a row it failed. */
+  mp_memouse memo_use;	/* How well the memo does... */
+  mp_memouse jmemo_use;	/* ...and the memo of compiled code. */
   uint8_t ffdone[256];	/* The name record of builtin ffid is written... */
   mp_hash luabuiltins;	/* ...and of these builtins written in Lua. */
 } mp_stacks;

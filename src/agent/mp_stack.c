@@ -24,6 +24,11 @@
 **                    holding the words that validate the frames below it,
 **                    for loops whose stacks repeat without being
 **                    consecutive; it rests when it seldom finds a stack
+**   compiled code    a memo by (trace's base, return address into the
+**                    trace, trace) holding the words that validate the
+**                    base frame and the frames below it: an allocation
+**                    of a trace whose frames are as they were costs one
+**                    probe and those words (traced_again())
 **   node lookups     a Lua frame's node by (parent node, pc), which spares
 **                    the line lookup; other nodes through a direct-mapped
 **                    cache before the hash table
@@ -35,14 +40,12 @@
 **
 ** Compiled code: the trace's node sits on the frames below the trace's
 ** base frame, and under it, when it can be found, the line the trace was
-** executing: the return address into the trace's machine code is searched
-** on the C stack (the first word that points into the trace's code, above
-** the hook's own frame; the distances where it was found last are tried
-** first, since one call path into the VM puts it at one distance), and
-** mapped through the trace's snapshots (each knows where its machine code
-** starts) to the bytecode the trace stood for there. This is exact at the
-** granularity of snapshots: allocations between two snapshots are billed
-** to the line of the earlier one.
+** executing: the return address into the trace's machine code is read
+** where the VM's layout puts it (x64), or else searched on the C stack
+** (see trace_ret()), and mapped through the trace's snapshots (each knows
+** where its machine code starts) to the bytecode the trace stood for
+** there. This is exact at the granularity of snapshots: allocations
+** between two snapshots are billed to the line of the earlier one.
 **
 ** Nodes that name a prototype or a trace are not reused once that object
 ** dies (its address or number may come to name another): the node table
@@ -220,6 +223,10 @@ void mp_stack_forget(mp_state *s)
     unsigned i;
     for (i = 0; i < (2u << MP_MEMO_BITS); i++) st->memo[i].top = NULL;
   }
+  if (st->jmemo) {
+    unsigned i;
+    for (i = 0; i < (2u << MP_JMEMO_BITS); i++) st->jmemo[i].trace = NULL;
+  }
   st->n = 0;
   st->nc = 0;
   mp_hash_free(&st->index);
@@ -357,7 +364,7 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
     if (m->top == (const void *)t && m->link == link && m->fn == fn &&
 	m->pc == (const void *)pc && m->low >= (const void *)stack &&
 	still_same(m->w, m->n)) {
-      st->memo_hits++;
+      st->memo_use.hits++;
       return m->id;
     }
   return 0;
@@ -365,28 +372,44 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
 
 /* Remember the stack just captured, node id, whose top frame t runs at
 ** pc, if the cache of the last stack holds it whole (not cut, t at its
-** top at that pc) and its words fit. */
+** top at that pc) and its words fit. A vararg frame (every main chunk is
+** one) is held by the slot of its call: the link there is compared too
+** (the function there is not: the walk reads the one above its
+** arguments, which memo_find() compares). */
 static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
 			       const BCIns *pc, uint32_t id)
 {
   const mp_scache *e;
   mp_memo *m;
   const void *low = t;
-  unsigned i, n, set;
+  unsigned i, n, k = 0, set;
   if (!st->nc) return;
   e = &st->c[st->nc - 1];
   n = e->nwords;
-  if (e->slot != (const void *)t || e->id != id || e->pc != (const void *)pc ||
-      !pc || n > MP_MEMO_WORDS)
+  if (e->id != id || e->pc != (const void *)pc || !pc)
     return;
+  if (e->slot != (const void *)t) {	/* A vararg frame: the words of the
+					   slot of its call too. */
+    const TValue *ls = frame_prevd(t);
+    if (!frame_isvarg(t) || e->slot != (const void *)ls) return;
+    k = 1;
+  }
+  if (n + k > MP_MEMO_WORDS) return;
   m = memo_set(st, t, pc, *link_word(t));
   set = (unsigned)((m - st->memo) / 2);
   m += st->memo_next[set];
   st->memo_next[set] ^= 1;
-  for (i = 0; i < n; i++) {
-    m->w[i] = st->words[i];
-    if ((const void *)m->w[i].at < low) low = m->w[i].at;
+  if (k) {
+    const TValue *ls = frame_prevd(t);
+    m->w[0].at = link_word(ls);
+    m->w[0].v = *link_word(ls);
+    low = link_word(ls);
   }
+  for (i = 0; i < n; i++) {
+    m->w[k + i] = st->words[i];
+    if ((const void *)st->words[i].at < low) low = st->words[i].at;
+  }
+  n += k;
   m->top = t;
   m->link = *link_word(t);
   m->fn = *func_word(t);
@@ -396,24 +419,27 @@ static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
   m->n = n;
 }
 
-/* At a time mark: a memo that found less than a third of the stacks it
-** was asked for since the last one costs more than it saves (adding a
-** stack costs about what a walk does, and a program whose stacks seldom
-** repeat, such as a recursion that visits every path of a tree once, would
-** pay for each event): it rests, for one mark after one such failure, for
+/* At a time mark: a memo that found less than 1/k of the stacks it was
+** asked for since the last one costs more than it saves (adding a stack
+** costs about what a walk does, and a program whose stacks seldom repeat,
+** such as a recursion that visits every path of a tree once, would pay
+** for each event): it rests, for one mark after one such failure, for
 ** twice as many after each next one (up to MP_MEMO_REST), then tries
-** again. */
-static MP_INLINE void memo_window(mp_stacks *st)
+** again. The memo of stacks met before breaks even at about a third; the
+** memo of compiled code at about a half, as a miss there is followed by
+** the whole capture (binary-trees with the JIT found 36 % of its stacks
+** there, and lost 4 % of the agent's instructions to it at k = 3). */
+static MP_INLINE void memo_window(mp_memouse *u, uint32_t k)
 {
-  if (st->memo_rest) {
-    st->memo_rest--;
-  } else if (st->memo_hits * 3 < st->memo_probes) {
-    st->memo_rest = st->memo_fails < 5 ? 1u << st->memo_fails : MP_MEMO_REST;
-    st->memo_fails++;
+  if (u->rest) {
+    u->rest--;
+  } else if (u->hits * k < u->probes) {
+    u->rest = u->fails < 5 ? 1u << u->fails : MP_MEMO_REST;
+    u->fails++;
   } else {
-    st->memo_fails = 0;
+    u->fails = 0;
   }
-  st->memo_probes = st->memo_hits = 0;
+  u->probes = u->hits = 0;
 }
 
 /* -- Capture -------------------------------------------------------------- */
@@ -782,12 +808,14 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
   return 1;
 }
 
-/* The return address into trace T's code on the C stack above `from`, or
-** 0: the first word that points into T's code. The same call path into
-** the VM puts it at the same distance from the hook's frame: the last two
-** distances are tried first. */
-static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
-				     const void *from)
+/* The first word on the C stack above `from` that points into trace T's
+** code, or 0. The same call path into the VM puts it at the same distance
+** from the hook's frame: the last two distances are tried first. This
+** may find a stale word in the frame of a C function the trace called
+** (the strings benchmark has one: an earlier call's return address, 43
+** words below the real one), which trace_ret() does not. */
+static MP_NOINLINE uintptr_t scan_ret(mp_stacks *st, const GCtrace *T,
+				      const void *from)
 {
   const uintptr_t *base = (const uintptr_t *)from, *w;
   const uintptr_t *end = base + SCAN_BYTES / sizeof(uintptr_t);
@@ -803,6 +831,36 @@ static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
   st->scan[1] = st->scan[0];
   st->scan[0] = (uint32_t)(w - base);
   return *w;
+}
+
+/* The return address into trace T's code of the call that led to the
+** hook (from: the hook's frame), or 0. On x64 it is in a known word: the
+** VM's C frame starts at L->cframe; a trace runs below it, lowered by
+** what the VM adds for compiled code (CFRAME_SIZE_JIT - CFRAME_SIZE: the
+** registers only traces use) and by T->spadjust (which includes a parent
+** trace's), and calls C with the stack pointer there, so the call puts
+** its return address just below (the checked build aborts if that word
+** does not point into T's code). Elsewhere, the C stack is searched
+** (scan_ret()). */
+static MP_INLINE uintptr_t trace_ret(mp_stacks *st, const GCtrace *T,
+				     const lua_State *L, const void *from)
+{
+#if LJ_TARGET_X64
+  const uintptr_t *w = (const uintptr_t *)
+    ((const char *)cframe_raw(L->cframe) - T->spadjust -
+     (CFRAME_SIZE_JIT - CFRAME_SIZE)) - 1;
+  /* (Unsigned: w is above from, within SCAN_BYTES; *w is above the
+  ** trace's first byte, at most at its end.) */
+  if ((uintptr_t)w - (uintptr_t)from - 1 < SCAN_BYTES - 1) {
+    if (*w - (uintptr_t)T->mcode - 1 < (uintptr_t)T->szmcode) return *w;
+#ifdef MP_STACK_CHECK
+    /* The layout above is wrong for this VM. */
+    check_failed("a return address into the trace where the VM puts it",
+		 *w, scan_ret(st, T, from));
+#endif
+  }
+#endif
+  return scan_ret(st, T, from);
 }
 
 /* The prototype of Lua function fn (of the base frame of a trace), or
@@ -918,10 +976,71 @@ static MP_INLINE int stack_from(mp_state *s, lua_State *L, TValue *t,
   return walk_stack(s, &w, id);
 }
 
+/* -- Stacks of compiled code met before ---------------------------------- */
+
+/* The set of the memo of compiled code where the stack of an event in a
+** trace with base base, at return address ret, goes. */
+static MP_INLINE mp_jmemo *jmemo_set(mp_stacks *st, const TValue *base,
+				     uintptr_t ret)
+{
+  uint64_t k = ((uint64_t)ret ^ ((uint64_t)(uintptr_t)base << 16)) *
+	       0x9e3779b97f4a7c15ull;
+  return &st->jmemo[(k >> (64 - MP_JMEMO_BITS)) * 2];
+}
+
+/* Remember node id of an event in trace T with base base at return
+** address ret, whose frames from the base frame down are node below, if
+** the cache of the last stack holds them (its top is the base frame with
+** node below) and their words fit: the words that held the base frame's
+** link and function (for a vararg frame, the link of the slot of its call
+** too), then those that validate the frames below it. */
+static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
+				uintptr_t ret, const GCtrace *T,
+				uint32_t below, uint32_t id)
+{
+  const TValue *t = base - 1, *ls = link_slot(t);
+  const mp_scache *e;
+  mp_jmemo *m;
+  const void *low;
+  unsigned i, k = 0, set;
+  if (!st->nc || !id || st->jmemo_use.rest) return;
+  e = &st->c[st->nc - 1];
+  if (e->slot != (const void *)ls || e->id != below ||
+      e->nwords + (ls != t ? 3 : 2) > MP_JMEMO_WORDS)
+    return;
+  m = jmemo_set(st, base, ret);
+  set = (unsigned)((m - st->jmemo) / 2);
+  m += st->jmemo_next[set];
+  st->jmemo_next[set] ^= 1;
+  m->w[k].at = link_word(t);
+  m->w[k++].v = *link_word(t);
+  m->w[k].at = func_word(t);
+  m->w[k++].v = *func_word(t);
+  if (ls != t) {	/* A vararg frame: the link of its call (see
+			   memo_add()). */
+    m->w[k].at = link_word(ls);
+    m->w[k++].v = *link_word(ls);
+  }
+  low = ls != t ? (const void *)link_word(ls) : (const void *)func_word(t);
+  for (i = 0; i < e->nwords; i++) {
+    m->w[k++] = st->words[i];
+    if ((const void *)st->words[i].at < low) low = st->words[i].at;
+  }
+  m->ret = ret;
+  m->base = base;
+  m->trace = T;
+  m->low = low;
+  m->id = id;
+  m->n = k;
+}
+
 /* Where an allocation happens, as a stack node; 0 for the VM itself (GC,
 ** JIT compiler), whose events carry no stack. The caches of the last
-** stack and of trace lines and the quick path are used unless slow. */
-static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
+** stack and of trace lines and the quick path are used unless slow;
+** probed: met_again() did not find the stack in the memo; known: the
+** return address into the trace if traced_again() found it, else 0. */
+static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
+				 int probed, uintptr_t known)
 {
   global_State *g = (global_State *)s->g;
   int32_t vst = g->vmstate;
@@ -940,10 +1059,12 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
     if (vst < 0 && (J->state != LJ_TRACE_IDLE || !tn)) return 0;
     if (tn >= J->sizetrace || !(T = (GCtrace *)gcref(J->trace[tn])))
       return 0;
-    if (vst > 0 && T->nsnap) ret = trace_ret(&s->st, T, from);
+    L = (lua_State *)gcref(g->cur_L);
+    if (vst > 0 && T->nsnap)
+      ret = known ? known : L ? trace_ret(&s->st, T, L, from) :
+				scan_ret(&s->st, T, from);
     /* The frames below the trace's base (not while an exit rebuilds
     ** them). The base frame runs the trace: shown at the trace's start. */
-    L = (lua_State *)gcref(g->cur_L);
     if (vst > 0 && base && L && base - 1 > tvref(L->stack) + LJ_FR2 &&
 	base <= L->top) {
       mp_stacks *st = &s->st;
@@ -958,8 +1079,10 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
 	memo = &st->traced[((ret ^ id) * 0x9e3779b97f4a7c15ull) >>
 			   (64 - MP_TRACED_BITS)];
 	if (memo->ret == ret && memo->below == id && memo->trace == T &&
-	    memo->id)
+	    memo->id) {
+	  jmemo_add(st, base, ret, T, id, memo->id);
 	  return memo->id;
+	}
 	memo->ret = ret;
 	memo->below = id;
 	memo->trace = T;
@@ -973,7 +1096,10 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
     if (ret && trace_line(s, T, tn, basefn, ret, &line, !slow) &&
 	!(id = node_of(s, id, &line)))
       return 0;
-    if (memo) memo->id = id;
+    if (memo) {
+      memo->id = id;
+      jmemo_add(&s->st, base, ret, T, memo->below, id);
+    }
     return id;
   }
   if (vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C &&
@@ -1003,10 +1129,12 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
 	return 0;
       pc = NULL;
     }
-    if (!slow && pc && !s->st.memo_rest) {	/* A stack met before? */
-      uint32_t met = memo_find(&s->st, top, pc, tvref(L->stack));
-      s->st.memo_probes++;
-      if (met) return met;
+    if (!slow && pc && !s->st.memo_use.rest) {	/* A stack met before? */
+      if (!probed) {
+	uint32_t met = memo_find(&s->st, top, pc, tvref(L->stack));
+	s->st.memo_use.probes++;
+	if (met) return met;
+      }
       if (stack_from(s, L, top, pc, NULL, 0, &id))
 	memo_add(&s->st, top, pc, id);
       return id;
@@ -1016,34 +1144,119 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow)
   return id;
 }
 
-/* locate() with the caches; the checked build finds every stack again
-** without them. */
-static MP_NOINLINE uint32_t capture(mp_state *s, const void *from)
+/* The node of an event in compiled code if its stack was met before (see
+** mp_jmemo), else 0: the trace's base, the return address into the trace
+** and the trace name the entry, the words it holds say that the frames
+** from the base frame down are as they were. The conditions are those
+** under which locate() puts frames below the trace. Only the words at or
+** above the running coroutine's stack are read (a stack met in another
+** coroutine may lie in memory the VM has freed since). */
+static MP_INLINE uint32_t traced_again(mp_state *s, const void *from,
+				       int32_t vst, uintptr_t *known)
 {
-  uint32_t id = locate(s, from, 0);
-#ifdef MP_STACK_CHECK
-  {
-    mp_stacks *st = &s->st;
-    unsigned nc = st->nc, nw = nc ? st->c[nc - 1].nwords : 0;
-    mp_scache *c = malloc((nc + 1) * sizeof(*c));
-    mp_sword *words = malloc((nw + 1) * sizeof(*words));
-    uint32_t want;
-    if (!c || !words) abort();
-    memcpy(c, st->c, nc * sizeof(*c));
-    memcpy(words, st->words, nw * sizeof(*words));
-    st->nc = 0;
-    want = locate(s, from, 1);
-    if (want != id) {
-      print_node(st, "got ", id);
-      print_node(st, "want", want);
-      check_failed("stack node", id, want);
+  global_State *g = (global_State *)s->g;
+  mp_stacks *st = &s->st;
+  jit_State *J = G2J(g);
+  GCtrace *T;
+  TValue *base;
+  lua_State *L;
+  uintptr_t ret;
+  mp_jmemo *m;
+  unsigned i;
+  if (st->jmemo_use.rest || (TraceNo)vst >= J->sizetrace ||
+      !(T = (GCtrace *)gcref(J->trace[vst])))
+    return 0;
+  base = tvref(g->jit_base);
+  L = (lua_State *)gcref(g->cur_L);
+  if (!base || !L || base - 1 <= tvref(L->stack) + LJ_FR2 || base > L->top ||
+      !(ret = trace_ret(st, T, L, from)))
+    return 0;
+  *known = ret;
+  st->jmemo_use.probes++;
+  m = jmemo_set(st, base, ret);
+  for (i = 0; i < 2; i++, m++)
+    if (m->ret == ret && m->base == (const void *)base &&
+	m->trace == (const void *)T && m->low >= (const void *)tvref(L->stack) &&
+	still_same(m->w, m->n)) {
+      st->jmemo_use.hits++;
+      return m->id;
     }
-    memcpy(st->c, c, nc * sizeof(*c));
-    memcpy(st->words, words, nw * sizeof(*words));
-    st->nc = nc;
-    free(c);
-    free(words);
+  return 0;
+}
+
+/* The node of an allocation outside compiled code if its stack was met
+** before (see mp_memo), else 0; *probed: the memo was asked. The
+** conditions are those under which locate() asks it. */
+static MP_INLINE uint32_t met_again(mp_state *s, int32_t vst, int *probed)
+{
+  global_State *g = (global_State *)s->g;
+  mp_stacks *st = &s->st;
+  lua_State *L;
+  TValue *top;
+  void *cf;
+  const BCIns *pc;
+  if ((vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C) || st->memo_use.rest ||
+      !(L = (lua_State *)gcref(g->cur_L)))
+    return 0;
+  top = L->base - 1;
+  if (top <= tvref(L->stack) + LJ_FR2 || !(cf = cframe_raw(L->cframe)))
+    return 0;
+  pc = cframe_pc(cf);
+  if (!pc || (void *)pc == (void *)cframe_L(cf)) return 0;
+  *probed = 1;
+  st->memo_use.probes++;
+  return memo_find(st, top, pc, tvref(L->stack));
+}
+
+/* locate() with the caches, past traced_again() and met_again(). */
+static MP_NOINLINE uint32_t located(mp_state *s, const void *from,
+				    int probed, uintptr_t known)
+{
+  return locate(s, from, 0, probed, known);
+}
+
+#ifdef MP_STACK_CHECK
+/* The checked build: find the stack again without the caches, abort if
+** it is not node id. */
+static MP_NOINLINE void check_stack(mp_state *s, const void *from,
+				    uint32_t id)
+{
+  mp_stacks *st = &s->st;
+  unsigned nc = st->nc, nw = nc ? st->c[nc - 1].nwords : 0;
+  mp_scache *c = malloc((nc + 1) * sizeof(*c));
+  mp_sword *words = malloc((nw + 1) * sizeof(*words));
+  uint32_t want;
+  if (!c || !words) abort();
+  memcpy(c, st->c, nc * sizeof(*c));
+  memcpy(words, st->words, nw * sizeof(*words));
+  st->nc = 0;
+  want = locate(s, from, 1, 0, 0);
+  if (want != id) {
+    print_node(st, "got ", id);
+    print_node(st, "want", want);
+    check_failed("stack node", id, want);
   }
+  memcpy(st->c, c, nc * sizeof(*c));
+  memcpy(st->words, words, nw * sizeof(*words));
+  st->nc = nc;
+  free(c);
+  free(words);
+}
+#endif
+
+/* The node of the stack of an allocation (from: the frame of the hook's
+** function that calls this); the checked build finds every stack again
+** the long way. */
+static MP_INLINE uint32_t capture(mp_state *s, const void *from)
+{
+  int32_t vst = ((global_State *)s->g)->vmstate;
+  int probed = 0;
+  uintptr_t known = 0;
+  uint32_t id = vst > 0 ? traced_again(s, from, vst, &known) :
+			  met_again(s, vst, &probed);
+  if (!id) id = located(s, from, probed, known);
+#ifdef MP_STACK_CHECK
+  check_stack(s, from, id);
 #endif
   return id;
 }
@@ -1059,7 +1272,7 @@ static MP_INLINE uint8_t *put_delta(uint8_t *p, uint8_t *h, unsigned flag,
   int64_t d = (int64_t)(v - *last);
   *last = v;
   if (!(d & 7)) { d >>= 3; *h |= (uint8_t)flag; }
-  return mp_put_uleb_fast(p, mp_zigzag(d));
+  return mp_put_uleb_near(p, mp_zigzag(d));
 }
 
 /* Append the header and location of an allocation or reallocation: the
@@ -1096,7 +1309,7 @@ static MP_INLINE void put_free(mp_state *s, void *ptr, size_t osize)
     *p++ = MP_AEV_FREE | MP_SRC_INTERNAL;
   }
   p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
-  s->pos = mp_put_uleb_fast(p, osize);
+  s->pos = mp_put_uleb_near(p, osize);
   mp_settle(s);
 }
 
@@ -1112,7 +1325,8 @@ static MP_INLINE void tick(mp_state *s)
   mp_stacks *st = &s->st;
   if (MP_UNLIKELY(--st->tick == 0)) {
     st->tick = st->ticks;
-    memo_window(st);
+    memo_window(&st->memo_use, 3);
+    memo_window(&st->jmemo_use, 2);
     s->pos = mp_put_time(s, s->pos);
     mp_settle(s);
   }
@@ -1157,12 +1371,12 @@ static MP_NOINLINE void *stack_alloc(mp_state *s, void *ptr, size_t osize,
   } else {
     p = put_where(st, h, MP_AEV_REALLOC, node);
     p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, (uint64_t)(uintptr_t)ptr);
-    p = mp_put_uleb_fast(p, osize);
+    p = mp_put_uleb_near(p, osize);
   }
   res = s->orig_f(s->orig_ud, ptr, osize, nsize);
   if (MP_LIKELY(res != NULL)) {
     p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);
-    s->pos = mp_put_uleb_fast(p, nsize);
+    s->pos = mp_put_uleb_near(p, nsize);
     mp_settle(s);
   } else {
     st->old_addr = old;
@@ -1187,7 +1401,8 @@ static MP_NOINLINE void *tick_then(mp_state *s, void *ptr, size_t osize,
 {
   mp_stacks *st = &s->st;
   st->tick = st->ticks;
-  memo_window(st);
+  memo_window(&st->memo_use, 3);
+  memo_window(&st->jmemo_use, 2);
   s->pos = mp_put_time(s, s->pos);
   mp_settle(s);
   if (nsize == 0) return stack_free(s, ptr, osize);
@@ -1214,7 +1429,7 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
   h = p = s->pos;	/* As put_free() writes it, billed to INTERNAL. */
   *p++ = MP_AEV_FREE | MP_SRC_INTERNAL;
   p = put_delta(p, h, MP_EV_OLD8, &s->st.old_addr, (uint64_t)(uintptr_t)ptr);
-  s->pos = mp_put_uleb_fast(p, osize);
+  s->pos = mp_put_uleb_near(p, osize);
   if (MP_UNLIKELY(s->pos >= s->lim)) return free_flush(s, ptr, osize);
   mp_leave(s);
   return s->orig_f(s->orig_ud, ptr, osize, 0);
@@ -1364,12 +1579,12 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
   if (old) {
     p = put_where(st, h, MP_AEV_REALLOC, node);
     p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, (uint64_t)(uintptr_t)ptr);
-    p = mp_put_uleb_fast(p, osize);
+    p = mp_put_uleb_near(p, osize);
   } else {	/* A new block, or one that was not sampled moved. */
     p = put_where(st, h, MP_AEV_ALLOC, node);
   }
   p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);
-  s->pos = mp_put_uleb_fast(p, nsize);
+  s->pos = mp_put_uleb_near(p, nsize);
   mp_hash_add(&sm->live, (uintptr_t)res);	/* Room was reserved. */
   mp_sample_mark(s, (uintptr_t)res);
   mp_settle(s);

@@ -1,6 +1,7 @@
 /*
-** format_uleb.c: the fast ULEB128 encoder writes exactly the bytes of the
-** simple one, and both decode back, for edge values and 10^6 random ones.
+** format_uleb.c: the fast ULEB128 encoders (mp_put_uleb_fast and
+** mp_put_uleb_near) write exactly the bytes of the simple one, and all
+** decode back, for edge values and 10^6 random ones.
 ** Prints TAP.
 */
 
@@ -38,16 +39,19 @@ static uint64_t decode(const uint8_t *p, size_t *len)
 
 static int check(uint64_t v, int *n_test)
 {
-  uint8_t a[16], b[16];
-  size_t la, lb, ld;
+  uint8_t a[16], b[16], c[16];
+  size_t la, lb, lc, ld, le;
   memset(a, 0xee, sizeof(a));
   memset(b, 0xee, sizeof(b));
+  memset(c, 0xee, sizeof(c));
   la = (size_t)(mp_put_uleb(a, v) - a);
   lb = (size_t)(mp_put_uleb_fast(b, v) - b);
+  lc = (size_t)(mp_put_uleb_near(c, v) - c);
   (*n_test)++;
-  if (la != lb || memcmp(a, b, la) != 0 || decode(b, &ld) != v || ld != lb) {
-    printf("not ok %d - value 0x%llx: simple %zu bytes, fast %zu bytes\n",
-	   *n_test, (unsigned long long)v, la, lb);
+  if (la != lb || la != lc || memcmp(a, b, la) != 0 || memcmp(a, c, la) != 0 ||
+      decode(b, &ld) != v || ld != lb || decode(c, &le) != v || le != lc) {
+    printf("not ok %d - value 0x%llx: simple %zu bytes, fast %zu bytes, "
+	   "near %zu bytes\n", *n_test, (unsigned long long)v, la, lb, lc);
     return 1;
   }
   return 0;
