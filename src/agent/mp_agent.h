@@ -321,7 +321,8 @@ void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed);
 /* Free what the sampler holds (the hook may still read the filter). */
 void mp_sample_free(mp_sampler *sm);
 /* Sampling: the block at a becomes one whose free the sampled hook must
-** see (after it joined live or a symbol set), or stops being one. */
+** see (after it joined live or a symbol set), or stops being one. Both do
+** nothing when the profiler does not sample. */
 void mp_sample_mark(mp_state *s, uintptr_t a);
 void mp_sample_unmark(mp_state *s, uintptr_t a);
 /* Forget every stack node: a prototype or a trace they name has died. */

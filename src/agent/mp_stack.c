@@ -341,6 +341,35 @@ static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
 
 /* -- Stacks met before --------------------------------------------------- */
 
+/* The slot of frame f that holds its call's link (a vararg function's
+** frame was moved above its arguments), as the walker reports it. */
+static MP_INLINE const TValue *link_slot(const TValue *f)
+{
+  return frame_isvarg(f) ? frame_prevd(f) : f;
+}
+
+/* The way to fill next in two-way set number set (its ways take turns;
+** next holds each set's). */
+static MP_INLINE unsigned set_turn(uint8_t *next, size_t set)
+{
+  unsigned way = next[set];
+  next[set] ^= 1;
+  return way;
+}
+
+/* Copy the n words of the last stack to w; the lowest address among
+** theirs and low. */
+static MP_INLINE const void *copy_words(mp_sword *w, const mp_sword *words,
+					unsigned n, const void *low)
+{
+  unsigned i;
+  for (i = 0; i < n; i++) {
+    w[i] = words[i];
+    if ((const void *)words[i].at < low) low = words[i].at;
+  }
+  return low;
+}
+
 /* The set of the memo where a stack with top frame t at pc goes. */
 static MP_INLINE mp_memo *memo_set(mp_stacks *st, const TValue *t,
 				   const BCIns *pc, uint64_t link)
@@ -379,36 +408,26 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
 static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
 			       const BCIns *pc, uint32_t id)
 {
+  const TValue *ls = link_slot(t);
   const mp_scache *e;
   mp_memo *m;
   const void *low = t;
-  unsigned i, n, k = 0, set;
+  unsigned n, k = ls != t;	/* A vararg frame: the word of the slot of
+				   its call too. */
   if (!st->nc) return;
   e = &st->c[st->nc - 1];
   n = e->nwords;
-  if (e->id != id || e->pc != (const void *)pc || !pc)
+  if (e->id != id || e->pc != (const void *)pc || !pc ||
+      e->slot != (const void *)ls || n + k > MP_MEMO_WORDS)
     return;
-  if (e->slot != (const void *)t) {	/* A vararg frame: the words of the
-					   slot of its call too. */
-    const TValue *ls = frame_prevd(t);
-    if (!frame_isvarg(t) || e->slot != (const void *)ls) return;
-    k = 1;
-  }
-  if (n + k > MP_MEMO_WORDS) return;
   m = memo_set(st, t, pc, *link_word(t));
-  set = (unsigned)((m - st->memo) / 2);
-  m += st->memo_next[set];
-  st->memo_next[set] ^= 1;
+  m += set_turn(st->memo_next, (size_t)(m - st->memo) / 2);
   if (k) {
-    const TValue *ls = frame_prevd(t);
     m->w[0].at = link_word(ls);
     m->w[0].v = *link_word(ls);
     low = link_word(ls);
   }
-  for (i = 0; i < n; i++) {
-    m->w[k + i] = st->words[i];
-    if ((const void *)st->words[i].at < low) low = st->words[i].at;
-  }
+  low = copy_words(m->w + k, st->words, n, low);
   n += k;
   m->top = t;
   m->link = *link_word(t);
@@ -650,13 +669,6 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
   return intern_walked(s, n, keep ? c[keep - 1].id : 0, keep, 1, cut, id);
 }
 
-
-/* The slot of frame f that holds its call's link (a vararg function's
-** frame was moved above its arguments), as the walker reports it. */
-static MP_INLINE const TValue *link_slot(const TValue *f)
-{
-  return frame_isvarg(f) ? frame_prevd(f) : f;
-}
 
 /* quick_stack()'s commonest case, by itself: Lua frame t (not a vararg
 ** one), running fn at pc, was called from Lua by frame c[k] of the last
@@ -1002,16 +1014,14 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
   const mp_scache *e;
   mp_jmemo *m;
   const void *low;
-  unsigned i, k = 0, set;
+  unsigned k = 0;
   if (!st->nc || !id || st->jmemo_use.rest) return;
   e = &st->c[st->nc - 1];
   if (e->slot != (const void *)ls || e->id != below ||
       e->nwords + (ls != t ? 3 : 2) > MP_JMEMO_WORDS)
     return;
   m = jmemo_set(st, base, ret);
-  set = (unsigned)((m - st->jmemo) / 2);
-  m += st->jmemo_next[set];
-  st->jmemo_next[set] ^= 1;
+  m += set_turn(st->jmemo_next, (size_t)(m - st->jmemo) / 2);
   m->w[k].at = link_word(t);
   m->w[k++].v = *link_word(t);
   m->w[k].at = func_word(t);
@@ -1022,10 +1032,8 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
     m->w[k++].v = *link_word(ls);
   }
   low = ls != t ? (const void *)link_word(ls) : (const void *)func_word(t);
-  for (i = 0; i < e->nwords; i++) {
-    m->w[k++] = st->words[i];
-    if ((const void *)st->words[i].at < low) low = st->words[i].at;
-  }
+  low = copy_words(m->w + k, st->words, e->nwords, low);
+  k += e->nwords;
   m->ret = ret;
   m->base = base;
   m->trace = T;
@@ -1503,9 +1511,9 @@ static size_t seen_blocks(const mp_state *s)
   return s->sm.live.count + s->protos.count + s->tracesyms.count;
 }
 
-/* Give the filter 16 slots per block it counts (4 times as many as it
-** needs once it is too full, up to MP_SEEN_MAX), counted again from the
-** sets. Out of memory, it stays as it is: fuller, still right. */
+/* Grow the filter at least fourfold, to 16 slots per block it counts
+** (up to MP_SEEN_MAX), counted again from the sets. Out of memory, it
+** stays as it is: fuller, still right. */
 static void seen_grow(mp_state *s)
 {
   mp_sampler *sm = &s->sm;
@@ -1526,6 +1534,7 @@ static void seen_grow(mp_state *s)
 void mp_sample_mark(mp_state *s, uintptr_t a)
 {
   mp_sampler *sm = &s->sm;
+  if (!sm->seen) return;
   seen_add(sm, a);
   if (MP_UNLIKELY(seen_blocks(s) * 16 > sm->seen_mask + 1) &&
       sm->seen_mask + 1 < MP_SEEN_MAX)
@@ -1534,7 +1543,9 @@ void mp_sample_mark(mp_state *s, uintptr_t a)
 
 void mp_sample_unmark(mp_state *s, uintptr_t a)
 {
-  uint8_t *n = mp_seen(&s->sm, a);
+  uint8_t *n;
+  if (!s->sm.seen) return;
+  n = mp_seen(&s->sm, a);
   if (*n < 255) --*n;	/* A slot that reached 255 stays taken. */
 }
 
@@ -1608,12 +1619,10 @@ static MP_NOINLINE void *sample_slow(mp_state *s, void *ptr, size_t osize,
   }
   if (nsize == 0) {
     sym_free(s, ptr, osize);
-    if (!unsample(s, ptr)) {
-      mp_leave(s);
-      return s->orig_f(s->orig_ud, ptr, osize, 0);
+    if (unsample(s, ptr)) {
+      tick(s);
+      put_free(s, ptr, osize);
     }
-    tick(s);
-    put_free(s, ptr, osize);
     mp_leave(s);
     return s->orig_f(s->orig_ud, ptr, osize, 0);
   }

@@ -23,7 +23,7 @@ void mp_sym_proto(mp_state *s, const GCproto *pt)
   int r = mp_hash_add(&s->protos, (uintptr_t)pt);
   if (r == 0) { s->last_proto = pt; return; }
   if (r < 0) return;	/* Out of memory: the symbol is written again later. */
-  if (s->sm.seen) mp_sample_mark(s, (uintptr_t)pt);
+  mp_sample_mark(s, (uintptr_t)pt);
   s->last_proto = pt;
   name = proto_chunkname(pt);
   p = s->pos;
@@ -147,7 +147,7 @@ void mp_sym_trace(mp_state *s, global_State *g, TraceNo n)
   e = &s->traces[n];
   switch (mp_hash_add(&s->tracesyms, (uintptr_t)T)) {
   case -1: return;
-  case 1: if (s->sm.seen) mp_sample_mark(s, (uintptr_t)T); break;
+  case 1: mp_sample_mark(s, (uintptr_t)T); break;
   }
   e->trace = T;
   mp_want_proto(s, pt);
@@ -172,7 +172,7 @@ int mp_sym_forget(mp_state *s, void *ptr)
   } else {
     return 0;
   }
-  if (s->sm.seen) mp_sample_unmark(s, (uintptr_t)ptr);
+  mp_sample_unmark(s, (uintptr_t)ptr);
   return 1;
 }
 
