@@ -14,6 +14,7 @@
 ** and only then finalises. The hook pays two plain stores per event.
 */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
@@ -47,15 +48,41 @@
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static mp_state *running_list;
 static int atexit_done;
-static int membarrier_ok;	/* Registered for private expedited barriers. */
+/* Whether a thread other than the caller and the writer threads of the
+** running profilers (see at_exit()) may exist: 1 unless /proc/self/task
+** lists no other. */
+static int other_threads(void)
+{
+  long self = (long)syscall(SYS_gettid);
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  int other = 0;
+  if (!d) return 1;
+  while (!other && (e = readdir(d))) {
+    long tid = strtol(e->d_name, NULL, 10);
+    mp_state *s;
+    if (tid <= 0 || tid == self) continue;
+    for (s = running_list; s; s = s->next)
+      if (__atomic_load_n(&s->writer_tid, __ATOMIC_ACQUIRE) == tid) break;
+    other = !s;
+  }
+  closedir(d);
+  return other;
+}
 
-/* Make every thread of the process execute a full memory barrier, so that
-** the flags stored before are seen by any hook that runs after. */
+/* Make every thread that may run a hook execute a full memory barrier,
+** so that the flags stored before are seen by any hook that runs after.
+** None is needed when no other thread exists (writer threads run no
+** hook). Registering for the cheap private barrier takes the kernel a
+** grace period (11 ms here), so it is only done then, at exit, not by
+** every start. Call with running_lock held. */
 static void barrier_all_threads(void)
 {
   struct timespec ms10 = { 0, 10000000 };
+  if (!other_threads()) return;
 #ifdef __NR_membarrier
-  if (membarrier_ok &&
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+	      0, 0) == 0 &&
       syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
     return;
   if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
@@ -107,10 +134,6 @@ static void arm_once(void)
   if (atexit_done) return;
   atexit_done = (atexit(at_exit) == 0);
   pthread_atfork(NULL, NULL, at_fork_child);
-#ifdef __NR_membarrier
-  membarrier_ok = syscall(__NR_membarrier,
-			  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-#endif
 }
 
 /* Forget a profiler. */

@@ -287,6 +287,7 @@ typedef struct mp_state {
   unsigned tail, queued;
   pthread_t thread;
   int has_thread;
+  long writer_tid;		/* Its thread id, once it runs (atomic). */
   int has_sync;			/* mu and the conditions are initialised. */
   int forked;			/* This is a child: the stream is not ours. */
   int quit;			/* Writer thread: exit when the queue is empty. */

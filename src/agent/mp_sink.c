@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mp_agent.h"
@@ -109,6 +110,8 @@ static int chunk_write(mp_state *s, const uint8_t *data, size_t len)
 static void *writer_main(void *arg)
 {
   mp_state *s = (mp_state *)arg;
+  __atomic_store_n(&s->writer_tid, (long)syscall(SYS_gettid),
+		   __ATOMIC_RELEASE);
   pthread_mutex_lock(&s->mu);
   for (;;) {
     unsigned i;
