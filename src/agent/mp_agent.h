@@ -251,7 +251,13 @@ static inline uint8_t *mp_seen(const mp_sampler *sm, uintptr_t a)
 					   one write puts past its end. */
 
 typedef struct mp_state {
-  /* Hot fields first: the hook reads these on every event. */
+  /* Hot fields first. The state is aligned to a cache line, and the
+  ** sampled hook reads only its first one on most calls: the allocator
+  ** and the sampler's first fields. */
+  lua_Alloc orig_f;		/* The allocator we wrap. */
+  void *orig_ud;
+  mp_sampler sm;		/* Sampling (sm.mean > 0, stacks on). */
+  /* What the other hooks read on every event. */
   uint8_t *pos;			/* Next free byte of the buffer. */
   uint8_t *lim;			/* End of the chunk: flush when pos reaches
 				   it (MP_SLACK spare bytes follow). */
@@ -259,8 +265,6 @@ typedef struct mp_state {
 				   thread's exit() clears it, see at_exit()). */
   int busy;			/* 1 while the hook records an event (atomic). */
   void *g;			/* The VM's global_State. */
-  lua_Alloc orig_f;		/* The allocator we wrap. */
-  void *orig_ud;
   const void *last_proto;	/* Last prototype whose symbol is known. */
   uint64_t hi_key;		/* Address >> 28 whose ULEB128 is in hi_bytes. */
   uint64_t hi_bytes;
@@ -273,7 +277,6 @@ typedef struct mp_state {
   mp_names names;		/* Lua names of C functions, made at start. */
   mp_names builtins;		/* Names of builtins, keyed by ffid. */
   mp_stacks st;			/* Stacks mode (st.depth > 0). */
-  mp_sampler sm;		/* Sampling (sm.mean > 0, stacks on). */
   int host_written;		/* The host's symbol is in the stream. */
   char host_name[80];		/* "HOST (program)": see host_loc(). */
   size_t ntraces;
