@@ -1607,10 +1607,10 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
 ** or one that may be a prototype or trace, an allocation that is taken,
 ** the reallocation of a sampled block. */
 static MP_NOINLINE void *sample_slow(mp_state *s, void *ptr, size_t osize,
-				     size_t nsize, int take)
+				     size_t nsize)
 {
   mp_sampler *sm = &s->sm;
-  int old;
+  int take = nsize && sm->left < 0, old;
   mp_enter(s);
   if (MP_UNLIKELY(!__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
     mp_sink_limited(s);
@@ -1645,16 +1645,15 @@ void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
   mp_state *s = (mp_state *)ud;
   mp_sampler *sm = &s->sm;
   lua_Alloc f = s->orig_f;
-  if (nsize) {
-    int64_t left = sm->left - (int64_t)nsize;
-    sm->left = left;
-    if (MP_LIKELY(left >= 0) && (!ptr || !*mp_seen(sm, (uintptr_t)ptr)))
+  if (nsize) {	/* sample_slow() reads left again: one instruction. */
+    if (MP_LIKELY((sm->left -= (int64_t)nsize) >= 0) &&
+	(!ptr || !*mp_seen(sm, (uintptr_t)ptr)))
       return f(s->orig_ud, ptr, osize, nsize);
-    return sample_slow(s, ptr, osize, nsize, left < 0);
+    return sample_slow(s, ptr, osize, nsize);
   }
   /* A free. NULL (never freed by LuaJIT) would find slot 0 and, if that
   ** is taken, be forwarded by sample_slow(). */
   if (MP_LIKELY(!*mp_seen(sm, (uintptr_t)ptr)))
     return f(s->orig_ud, ptr, osize, nsize);
-  return sample_slow(s, ptr, osize, 0, 0);
+  return sample_slow(s, ptr, osize, nsize);
 }
