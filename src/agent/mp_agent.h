@@ -31,6 +31,8 @@ typedef struct mp_names {
   mp_name *e;
   size_t n, cap;
   int sorted;		/* 0 while names are being added. */
+  mp_hash modules;	/* Modules walked, by hash of their name... */
+  mp_hash metas;	/* ...and registry tables, by address. */
 } mp_names;
 
 /* What was last written for a trace number. */
@@ -383,7 +385,9 @@ uint64_t mp_now(void);
 /* Collect the names of the C functions reachable from the globals and
 ** package.loaded into t, and of the builtins into bt. */
 void mp_names_build(mp_names *t, mp_names *bt, lua_State *L);
-/* Add those of the module (a table) at stack index idx, named name. */
+/* Add those of the module (a table) at stack index idx, named name, and
+** of the registry's new metatables, unless a module of that name was
+** walked before (at start or by an earlier require). */
 int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
 		    const char *name);
 /* The name of builtin id (an ffid, or the prototype of one written in

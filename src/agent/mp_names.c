@@ -9,8 +9,8 @@
 ** tables down: vim.api.nvim_buf_get_lines), from every module in
 ** package.loaded (one level down) and from the metatables kept in the
 ** registry under their type names (lpeg-pattern.__mul); and for modules
-** required later, from the module each call of `require` returns and from
-** the registry again (the agent puts a wrapper in
+** required later, from the module the first `require` of each name returns
+** and from the registry's new tables (the agent puts a wrapper in
 ** _G.require while it records, see mp_names_require()). The hook looks a
 ** name up only the first time it meets a C function.
 **
@@ -123,9 +123,16 @@ static void sort(mp_names *t)
   t->sorted = 1;
 }
 
+/* Whether module name was walked before; if not, it is from now on. */
+static int module_seen(mp_names *t, const char *name)
+{
+  return mp_hash_add(&t->modules, mp_hash_bytes(name, strlen(name))) == 0;
+}
+
 /* Add the methods of the metatables in the registry (luaL_newmetatable
 ** keeps them under their type names): lpeg's operators are only there,
-** "lpeg-pattern.__mul". */
+** "lpeg-pattern.__mul". A table is walked once: a program may require
+** modules thousands of times. */
 static int walk_registry(mp_names *t, mp_names *bt, lua_State *L)
 {
   int top = lua_gettop(L), rc = 0;
@@ -134,7 +141,8 @@ static int walk_registry(mp_names *t, mp_names *bt, lua_State *L)
   while (rc == 0 && lua_next(L, -2)) {
     if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
 	strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
-	strcmp(lua_tostring(L, -2), "_LOADED") != 0)
+	strcmp(lua_tostring(L, -2), "_LOADED") != 0 &&
+	mp_hash_add(&t->metas, (uintptr_t)lua_topointer(L, -1)) != 0)
       rc = walk(t, bt, L, lua_tostring(L, -2), 1, 0);
     lua_pop(L, 1);
   }
@@ -157,6 +165,7 @@ void mp_names_build(mp_names *t, mp_names *bt, lua_State *L)
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
 	  strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
+	  !module_seen(t, lua_tostring(L, -2)) &&
 	  walk(t, bt, L, lua_tostring(L, -2), 1, 1) < 0)
 	goto done;
       lua_pop(L, 1);
@@ -172,7 +181,9 @@ int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
 		    const char *name)
 {
   int top = lua_gettop(L), rc = 0;
-  if (lua_istable(L, idx) && strlen(name) < NAME_MAX_LEN) {
+  if (strlen(name) >= NAME_MAX_LEN || module_seen(t, name))
+    return 0;	/* Named when it was first loaded (or before start). */
+  if (lua_istable(L, idx)) {
     lua_pushvalue(L, idx);
     rc = walk(t, bt, L, name, 1, 1);
   }
@@ -374,5 +385,7 @@ void mp_names_free(mp_names *t)
   size_t i;
   for (i = 0; i < t->n; i++) free(t->e[i].name);
   free(t->e);
+  mp_hash_free(&t->modules);
+  mp_hash_free(&t->metas);
   memset(t, 0, sizeof(*t));
 }
