@@ -938,7 +938,8 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
 /* The line trace T (number tn, base frame function basefn or NULL) was
 ** executing at return address ret into its code, mapped through T's
 ** snapshots, into *f. Each return address is mapped once (if cached:
-** else every time). 0 if no line is known. */
+** else every time). 0 if no line is known, 2 if it is in the trace's
+** base frame itself, else 1 (a frame the trace inlined). */
 static MP_INLINE int trace_line(mp_state *s, GCtrace *T, TraceNo tn,
 				const GCfunc *basefn, uintptr_t ret,
 				mp_snode *f, int cached)
@@ -966,7 +967,7 @@ static MP_INLINE int trace_line(mp_state *s, GCtrace *T, TraceNo tn,
   }
   if (!e->frame.kind) return 0;
   *f = e->frame;
-  return 1;
+  return e->base ? 2 : 1;
 }
 
 /* The node of the stack from frame t of L down into *id, where t's pc is
@@ -1064,6 +1065,7 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
     mp_traced *memo = NULL;
     mp_snode line, tr;
     uintptr_t ret = 0;
+    int k;
     if (vst < 0 && (J->state != LJ_TRACE_IDLE || !tn)) return 0;
     if (tn >= J->sizetrace || !(T = (GCtrace *)gcref(J->trace[tn])))
       return 0;
@@ -1072,7 +1074,8 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
       ret = known ? known : L ? trace_ret(&s->st, T, L, from) :
 				scan_ret(&s->st, T, from);
     /* The frames below the trace's base (not while an exit rebuilds
-    ** them). The base frame runs the trace: shown at the trace's start. */
+    ** them). The base frame runs the trace: shown at the trace's start,
+    ** unless the line inside the trace is its own (see below). */
     if (vst > 0 && base && L && base - 1 > tvref(L->stack) + LJ_FR2 &&
 	base <= L->top) {
       mp_stacks *st = &s->st;
@@ -1100,10 +1103,14 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
     tr.kind = MP_FK_TRACE;
     tr.a = tn;
     tr.b = 0;
+    k = ret ? trace_line(s, T, tn, basefn, ret, &line, !slow) : 0;
+    /* A line of the base frame itself stands for it above the trace: the
+    ** base frame at the trace's start below would show the function
+    ** twice (and at a line it is not at, when the trace started in a
+    ** function that has returned since). */
+    if (k == 2 && id) id = s->st.node[id - s->st.base - 1].parent;
     if (!(id = node_of(s, id, &tr))) return 0;
-    if (ret && trace_line(s, T, tn, basefn, ret, &line, !slow) &&
-	!(id = node_of(s, id, &line)))
-      return 0;
+    if (k && !(id = node_of(s, id, &line))) return 0;
     if (memo) {
       memo->id = id;
       jmemo_add(&s->st, base, ret, T, memo->below, id);
