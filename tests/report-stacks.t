@@ -217,4 +217,23 @@ fi
 run $MP report --format pprof "$P"
 is "$rc:$(head -c 2 "$TMPD/out" | od -An -tx1 | tr -d ' ')" "0:1f8b" "pprof to a pipe or file: gzip data"
 
+# -- events: the frames of each event of a stack profile ---------------------
+
+# b (line 4) makes the 5 tables, called by a (line 5), called at line 7.
+cat >"$TMPD/ev.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+local mp = require("ljmemprof")
+local keep = {}
+local function b() return {} end
+local function a() local t = b(); return t end
+assert(mp.start{path = arg[1], stacks = 8})
+for i = 1, 5 do keep[i] = a() end
+mp.stop()
+EOF
+(cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit ev.lua ev.ljm)
+ok $? "a stack profile of a -> b"
+run $MP events "$TMPD/ev.ljm"
+is "$rc:$(printf '%s\n' "$out" | grep -c '"source":"stack","label":"@ev.lua:4","node":[0-9]*,"stack":\["@ev.lua:4","@ev.lua:5","@ev.lua:7","[^"]*"\],')" "0:5" \
+  "events: the 5 tables of b with their frames, innermost first, down to the host"
+
 done_testing

@@ -107,18 +107,7 @@ static int node_add(mp_profile *p, const mp_item *it)
       (p->full && live_slot(&p->nlive, p->nnode, &p->capnlive) < 0))
     return MP_ERR_NOMEM;
   parent = it->parent ? &p->node[it->parent - 1] : NULL;
-  memset(&l, 0, sizeof(l));
-  switch (it->fkind) {
-  case MP_FK_LUA: l = mp_loc_of(&p->syms, MP_SRC_LFUNC, it->fa, it->line); break;
-  case MP_FK_C: l = mp_loc_of(&p->syms, MP_SRC_CFUNC, it->fa, 0); break;
-  case MP_FK_TRACE: l = mp_loc_of(&p->syms, MP_SRC_TRACE, it->fa, 0); break;
-  case MP_FK_HOST: l = mp_loc_of(&p->syms, MP_SRC_CFUNC, 0, 0); break;
-  case MP_FK_BUILTIN:
-    l.id = it->fa;
-    l.name = mp_symtab_builtin(&p->syms, it->fa);
-    break;
-  default: l.id = it->fa; break;	/* A cut: the depth limit. */
-  }
+  l = mp_frame_loc(&p->syms, it->fkind, it->fa, it->line);
   if ((it->fkind == MP_FK_BUILTIN && parent) ||
       (it->fkind == MP_FK_LUA && parent && parent->kind == MP_FK_TRACE)) {
     site = parent->site;

@@ -97,27 +97,8 @@ static void add_live(mp_stacktree *t, uint32_t i, const mp_live *l)
 static size_t node_label(const mp_profile *p, const mp_pnode *n, char *buf,
 			 size_t size)
 {
-  mp_strtab *names = (mp_strtab *)&p->syms.names;
-  int m;
-  switch (n->kind) {
-  case MP_FK_BUILTIN:
-    if (n->loc.name) {
-      const mp_name *nm = mp_strtab_get(names, n->loc.name);
-      m = snprintf(buf, size, "%.*s",
-		   (int)mp_name_cut(nm->s, nm->kept, MP_NAME_SHOWN), nm->s);
-    } else {
-      m = snprintf(buf, size, "builtin#%llu", (unsigned long long)n->loc.id);
-    }
-    break;
-  case MP_FK_CUT:
-    m = snprintf(buf, size, "[deeper than %llu frames]",
-		 (unsigned long long)n->loc.id);
-    break;
-  default:
-    return mp_label(names, &n->loc, buf, size);
-  }
-  if (m < 0) m = 0;
-  return (size_t)m < size ? (size_t)m : size - 1;
+  return mp_frame_label((mp_strtab *)&p->syms.names, n->kind, &n->loc, buf,
+			size);
 }
 
 /* Hash of a tree node's identity: its parent, kind and label. */

@@ -7,6 +7,7 @@
 */
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/mp_cli.h"
@@ -30,7 +31,9 @@ const char mp_help_events[] =
 "    {\"complete\":true} or {\"complete\":false}. Labels are those of the\n"
 "    report (the same resolver: C addresses inside a symbol as name+0xoff,\n"
 "    code loaded from strings as function_alias_N); names are cut at 4096\n"
-"    bytes.\n"
+"    bytes. An event of a profile recorded with stacks has the labels of\n"
+"    its frames in stack, innermost first (as the collapsed output shows\n"
+"    them, read backwards), and is labelled by its innermost frame.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 complete; 3 cut short or damaged (events up to the cut or the\n"
@@ -38,13 +41,65 @@ const char mp_help_events[] =
 
 _Static_assert(MP_NAME_SHOWN == 4096, "the manual above gives the cut");
 
+/* The stack nodes read so far, by id - 1: frame and parent. */
+typedef struct frames {
+  mp_loc *loc;
+  uint32_t *parent;
+  uint8_t *kind;
+  size_t n, cap;
+} frames;
+
+/* Keep the node of record it. 0, or -1 when out of memory. */
+static int node_keep(mp_symtab *t, frames *fr, const mp_item *it)
+{
+  if (it->id != fr->n + 1) return 0;	/* Ids come in order. */
+  if (fr->n == fr->cap) {
+    size_t cap = fr->cap ? fr->cap * 2 : 1024;
+    void *loc = realloc(fr->loc, cap * sizeof(*fr->loc)), *parent, *kind;
+    if (loc) fr->loc = loc;
+    parent = loc ? realloc(fr->parent, cap * sizeof(*fr->parent)) : NULL;
+    if (parent) fr->parent = parent;
+    kind = parent ? realloc(fr->kind, cap) : NULL;
+    if (!kind) return -1;
+    fr->kind = kind;
+    fr->cap = cap;
+  }
+  fr->loc[fr->n] = mp_frame_loc(t, it->fkind, it->fa, it->line);
+  fr->parent[fr->n] = it->parent <= fr->n ? (uint32_t)it->parent : 0;
+  fr->kind[fr->n++] = it->fkind;
+  return 0;
+}
+
+/* Print ",\"stack\":[...]": the frames of node id, innermost first. */
+static void json_stack(FILE *out, mp_symtab *t, const frames *fr,
+		       uint64_t id)
+{
+  char label[MP_LABEL_MAX];
+  const char *sep = "";
+  fputs(",\"stack\":[", out);
+  while (id && id <= fr->n) {	/* Parents have smaller ids. */
+    mp_frame_label(&t->names, fr->kind[id - 1], &fr->loc[id - 1], label,
+		   sizeof(label));
+    fputs(sep, out);
+    mp_json_cstr(out, label);
+    sep = ",";
+    id = fr->parent[id - 1];
+  }
+  fputc(']', out);
+}
+
 /* Print the location fields of an event. */
-static void json_loc(FILE *out, mp_symtab *t, const mp_item *it)
+static void json_loc(FILE *out, mp_symtab *t, const frames *fr,
+		     const mp_item *it)
 {
   char label[MP_LABEL_MAX];
   mp_loc l = mp_loc_of(t, it->src, it->id, it->line);
   const mp_name *nm = l.name ? mp_strtab_get(&t->names, l.name) : NULL;
-  mp_label(&t->names, &l, label, sizeof(label));
+  if (it->src == MP_SRC_STACK && it->id && it->id <= fr->n)	/* Its top. */
+    mp_frame_label(&t->names, fr->kind[it->id - 1], &fr->loc[it->id - 1],
+		   label, sizeof(label));
+  else
+    mp_label(&t->names, &l, label, sizeof(label));
   fprintf(out, "\"source\":\"%s\",\"label\":", mp_src_name(it->src));
   mp_json_cstr(out, label);
   switch (it->src) {
@@ -60,6 +115,7 @@ static void json_loc(FILE *out, mp_symtab *t, const mp_item *it)
     break;
   case MP_SRC_STACK:
     fprintf(out, ",\"node\":%llu", (unsigned long long)it->id);
+    json_stack(out, t, fr, it->id);
     break;
   case MP_SRC_TRACE:
     fprintf(out, ",\"trace\":%llu", (unsigned long long)it->id);
@@ -89,6 +145,7 @@ int mp_cmd_events(int argc, char **argv)
   size_t mark = 0;
   int rc, status;
   FILE *out = stdout;
+  frames fr = { NULL, NULL, NULL, 0, 0 };
   if ((rc = mp_cli_file_args("events", argc, argv, NULL, NULL, NULL,
 			     &path)) >= 0)
     return rc;
@@ -105,7 +162,8 @@ int mp_cmd_events(int argc, char **argv)
       mark = it.offset + ((size_t)1 << 20);
     }
     if (it.kind == MP_AEV_SYMTAB) {
-      if (!mp_symtab_add(&t, &it)) {
+      if (!mp_symtab_add(&t, &it) ||
+	  (it.src == MP_SRC_STACK && node_keep(&t, &fr, &it) < 0)) {
 	rc = MP_ERR_NOMEM;
 	r.err_offset = it.offset;
 	snprintf(r.err, sizeof(r.err), "memory for the symbols");
@@ -115,7 +173,7 @@ int mp_cmd_events(int argc, char **argv)
     }
     n++;
     fprintf(out, "{\"event\":\"%s\",", mp_kind_name(it.kind));
-    json_loc(out, &t, &it);
+    json_loc(out, &t, &fr, &it);
     fprintf(out, ",\"oaddr\":%llu,\"osize\":%llu,\"naddr\":%llu,"
 	    "\"nsize\":%llu}\n",
 	    (unsigned long long)it.oaddr, (unsigned long long)it.osize,
@@ -125,6 +183,9 @@ int mp_cmd_events(int argc, char **argv)
   fprintf(out, "{\"complete\":%s}\n", rc == MP_END ? "true" : "false");
   status = mp_cli_outcome(path, rc, &r, &in);
   mp_symtab_free(&t);
+  free(fr.loc);
+  free(fr.parent);
+  free(fr.kind);
   mp_input_close(&in);
   return mp_cli_finish_output(status);
 }

@@ -110,3 +110,48 @@ size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
   }
   return n;
 }
+
+mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
+		    uint64_t line)
+{
+  mp_loc l;
+  memset(&l, 0, sizeof(l));
+  switch (fkind) {
+  case MP_FK_LUA: return mp_loc_of(t, MP_SRC_LFUNC, fa, line);
+  case MP_FK_C: return mp_loc_of(t, MP_SRC_CFUNC, fa, 0);
+  case MP_FK_TRACE: return mp_loc_of(t, MP_SRC_TRACE, fa, 0);
+  case MP_FK_HOST: return mp_loc_of(t, MP_SRC_CFUNC, 0, 0);
+  case MP_FK_BUILTIN:
+    l.id = fa;
+    l.name = mp_symtab_builtin(t, fa);
+    return l;
+  default:	/* A cut: the depth limit. */
+    l.id = fa;
+    return l;
+  }
+}
+
+size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
+		      char *out, size_t size)
+{
+  int m;
+  switch (fkind) {
+  case MP_FK_BUILTIN:
+    if (l->name) {
+      const mp_name *nm = mp_strtab_get(names, l->name);
+      m = snprintf(out, size, "%.*s",
+		   (int)mp_name_cut(nm->s, nm->kept, MP_NAME_SHOWN), nm->s);
+    } else {
+      m = snprintf(out, size, "builtin#%llu", (unsigned long long)l->id);
+    }
+    break;
+  case MP_FK_CUT:
+    m = snprintf(out, size, "[deeper than %llu frames]",
+		 (unsigned long long)l->id);
+    break;
+  default:
+    return mp_label(names, l, out, size);
+  }
+  if (m < 0) m = 0;
+  return (size_t)m < size ? (size_t)m : size - 1;
+}

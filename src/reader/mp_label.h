@@ -110,6 +110,20 @@ static inline uint64_t mp_loc_hash(const mp_loc *l)
 ** the label's length. */
 size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size);
 
+/* The location of a frame of a call stack (the extension's node record,
+** mp_ext.h): kind fkind (MP_FK_*), its address, trace number or builtin
+** id fa, its line, resolved against the symbols in force. A builtin's
+** name goes in name (its id in id), a cut's depth limit in id (src 0 for
+** both). */
+mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
+		    uint64_t line);
+
+/* Write the label of a frame of kind fkind at l (from mp_frame_loc())
+** into out as mp_label() does: builtins by name ("string.rep", else
+** "builtin#N"), a cut as "[deeper than N frames]". Its length. */
+size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
+		      char *out, size_t size);
+
 /* Length of the first bytes of a name to show when at most max may be:
 ** all n, or a cut at a UTF-8 character boundary at most max. */
 size_t mp_name_cut(const char *s, size_t n, size_t max);
