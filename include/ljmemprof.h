@@ -70,7 +70,9 @@ typedef struct ljmp_options {
 			   a multiple of 4 KiB (4 chunks for a file). */
   unsigned mode;	/* Permissions of a file the profiler creates: 0 =
 			   0600 (a profile reveals addresses and source
-			   text), else e.g. 0644 (before the umask). */
+			   text), else e.g. 0644 (before the umask); at
+			   most 0777 (no setuid, setgid or sticky bit),
+			   else LJMP_EARG. */
   unsigned stacks;	/* Record each allocation's call stack, up to this
 			   many frames (LJMP_STACKS_MAX at most); 0 = the
 			   one-frame memprof stream of version 3. */
