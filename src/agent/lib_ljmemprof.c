@@ -46,7 +46,8 @@ static int push_error(lua_State *L, int code, const char *path)
 }
 
 /* The function whose options are read, and their argument number, for
-** messages. */
+** messages. Argument errors name the function themselves: luaL_argerror
+** takes the name from the call site, '?' through pcall. */
 static const char *opt_fname = "start";
 static int opt_arg = 1;
 
@@ -195,7 +196,8 @@ static int mp_lua_start(lua_State *L)
     read_options(L, 1, "start", &opt);
     break;
   default:
-    return luaL_argerror(L, 1, "path string or options table expected");
+    return luaL_error(L, "bad argument #1 to 'start' (path string or "
+		      "options table expected)");
   }
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
   check_path(L, 1, "start", opt.path);
@@ -260,7 +262,7 @@ static unsigned stop_options(lua_State *L)
   unsigned flags = 0;
   if (lua_isnoneornil(L, 1)) return 0;
   if (!lua_istable(L, 1))
-    luaL_argerror(L, 1, "options table expected");
+    luaL_error(L, "bad argument #1 to 'stop' (options table expected)");
   lua_pushnil(L);
   while (lua_next(L, 1)) {
     const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
