@@ -62,7 +62,8 @@ typedef void (*ljmp_on_stop)(void *ctx, int err);
 */
 typedef struct ljmp_options {
   size_t size;		/* sizeof(ljmp_options) at the caller's build, or 0. */
-  const char *path;	/* File to write (created or truncated), or NULL. */
+  const char *path;	/* File to write (created or truncated), or NULL;
+			   "" is LJMP_EARG. */
   ljmp_writer writer;	/* Or: a callback that receives the stream. */
   void *ctx;		/* Passed to writer and on_stop. */
   ljmp_on_stop on_stop;	/* Optional end-of-stream notification. */

@@ -92,6 +92,14 @@ t.ok(err_of({ bufsize = 10 }):find("bufsize must be an integer"), "bufsize range
      err_of({ bufsize = 10 }))
 t.ok(err_of({ bufsize = "big" }):find("bufsize must be a number"), "bufsize type",
      err_of({ bufsize = "big" }))
+-- An empty path is a bad argument, not "No such file or directory".
+t.is(err_of(""), "bad argument #1 to 'start' (path is empty)", "start('')")
+t.is(err_of({ path = "", stacks = 8 }),
+     "bad argument #1 to 'start' (path is empty)", "start{path = ''}")
+t.is(errmsg(mp.signal, "USR2", ""),
+     "bad argument #2 to 'signal' (path is empty)", "signal('USR2', '')")
+t.is(errmsg(mp.signal, "USR2", { path = "" }),
+     "bad argument #2 to 'signal' (path is empty)", "signal('USR2', {path = ''})")
 t.is(mp.running(), false, "not running after bad arguments")
 
 -- Default path: memprof.bin in the current directory.

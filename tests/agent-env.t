@@ -53,6 +53,7 @@ bad() {
 }
 bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: stacks, sample, seed, max_size, bufsize, mode, collect, signal, start)"
 bad ",stacks=8" "no path before the first ','; the form is path[,key=value]..."
+bad "," "no path before the first ','; the form is path[,key=value]..."
 bad "$TMPD/b.ljm,stacks" "'stacks' is not key=value"
 bad "$TMPD/b.ljm,stacks=lots" "stacks=lots: frames from 0 to 10000, or yes/no"
 bad "$TMPD/b.ljm,stacks=10001" "stacks=10001: frames from 0 to 10000, or yes/no"

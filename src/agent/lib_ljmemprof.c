@@ -170,10 +170,13 @@ static void read_options(lua_State *L, int idx, const char *fname,
   }
 }
 
-/* A path's % sequences must be known (see ljmp_start). */
+/* A path must not be empty (open() would say only "No such file or
+** directory") and its % sequences must be known (see ljmp_start). */
 static void check_path(lua_State *L, int idx, const char *fname,
 		       const char *path)
 {
+  if (!*path)
+    luaL_error(L, "bad argument #%d to '%s' (path is empty)", idx, fname);
   if (mp_path_check(path))
     luaL_error(L, "bad argument #%d to '%s' (path '%s': %% must be followed "
 	       "by p (the pid), n (the number of the start) or %%)", idx,

@@ -307,7 +307,7 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user)
     if (((const unsigned char *)user)[i]) return LJMP_EARG;
   memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
   o->size = sizeof(*o);
-  return o->mode > 0777 ? LJMP_EARG : 0;
+  return o->mode > 0777 || (o->path && !*o->path) ? LJMP_EARG : 0;
 }
 
 /* Recordings started in this process: the %n of a path. */

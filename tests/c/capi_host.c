@@ -142,6 +142,9 @@ int main(void)
   opt.mode = 0777;
   is_int(ljmp_start(L, &opt), -ENOENT, "mode 0777 is taken");
   opt.mode = 0;
+  opt.path = "";
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "an empty path");
+  is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with an empty path");
   is_int(strcmp(ljmp_strerror(LJMP_ERUNNING), "profiler is running already"),
 	 0, "message of LJMP_ERUNNING");
 
