@@ -62,7 +62,8 @@ typedef void (*ljmp_on_stop)(void *ctx, int err);
 */
 typedef struct ljmp_options {
   size_t size;		/* sizeof(ljmp_options) at the caller's build, or 0. */
-  const char *path;	/* File to write (created or truncated), or NULL. */
+  const char *path;	/* File to write (created or truncated), or NULL;
+			   "" is LJMP_EARG. */
   ljmp_writer writer;	/* Or: a callback that receives the stream. */
   void *ctx;		/* Passed to writer and on_stop. */
   ljmp_on_stop on_stop;	/* Optional end-of-stream notification. */
@@ -70,7 +71,9 @@ typedef struct ljmp_options {
 			   a multiple of 4 KiB (4 chunks for a file). */
   unsigned mode;	/* Permissions of a file the profiler creates: 0 =
 			   0600 (a profile reveals addresses and source
-			   text), else e.g. 0644 (before the umask). */
+			   text), else e.g. 0644 (before the umask); at
+			   most 0777 (no setuid, setgid or sticky bit),
+			   else LJMP_EARG. */
   unsigned stacks;	/* Record each allocation's call stack, up to this
 			   many frames (LJMP_STACKS_MAX at most); 0 = the
 			   one-frame memprof stream of version 3. */

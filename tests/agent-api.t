@@ -56,14 +56,50 @@ local function err_of(...)
   local ok, e = pcall(mp.start, ...)
   return ok and "no error" or e
 end
-t.ok(err_of(42):find("bad argument #1 to '%?'") or err_of(42):find("path string or options table expected"),
-     "start(42) is an error", err_of(42))
+-- Every argument error names the function, however it is called
+-- (luaL_argerror would take the name from the call site: '?' through
+-- pcall, a local's name through an alias).
+local function errmsg(f, ...)
+  local ok, e = pcall(f, ...)
+  return ok and "no error" or e
+end
+local bad_start = "bad argument #1 to 'start' (path string or options " ..
+                  "table expected)"
+t.is(err_of(42), bad_start, "start(42)")
+t.is(err_of(true), bad_start, "start(true)")
+t.is(err_of(print), bad_start, "start(print)")
+local alias = mp.start
+t.is(errmsg(function() local _ = alias(42) end):gsub("^[^:]*:%d+: ", ""),
+     bad_start, "start(42) through a local alias (after the caller's line)")
+local bad_stop = "bad argument #1 to 'stop' (options table expected)"
+t.is(errmsg(mp.stop, 1), bad_stop, "stop(1)")
+t.is(errmsg(mp.stop, "collect"), bad_stop, "stop('collect')")
+t.is(errmsg(mp.stop, { collect = 1 }), "bad argument #1 to 'stop' " ..
+     "(options.collect must be a boolean)", "stop{collect = 1}")
+local bad_signal = "bad argument #1 to 'signal' (a signal that can toggle " ..
+  "the profiler expected (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, " ..
+  "RTMAX-n, or its number))"
+t.is(errmsg(mp.signal, {}), bad_signal, "signal({})")
+t.is(errmsg(mp.signal), bad_signal, "signal()")
+t.is(errmsg(mp.signal, "USR2", 5), "bad argument #2 to 'signal' (path " ..
+     "string or options table expected)", "signal('USR2', 5)")
+t.is(errmsg(mp.signal, "USR2", { mode = true }), "bad argument #2 to " ..
+     "'signal' (options.mode must be a string of octal digits (\"644\") or " ..
+     "a number)", "signal('USR2', {mode = true})")
 t.ok(err_of({ path = 1 }):find("options.path must be a string"), "path type",
      err_of({ path = 1 }))
 t.ok(err_of({ bufsize = 10 }):find("bufsize must be an integer"), "bufsize range",
      err_of({ bufsize = 10 }))
 t.ok(err_of({ bufsize = "big" }):find("bufsize must be a number"), "bufsize type",
      err_of({ bufsize = "big" }))
+-- An empty path is a bad argument, not "No such file or directory".
+t.is(err_of(""), "bad argument #1 to 'start' (path is empty)", "start('')")
+t.is(err_of({ path = "", stacks = 8 }),
+     "bad argument #1 to 'start' (path is empty)", "start{path = ''}")
+t.is(errmsg(mp.signal, "USR2", ""),
+     "bad argument #2 to 'signal' (path is empty)", "signal('USR2', '')")
+t.is(errmsg(mp.signal, "USR2", { path = "" }),
+     "bad argument #2 to 'signal' (path is empty)", "signal('USR2', {path = ''})")
 t.is(mp.running(), false, "not running after bad arguments")
 
 -- Default path: memprof.bin in the current directory.
@@ -90,5 +126,7 @@ t.is(misc.memprof.stop(), true, "misc.memprof.stop")
 r, msg, errno = misc.memprof.stop()
 t.same({ r, msg, errno }, { nil, "profiler is not running", EINVAL },
        "misc.memprof.stop when not running")
+t.is(errmsg(misc.memprof.start, 42), bad_start, "misc.memprof.start(42)")
+t.is(errmsg(misc.memprof.stop, 1), bad_stop, "misc.memprof.stop(1)")
 os.remove(p3)
 t.done()

@@ -38,6 +38,12 @@ run env LJMEMPROF="$TMPD/s.ljm,sample=64K,seed=5,bufsize=8K" LUA_CPATH="$BUILD/?
   luajit -l ljmemprof "$TMPD/app.lua"
 items "$TMPD/s.ljm" | grep -qx "info sample=65536"
 ok $? "sample=64K: a sampled profile of mean 65536"
+run env LJMEMPROF="$TMPD/z.ljm,sample=0" LUA_CPATH="$BUILD/?.so;;" \
+  luajit -joff -l ljmemprof "$TMPD/app.lua"
+n=$("$MP" events "$TMPD/z.ljm" | grep -c '"event":"alloc".*"label":"@.*app.lua:2"')
+is "$rc:$("$MP" info "$TMPD/z.ljm" | sed -n 2p):$n" \
+  "0:format:     memprof, symtab version 3, events version 3:101" \
+  "sample=0: not sampled, every event recorded (the one-frame stream)"
 run env LJMEMPROF="$TMPD/m.ljm,max_size=64K" LUA_CPATH="$BUILD/?.so;;" \
   luajit -l ljmemprof -e 'local k = {} for i = 1, 30000 do k[i] = { i } end'
 items "$TMPD/m.ljm" | grep -qx "note stopped=size limit"
@@ -53,14 +59,19 @@ bad() {
 }
 bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: stacks, sample, seed, max_size, bufsize, mode, collect, signal, start)"
 bad ",stacks=8" "no path before the first ','; the form is path[,key=value]..."
+bad "," "no path before the first ','; the form is path[,key=value]..."
 bad "$TMPD/b.ljm,stacks" "'stacks' is not key=value"
 bad "$TMPD/b.ljm,stacks=lots" "stacks=lots: frames from 0 to 10000, or yes/no"
 bad "$TMPD/b.ljm,stacks=10001" "stacks=10001: frames from 0 to 10000, or yes/no"
 bad "$TMPD/b.ljm,sample=-1" "sample=-1: mean bytes between samples (e.g. 512K), or yes/no"
 bad "$TMPD/b.ljm,sample=5Q" "sample=5Q: mean bytes between samples (e.g. 512K), or yes/no"
+bad "$TMPD/b.ljm,seed=-1" "seed=-1: a number from 0 to 1125899906842624 (2^50; 0: one drawn from the clock)"
+bad "$TMPD/b.ljm,seed=2000T" "seed=2000T: a number from 0 to 1125899906842624 (2^50; 0: one drawn from the clock)"
 bad "$TMPD/b.ljm,max_size=1K" "max_size=1K: bytes, at least 64K (e.g. 100M), or 0"
 bad "$TMPD/b.ljm,bufsize=1" "bufsize=1: bytes from 4K to 1G"
-bad "$TMPD/b.ljm,mode=999" "mode=999: octal permissions, e.g. 0644"
+bad "$TMPD/b.ljm,mode=999" "mode=999: octal permissions from 0 to 0777, e.g. 0644"
+bad "$TMPD/b.ljm,mode=1204" "mode=1204: octal permissions from 0 to 0777, e.g. 0644"
+bad "$TMPD/b.ljm,mode=04755" "mode=04755: octal permissions from 0 to 0777, e.g. 0644"
 bad "$TMPD/b.ljm,collect=maybe" "collect=maybe: yes or no"
 bad "$TMPD/b.ljm,signal=KILL" "signal=KILL: a signal that can toggle the profiler (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n)"
 bad "$TMPD/b.ljm,signal=RTMIN+99" "signal=RTMIN+99: a signal that can toggle the profiler (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n)"

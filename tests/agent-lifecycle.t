@@ -64,12 +64,46 @@ t.is(err({ path = path, bufsize = 100 }),
 t.is(err({ path = path, bufsize = 8192.5 }),
      "bad argument #1 to 'start' (options.bufsize must be an integer from " ..
      "4096 to 1073741824)", "bufsize not an integer")
-t.is(err({ path = path, mode = "rw" }),
-     "bad argument #1 to 'start' (options.mode must be a number)",
-     "mode of the wrong type")
+t.is(err({ path = path, mode = true }),
+     "bad argument #1 to 'start' (options.mode must be a string of octal " ..
+     "digits (\"644\") or a number)", "mode of the wrong type")
+-- Lua has no octal literals: mode = 0644 is the number 644 (01204, with
+-- the sticky bit). Numbers are file modes from 0 to 511 (0777); the error
+-- says how to write the mode that was meant.
+t.is(err({ path = path, mode = 0644 }),
+     "bad argument #1 to 'start' (options.mode must be a file mode from 0 " ..
+     "to 511 (0777 in octal), not 644: Lua numbers are decimal; write " ..
+     "mode = \"644\" or tonumber(\"644\", 8))", "mode = 0644 (decimal 644)")
+t.is(err({ path = path, mode = 600 }),
+     "bad argument #1 to 'start' (options.mode must be a file mode from 0 " ..
+     "to 511 (0777 in octal), not 600: Lua numbers are decimal; write " ..
+     "mode = \"600\" or tonumber(\"600\", 8))", "mode = 600")
+t.is(err({ path = path, mode = 2541 }),	-- 04755: setuid
+     "bad argument #1 to 'start' (options.mode must be a file mode from 0 " ..
+     "to 511 (0777 in octal), not 2541: Lua numbers are decimal; write an " ..
+     "octal mode as a string, e.g. mode = \"644\")", "mode with setuid")
 t.is(err({ path = path, mode = 8 ^ 5 }),
-     "bad argument #1 to 'start' (options.mode must be an integer from 0 to " ..
-     "4095)", "mode out of range")
+     "bad argument #1 to 'start' (options.mode must be a file mode from 0 " ..
+     "to 511 (0777 in octal), not 32768: Lua numbers are decimal; write an " ..
+     "octal mode as a string, e.g. mode = \"644\")", "mode out of range")
+t.is(err({ path = path, mode = 420.5 }),
+     "bad argument #1 to 'start' (options.mode must be a file mode from 0 " ..
+     "to 511 (0777 in octal), not 420.5: Lua numbers are decimal; write an " ..
+     "octal mode as a string, e.g. mode = \"644\")", "mode not an integer")
+t.is(err({ path = path, mode = -1 }),
+     "bad argument #1 to 'start' (options.mode must be a file mode from 0 " ..
+     "to 511 (0777 in octal), not -1: Lua numbers are decimal; write an " ..
+     "octal mode as a string, e.g. mode = \"644\")", "mode negative")
+-- A string is octal digits, at most "777".
+for _, bad in ipairs({ "rw-r--r--", "0x1a4", "0689", "1000", "4755", "",
+                       " 644" }) do
+  t.is(err({ path = path, mode = bad }),
+       "bad argument #1 to 'start' (options.mode must be octal digits from " ..
+       "\"0\" to \"777\" (e.g. \"644\"), not \"" .. bad .. "\")",
+       ("mode = %q"):format(bad))
+end
+t.ok(err({ path = path, mode = "644\0" }):find("must be octal digits", 1, true),
+     "mode = \"644\\0\" (a zero byte after the digits)")
 t.is(io.open(path, "rb"), nil, "no file made by the refused calls")
 
 -- 3. Permissions: 0600 by default (a profile reveals addresses and source
@@ -88,6 +122,19 @@ assert(mp.start({ path = path, mode = 420 })); assert(mp.stop())	-- 0644
 t.is(mode_of(path), "644", "mode = 0644 (420) gives 0644")
 assert(mp.start({ path = path, mode = 438 })); assert(mp.stop())	-- 0666
 t.is(mode_of(path), "644", "an existing file keeps its mode")
+os.remove(path)
+-- Strings of octal digits, with or without a leading 0.
+for _, m in ipairs({ { "0644", "644" }, { "640", "640" }, { "600", "600" },
+                     { "0777", "755" }, { "00400", "400" } }) do
+  assert(mp.start({ path = path, mode = m[1] })); assert(mp.stop())
+  t.is(mode_of(path), m[2], ("mode = %q gives %s (umask 022)"):format(m[1], m[2]))
+  os.remove(path)
+end
+assert(mp.start({ path = path, mode = tonumber("640", 8) })); assert(mp.stop())
+t.is(mode_of(path), "640", 'mode = tonumber("640", 8) gives 0640')
+os.remove(path)
+assert(mp.start({ path = path, mode = "0" })); assert(mp.stop())
+t.is(mode_of(path), "600", 'mode = "0" is the default, 0600')
 os.remove(path)
 ffi.C.umask(old)
 

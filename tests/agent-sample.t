@@ -71,6 +71,18 @@ end
 t.ok(#full > 60000 and expect > 300, "the full recording: " .. #full ..
      " events, " .. math.floor(expect) .. " samples expected at 16K")
 
+-- sample = 0 (and false) is no sampling: every event (as many as the
+-- full recording's within 1%: the collector's steps vary a little from
+-- run to run), the one-frame stream (no settings, no stacks).
+for _, off in ipairs({ "0", "false" }) do
+  local evs, complete, _, items = record("sample = " .. off)
+  t.is(string.format("%s %s %s", tostring(complete),
+                     tostring(math.abs(#evs / #full - 1) < 0.01),
+                     tostring(items:find("\ninfo ") ~= nil)),
+       "true true false", string.format("sample = %s: every event " ..
+       "recorded (%d, full %d), no sampling, no stacks", off, #evs, #full))
+end
+
 -- 2. Twenty seeds: counts, frees of sampled blocks only, stacks.
 local sum, stray, unstacked, sizes = 0, 0, 0, 0
 for seed = 1, 20 do

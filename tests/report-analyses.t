@@ -224,6 +224,8 @@ f:close()
 EOF
 with_timeout 60 luajit "$TMPD/mk.lua" "$TMPD/notes.ljm" "$TMPD/sampled.ljm"
 run $MP info "$TMPD/notes.ljm"
+is "$(echo "$out" | sed -n 2p)" "format:     memprof, symtab version 3, events version 3" \
+  "info: the format of a version-3 stream"
 is "$rc:$(echo "$out" | sed -n '/^duration/,$p')" "0:duration:   2.500 s (1 time marks)
 collected:  yes (a full garbage collection ran before the end: what is live is reachable)
 stopped:    size limit" "info: the trailer's notes (collection, early stop) and the duration"
@@ -243,6 +245,8 @@ is "$rc:$(echo "$out" | sed -n '1p;4p' | sed 's/^INTERNAL: [45] events/INTERNAL:
 INTERNAL: 4 or 5 events	+${w}B	-0B" \
   "sampled: a recorded block of 1000 bytes stands for 1000/p = $w bytes and 1/p = 4.6 events (4 or 5, as the block's hash rounds it), and the report says so"
 run $MP info "$TMPD/sampled.ljm"
+is "$(echo "$out" | sed -n 2p)" "format:     memprof, symtab version 3, events version 76 ('L', the ljmemprof extension: call stacks)" \
+  "info: the extension's version 76 is the letter 'L' and says what it is"
 echo "$out" | grep -q '^sampled:    one sample every 4096 bytes allocated on average: counts and bytes are estimates$'
 ok $? "info: sampled"
 is "$(echo "$out" | sed -n 's/^\(events\|estimated\): *\([0-9]*\) .*/\1 \2/p' | sed 's/estimated [45]$/estimated 4 or 5/')" "events 1

@@ -2,7 +2,7 @@
 ** lib_ljmemprof.c: the Lua module `ljmemprof`.
 **
 **   local mp = require("ljmemprof")
-**   mp.start([path | {path = "file", bufsize = n, mode = 0644, stacks = n,
+**   mp.start([path | {path = "file", bufsize = n, mode = "644", stacks = n,
 **             sample = bytes, seed = n, max_size = bytes, collect = bool}])
 **                                                    -> true | nil, msg, errno
 **   mp.stop([{collect = true}])                      -> true | nil, msg, errno
@@ -46,7 +46,8 @@ static int push_error(lua_State *L, int code, const char *path)
 }
 
 /* The function whose options are read, and their argument number, for
-** messages. */
+** messages. Argument errors name the function themselves: luaL_argerror
+** takes the name from the call site, '?' through pcall. */
 static const char *opt_fname = "start";
 static int opt_arg = 1;
 
@@ -73,6 +74,48 @@ static double int_option(lua_State *L, const char *key, double lo, double hi)
   return n;
 }
 
+/* The mode option: a string of octal digits ("644", "0600") or a number
+** from 0 to 0777. Lua has no octal literals, so mode = 0644 is the number
+** 644 (01204, with the sticky bit): out of range, and the error says how
+** to write it. Setuid, setgid and sticky bits make no sense for a
+** profile. */
+static unsigned mode_option(lua_State *L, const char *key)
+{
+  char what[192];
+  double n;
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    size_t len, i;
+    const char *s = lua_tolstring(L, -1, &len);
+    unsigned m = 0;
+    for (i = 0; i < len && s[i] >= '0' && s[i] <= '7' && m <= 0777; i++)
+      m = m * 8 + (unsigned)(s[i] - '0');
+    if (i < len || !len || m > 0777) {
+      snprintf(what, sizeof(what), "must be octal digits from \"0\" to "
+	       "\"777\" (e.g. \"644\"), not \"%.*s\"",
+	       len > 32 ? 32 : (int)len, s);
+      bad_option(L, key, what);
+    }
+    return m;
+  }
+  if (lua_type(L, -1) != LUA_TNUMBER)
+    bad_option(L, key, "must be a string of octal digits (\"644\") or a "
+	       "number");
+  n = lua_tonumber(L, -1);
+  if (n >= 0 && n <= 0777 && n == (double)(int)n) return (unsigned)n;
+  /* 644 read as octal is a mode: say so. */
+  if (n > 0777 && n <= 777 && n == (double)(int)n &&
+      (int)n % 10 <= 7 && (int)n / 10 % 10 <= 7 && (int)n / 100 <= 7)
+    snprintf(what, sizeof(what), "must be a file mode from 0 to 511 (0777 "
+	     "in octal), not %d: Lua numbers are decimal; write mode = "
+	     "\"%d\" or tonumber(\"%d\", 8)", (int)n, (int)n, (int)n);
+  else
+    snprintf(what, sizeof(what), "must be a file mode from 0 to 511 (0777 "
+	     "in octal), not %.14g: Lua numbers are decimal; write an octal "
+	     "mode as a string, e.g. mode = \"644\"", n);
+  bad_option(L, key, what);
+  return 0;
+}
+
 /* Read the options table at index idx of function fname into *opt.
 ** Iterates over the table rather than looking keys up, so that an unknown
 ** key is an error and no key string is made (which would be garbage freed
@@ -95,7 +138,7 @@ static void read_options(lua_State *L, int idx, const char *fname,
     } else if (!strcmp(key, "bufsize")) {
       opt->bufsize = (size_t)int_option(L, key, 4096, (double)(1u << 30));
     } else if (!strcmp(key, "mode")) {
-      opt->mode = (unsigned)int_option(L, key, 0, 07777);
+      opt->mode = mode_option(L, key);
     } else if (!strcmp(key, "collect")) {
       if (lua_type(L, -1) != LUA_TBOOLEAN)
 	bad_option(L, key, "must be a boolean");
@@ -127,10 +170,13 @@ static void read_options(lua_State *L, int idx, const char *fname,
   }
 }
 
-/* A path's % sequences must be known (see ljmp_start). */
+/* A path must not be empty (open() would say only "No such file or
+** directory") and its % sequences must be known (see ljmp_start). */
 static void check_path(lua_State *L, int idx, const char *fname,
 		       const char *path)
 {
+  if (!*path)
+    luaL_error(L, "bad argument #%d to '%s' (path is empty)", idx, fname);
   if (mp_path_check(path))
     luaL_error(L, "bad argument #%d to '%s' (path '%s': %% must be followed "
 	       "by p (the pid), n (the number of the start) or %%)", idx,
@@ -153,7 +199,8 @@ static int mp_lua_start(lua_State *L)
     read_options(L, 1, "start", &opt);
     break;
   default:
-    return luaL_argerror(L, 1, "path string or options table expected");
+    return luaL_error(L, "bad argument #1 to 'start' (path string or "
+		      "options table expected)");
   }
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
   check_path(L, 1, "start", opt.path);
@@ -218,7 +265,7 @@ static unsigned stop_options(lua_State *L)
   unsigned flags = 0;
   if (lua_isnoneornil(L, 1)) return 0;
   if (!lua_istable(L, 1))
-    luaL_argerror(L, 1, "options table expected");
+    luaL_error(L, "bad argument #1 to 'stop' (options table expected)");
   lua_pushnil(L);
   while (lua_next(L, 1)) {
     const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)

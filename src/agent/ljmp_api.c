@@ -296,7 +296,8 @@ int ljmp_running(lua_State *L)
 }
 
 /* Copy the caller's options into *o, whatever the size of the struct it
-** was built with; 0 or LJMP_EARG. */
+** was built with, and check what start and arm both need of them; 0 or
+** LJMP_EARG. */
 int mp_options_read(ljmp_options *o, const ljmp_options *user)
 {
   size_t n = user->size ? user->size : sizeof(*o), i;
@@ -306,7 +307,7 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user)
     if (((const unsigned char *)user)[i]) return LJMP_EARG;
   memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
   o->size = sizeof(*o);
-  return 0;
+  return o->mode > 0777 || (o->path && !*o->path) ? LJMP_EARG : 0;
 }
 
 /* Recordings started in this process: the %n of a path. */

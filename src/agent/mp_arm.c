@@ -285,11 +285,13 @@ static const struct env_key {
   { "stacks", K_FRAMES, 0, LJMP_STACKS_MAX, "frames from 0 to 10000, or yes/no" },
   { "sample", K_SIZE, 0, 1ll << 40, "mean bytes between samples (e.g. 512K), "
 				   "or yes/no" },
-  { "seed", K_SIZE, 0, 1ll << 50, "a number" },
+  { "seed", K_SIZE, 0, 1ll << 50, "a number from 0 to 1125899906842624 "
+				 "(2^50; 0: one drawn from the clock)" },
   { "max_size", K_SIZE, LJMP_MAX_SIZE_MIN, 1ll << 50, "bytes, at least 64K "
 						     "(e.g. 100M), or 0" },
   { "bufsize", K_SIZE, 4096, 1ll << 30, "bytes from 4K to 1G" },
-  { "mode", K_OCTAL, 0, 07777, "octal permissions, e.g. 0644" },
+  { "mode", K_OCTAL, 0, 0777, "octal permissions from 0 to 0777, e.g. "
+			      "0644" },
   { "collect", K_BOOL, 0, 1, "yes or no" },
   { "start", K_BOOL, 0, 1, "yes or no" },
   { "signal", K_SIGNAL, 0, 0, "a signal that can toggle the profiler (USR1, "

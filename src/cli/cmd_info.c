@@ -15,19 +15,20 @@ const char mp_help_info[] =
 "    ljmemprof info [--format text|json] FILE\n"
 "\n"
 "DESCRIPTION\n"
-"    Prints the format versions of the symtab and of the event stream,\n"
-"    whether the stream is complete (ends with its epilogue) or where it\n"
-"    was cut, the events by kind, the symbols by kind (in the symtab\n"
-"    header and met inside the stream), the number of distinct sources,\n"
-"    the bytes allocated (new sizes of alloc and realloc events) and freed\n"
-"    (old sizes of realloc and free events), the net change and its peak\n"
-"    during the run, the blocks allocated within the profile that were\n"
-"    still live at its end, and the peak of those (after which event, and\n"
-"    when if the profile has time marks), the duration, whether a full\n"
-"    collection ran before the end, why recording stopped early, and the\n"
-"    sampling rate of a sampled profile. When the sizes add up to 2^63\n"
-"    bytes or more (absurd data), it says so: the byte figures are then\n"
-"    not exact.\n"
+"    Prints the format versions of the symtab and of the event stream\n"
+"    (76, 'L': the ljmemprof extension, recorded with call stacks; see\n"
+"    docs/FORMAT.md), whether the stream is complete (ends with its\n"
+"    epilogue) or where it was cut, the events by kind, the symbols by\n"
+"    kind (in the symtab header and met inside the stream), the number\n"
+"    of distinct sources, the bytes allocated (new sizes of alloc and\n"
+"    realloc events) and freed (old sizes of realloc and free events),\n"
+"    the net change and its peak during the run, the blocks allocated\n"
+"    within the profile that were still live at its end, and the peak\n"
+"    of those (after which event, and when if the profile has time\n"
+"    marks), the duration, whether a full collection ran before the\n"
+"    end, why recording stopped early, and the sampling rate of a\n"
+"    sampled profile. When the sizes add up to 2^63 bytes or more\n"
+"    (absurd data), it says so: the byte figures are then not exact.\n"
 "\n"
 "OPTIONS\n"
 "    --format text|json   Text (default) or one JSON object.\n"
@@ -120,8 +121,10 @@ int mp_cmd_info(int argc, char **argv)
     fputs("}\n", stdout);
   } else {
     printf("file:       %s (%zu bytes)\n", path, p.len);
-    printf("format:     memprof, symtab version %d, events version %d\n",
-	   p.r.ljs_version, p.r.ljm_version);
+    /* The extension's version is a letter, meaningless as a number. */
+    printf("format:     memprof, symtab version %d, events version %d%s\n",
+	   p.r.ljs_version, p.r.ljm_version, p.r.ext ? " ('L', the ljmemprof "
+	   "extension: call stacks)" : "");
     if (p.rc == MP_END) printf("complete:   yes\n");
     else printf("complete:   no, %s %zu (expected %s)\n", stop_word(p.rc),
 		p.r.err_offset, p.r.err);

@@ -5,6 +5,7 @@
 */
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,19 @@ int main(void)
   is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer below 4096 bytes");
   opt.path = "/nonexistent-dir/p.bin"; opt.writer = NULL; opt.bufsize = 0;
   is_int(ljmp_start(L, &opt), -ENOENT, "path in a missing directory");
+  /* Modes: 0 to 0777; setuid, setgid and sticky bits are refused before
+  ** anything is opened (the missing directory would say ENOENT). */
+  opt.mode = 01204;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "mode 01204 (the sticky bit)");
+  opt.mode = 04755;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "mode 04755 (setuid)");
+  is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with mode 04755");
+  opt.mode = 0777;
+  is_int(ljmp_start(L, &opt), -ENOENT, "mode 0777 is taken");
+  opt.mode = 0;
+  opt.path = "";
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "an empty path");
+  is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with an empty path");
   is_int(strcmp(ljmp_strerror(LJMP_ERUNNING), "profiler is running already"),
 	 0, "message of LJMP_ERUNNING");
 
