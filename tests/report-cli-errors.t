@@ -134,6 +134,18 @@ for c in "" report info run events; do
   case "$out" in *SYNOPSIS*"EXIT STATUS"*) s=0 ;; *) s=1 ;; esac
   ok $(( s + rc )) "ljmemprof $c --help: a manual with synopsis and exit status"
 done
+# Each option's text is under that option: --metric ends with what it
+# does for pprof, --temporary with its window.
+run $MP report --help
+is "$(echo "$out" | sed -n '/^    --metric /,/^    --peak$/p' | tail -n 3)" \
+"        For pprof, the sample type shown first. Text and json take it
+        only with --stacks.
+    --peak" "report --help: pprof's sample type is under --metric"
+is "$(echo "$out" | sed -n '/^    --temporary /,/^    -o FILE/p')" \
+"    --temporary [N]
+        Text and json: add TEMPORARY, with a window of N allocations
+        (10000 without N; at least 1).
+    -o FILE, --output FILE" "report --help: --temporary says only its own"
 run $MP help report
 is "$rc:$(echo "$out" | head -n 2 | tail -n 1)" "0:    ljmemprof report - print where a LuaJIT program allocated memory" \
   "ljmemprof help report"
