@@ -128,6 +128,38 @@ is "$rc" 127 "run: luajit that cannot be executed: status 127"
 is "$(echo "$err" | head -n 1)" "ljmemprof run: cannot run $TMPD/no-luajit: No such file or directory" \
   "run: says why"
 
+# An output that is an input: refused before anything is opened, by the
+# file's identity (another name, a hard or a symbolic link, standard
+# input), and the profile is left as it was. An output that does not
+# exist yet is fine.
+cp "$good" "$TMPD/in.ljm"
+ln "$TMPD/in.ljm" "$TMPD/hard.ljm"
+ln -s in.ljm "$TMPD/sym.ljm"
+# refused OUT ARGS...: `ljmemprof ARGS`, run in $TMPD, refuses -o OUT.
+refused() {
+  o=$1
+  shift
+  (cd "$TMPD" && with_timeout 60 $MP "$@" >out 2>err)
+  is "$?:$(cat "$TMPD/out"):$(cat "$TMPD/err")" "2::ljmemprof $1: -o $o: is the input profile in.ljm (it would be overwritten)" \
+    "$*: refused, status 2, nothing on stdout"
+  cmp -s "$good" "$TMPD/in.ljm"
+  ok $? "$*: the profile is intact"
+}
+refused in.ljm report -o in.ljm in.ljm
+refused ./in.ljm report --format pprof -o ./in.ljm in.ljm
+refused in.ljm report --format html --output=in.ljm in.ljm
+refused hard.ljm report -o hard.ljm good.ljm in.ljm
+refused sym.ljm diff -o sym.ljm good.ljm in.ljm
+refused in.ljm diff --format json -o in.ljm in.ljm good.ljm
+run $MP report --leak-only -o "$TMPD/sym.ljm" - <"$TMPD/in.ljm"
+is "$rc:$out:$err" "2::ljmemprof report: -o $TMPD/sym.ljm: is the input profile on standard input (it would be overwritten)" \
+  "-o naming the file on standard input: refused"
+cmp -s "$good" "$TMPD/in.ljm"
+ok $? "the profile on standard input is intact"
+run $MP report --leak-only -o "$TMPD/new.txt" "$TMPD/in.ljm"
+is "$rc:$out:$err:$(cat "$TMPD/new.txt")" "0:::HEAP SUMMARY:" \
+  "an output that does not exist yet is written"
+
 # Manuals.
 for c in "" report info run events; do
   if [ -n "$c" ]; then run $MP $c --help; else run $MP --help; fi

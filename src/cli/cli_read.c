@@ -276,6 +276,30 @@ int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
   return status;
 }
 
+int mp_cli_same_file(const char *output, const char *input)
+{
+  struct stat so, si;
+  if (!output || !strcmp(output, "-") || stat(output, &so) < 0) return 0;
+  if (strcmp(input, "-") ? stat(input, &si) < 0 : fstat(0, &si) < 0)
+    return 0;
+  return so.st_dev == si.st_dev && so.st_ino == si.st_ino;
+}
+
+int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
+			const char *const *paths, int n)
+{
+  int i;
+  for (i = 0; i < n; i++)
+    if (mp_cli_same_file(output, paths[i])) {
+      fprintf(stderr, "ljmemprof %s: %s %s: is the input profile %s%s (it "
+	      "would be overwritten)\n", cmd, opt, output,
+	      strcmp(paths[i], "-") ? "" : "on ",
+	      strcmp(paths[i], "-") ? paths[i] : "standard input");
+      return MP_EXIT_ERROR;
+    }
+  return 0;
+}
+
 int mp_cli_out_open(mp_cli_out *o, const char *path)
 {
   o->path = path && strcmp(path, "-") ? path : NULL;

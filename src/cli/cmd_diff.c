@@ -61,7 +61,9 @@ const char mp_help_diff[] =
 "    -H, --human-readable\n"
 "        Sizes in B, KiB, MiB, GiB (text).\n"
 "    -o FILE, --output FILE\n"
-"        Write to FILE instead of standard output.\n"
+"        Write to FILE (created or truncated) instead of standard\n"
+"        output; not to BASE or NEW (refused, by any name or link:\n"
+"        status 2).\n"
 "    -h, --help\n"
 "        Print this manual.\n"
 "\n"
@@ -125,7 +127,8 @@ int mp_cmd_diff(int argc, char **argv)
 			      &paths, &n)) >= 0)
     return rc;
   r = o.format ? o.format : &mp_renderers[0];
-  if (check(&o, r, n)) {
+  if (check(&o, r, n) ||
+      mp_cli_check_output("diff", "-o", o.output, paths, n)) {
     free(paths);
     return MP_EXIT_ERROR;
   }

@@ -124,7 +124,8 @@ const char mp_help_report[] =
 "    -o FILE, --output FILE\n"
 "        Write the report to FILE (created or truncated) instead of\n"
 "        standard output. pprof, a binary format, is never written to a\n"
-"        terminal.\n"
+"        terminal. A FILE that is one of the input profiles (by any\n"
+"        name or link) is refused before anything is read: status 2.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
 "\n"
@@ -156,8 +157,11 @@ int mp_cmd_report(int argc, char **argv)
   if ((rc = mp_cli_files_args("report", argc, argv, &o, mp_cli_output_opt, &o,
 			      &paths, &n)) >= 0)
     return rc;
-  if (mp_cli_check_opts("report", &o)) rc = MP_EXIT_ERROR;
-  else rc = mp_cli_report_files(paths, n, &o);
+  if (mp_cli_check_opts("report", &o) ||
+      mp_cli_check_output("report", "-o", o.output, paths, n))
+    rc = MP_EXIT_ERROR;
+  else
+    rc = mp_cli_report_files(paths, n, &o);
   free(paths);
   return rc;
 }

@@ -175,6 +175,18 @@ typedef struct mp_cli_out {
   FILE *f;
 } mp_cli_out;
 
+/* Whether output, a path about to be written, is the file input ("-":
+** standard input): the same device and inode, so another name of it, a
+** hard or a symbolic link count. An output that does not exist yet, or
+** standard output (NULL or "-"), is no input. */
+int mp_cli_same_file(const char *output, const char *input);
+
+/* Refuse an output (option opt, e.g. "-o") that is one of the input
+** profiles paths[0..n), before anything is opened: 0, or MP_EXIT_ERROR
+** after saying which. */
+int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
+			const char *const *paths, int n);
+
 /* Open path (NULL or "-": standard output); 0, or -1 after saying why. */
 int mp_cli_out_open(mp_cli_out *o, const char *path);
 
