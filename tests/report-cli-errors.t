@@ -160,6 +160,28 @@ run $MP report --leak-only -o "$TMPD/new.txt" "$TMPD/in.ljm"
 is "$rc:$out:$err:$(cat "$TMPD/new.txt")" "0:::HEAP SUMMARY:" \
   "an output that does not exist yet is written"
 
+# An existing output is truncated only when the report is written: a bad
+# input leaves it as it was, and makes no new file.
+printf 'precious\n' >"$TMPD/keep.txt"
+run $MP report -o "$TMPD/keep.txt" "$TMPD/text.ljm"
+is "$rc:$out:$(cat "$TMPD/keep.txt")" "2::precious" \
+  "report: a bad input leaves an existing -o file as it was"
+run $MP diff -o "$TMPD/keep.txt" "$good" "$TMPD/text.ljm"
+is "$rc:$out:$(cat "$TMPD/keep.txt")" "2::precious" \
+  "diff: a bad input leaves an existing -o file as it was"
+run $MP report --format html -o "$TMPD/none.html" "$TMPD/text.ljm"
+test -e "$TMPD/none.html"
+ok $(( $? == 0 )) "a bad input makes no new -o file"
+seq 1 1000 >"$TMPD/long.txt"
+run $MP report --leak-only -o "$TMPD/long.txt" "$good"
+is "$rc:$(cat "$TMPD/long.txt")" "0:HEAP SUMMARY:" \
+  "report: a longer existing -o file is truncated when written"
+seq 1 1000 >"$TMPD/long.txt"
+run $MP diff -o "$TMPD/long.txt" "$good" "$good"
+is "$rc:$(cat "$TMPD/long.txt")" "0:DIFF: $good -> $good, by the largest change of allocated bytes
+TOTAL: allocated 32B -> 32B (+0B) in 1 -> 1 events (+0); freed 32B -> 32B (+0B) in 1 -> 1 events (+0); held at the end 0B -> 0B (+0B) in 0 -> 0 blocks (+0)
+0 sources changed, 1 did not" "diff: a longer existing -o file is truncated when written"
+
 # Manuals.
 for c in "" report info run events; do
   if [ -n "$c" ]; then run $MP $c --help; else run $MP --help; fi

@@ -13,6 +13,7 @@
 */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,12 +303,36 @@ int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
 
 int mp_cli_out_open(mp_cli_out *o, const char *path)
 {
+  int fd;
+  memset(o, 0, sizeof(*o));
   o->path = path && strcmp(path, "-") ? path : NULL;
   o->f = stdout;
-  if (o->path && !(o->f = fopen(o->path, "wb"))) {
+  if (!o->path) return 0;
+  fd = open(o->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd >= 0) o->created = 1;
+  else if (errno == EEXIST) fd = open(o->path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
     fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    if (fd >= 0) close(fd);
+    if (o->created) unlink(o->path);
+    o->f = NULL;
     return -1;
   }
+  return 0;
+}
+
+int mp_cli_out_begin(mp_cli_out *o)
+{
+  struct stat st;
+  if (!o->path || !o->f || o->created || o->begun) return 0;
+  if (fstat(fileno(o->f), &st) < 0 ||
+      (S_ISREG(st.st_mode) && ftruncate(fileno(o->f), 0) < 0)) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    fclose(o->f);
+    o->f = NULL;
+    return -1;
+  }
+  o->begun = 1;
   return 0;
 }
 
@@ -315,8 +340,10 @@ void mp_cli_out_drop(mp_cli_out *o)
 {
   struct stat st;
   if (!o->path || !o->f) return;
+  if ((o->created || o->begun) && fstat(fileno(o->f), &st) == 0 &&
+      S_ISREG(st.st_mode))
+    unlink(o->path);
   fclose(o->f);
-  if (stat(o->path, &st) == 0 && S_ISREG(st.st_mode)) unlink(o->path);
   o->f = NULL;
 }
 
@@ -340,7 +367,7 @@ int mp_cli_report_files(const char *const *paths, int n,
   mp_sections sec;
   mp_render_opts ro = o->render;
   const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
-  mp_cli_out out, html = { NULL, NULL };
+  mp_cli_out out, html = { NULL, NULL, 0, 0 };
   int status;
   if (mp_cli_out_open(&out, o->output) < 0) return MP_EXIT_ERROR;
   if (o->html && mp_cli_out_open(&html, o->html) < 0) {
@@ -355,6 +382,12 @@ int mp_cli_report_files(const char *const *paths, int n,
   ro.file = paths[0];
   ro.files = paths;
   ro.nfiles = n;
+  if (mp_cli_out_begin(&out) < 0 || mp_cli_out_begin(&html) < 0) {
+    mp_cli_out_drop(&out);
+    mp_cli_out_drop(&html);
+    mp_profile_free(&p);
+    return MP_EXIT_ERROR;
+  }
   if (mp_sections_build(&sec, &p, o->sort) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
 	    paths[0]);
