@@ -363,28 +363,34 @@ int mp_cli_out_close(mp_cli_out *o, int status)
 int mp_cli_report_files(const char *const *paths, int n,
 			const mp_cli_opts *o)
 {
-  mp_profile p;
-  mp_sections sec;
-  mp_render_opts ro = o->render;
-  const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
   mp_cli_out out, html = { NULL, NULL, 0, 0 };
-  int status;
   if (mp_cli_out_open(&out, o->output) < 0) return MP_EXIT_ERROR;
   if (o->html && mp_cli_out_open(&html, o->html) < 0) {
     mp_cli_out_drop(&out);
     return MP_EXIT_ERROR;
   }
+  return mp_cli_report_to(paths, n, o, &out, &html);
+}
+
+int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
+		     mp_cli_out *out, mp_cli_out *html)
+{
+  mp_profile p;
+  mp_sections sec;
+  mp_render_opts ro = o->render;
+  const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
+  int status;
   if ((status = mp_cli_read_all(paths, n, &p, o)) == MP_EXIT_ERROR) {
-    mp_cli_out_drop(&out);
-    mp_cli_out_drop(&html);
+    mp_cli_out_drop(out);
+    mp_cli_out_drop(html);
     return status;
   }
   ro.file = paths[0];
   ro.files = paths;
   ro.nfiles = n;
-  if (mp_cli_out_begin(&out) < 0 || mp_cli_out_begin(&html) < 0) {
-    mp_cli_out_drop(&out);
-    mp_cli_out_drop(&html);
+  if (mp_cli_out_begin(out) < 0 || mp_cli_out_begin(html) < 0) {
+    mp_cli_out_drop(out);
+    mp_cli_out_drop(html);
     mp_profile_free(&p);
     return MP_EXIT_ERROR;
   }
@@ -393,13 +399,13 @@ int mp_cli_report_files(const char *const *paths, int n,
 	    paths[0]);
     status = MP_EXIT_ERROR;
   } else {
-    if (r->render(out.f, &sec, &ro) < 0 && !ferror(out.f)) {
+    if (r->render(out->f, &sec, &ro) < 0 && !ferror(out->f)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
 	      paths[0]);
       status = MP_EXIT_ERROR;
     }
-    if (html.f && mp_renderer_find("html")->render(html.f, &sec, &ro) < 0 &&
-	!ferror(html.f)) {
+    if (html->f && mp_renderer_find("html")->render(html->f, &sec, &ro) < 0 &&
+	!ferror(html->f)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
 	      paths[0]);
       status = MP_EXIT_ERROR;
@@ -407,6 +413,6 @@ int mp_cli_report_files(const char *const *paths, int n,
     mp_sections_free(&sec);
   }
   mp_profile_free(&p);
-  status = mp_cli_out_close(&html, status);
-  return mp_cli_out_close(&out, status);
+  status = mp_cli_out_close(html, status);
+  return mp_cli_out_close(out, status);
 }

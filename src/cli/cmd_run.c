@@ -12,6 +12,7 @@
 */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,13 +78,20 @@ const char mp_help_run[] =
 "\n"
 "OPTIONS\n"
 "    -o FILE, --output FILE\n"
-"        Keep the profile in FILE (created or truncated). Without it the\n"
-"        profile goes to a temporary file that is removed after the\n"
-"        report.\n"
+"        Keep the profile in FILE, a regular file (created or truncated\n"
+"        before the script runs). Without it the profile goes to a\n"
+"        temporary file that is removed after the report; if the report\n"
+"        cannot be written (or read), the file is kept and named.\n"
 "    --html FILE\n"
 "        Also write the HTML report to FILE (see 'ljmemprof report\n"
 "        --help'): one page with the summary, the sources, the flame\n"
-"        graph, the timeline with the peak and the temporaries.\n"
+"        graph, the timeline with the peak and the temporaries. FILE is\n"
+"        opened before the script runs, so that a bad path is said\n"
+"        first and nothing runs; an existing FILE is truncated only when\n"
+"        the report is written.\n"
+"    -o and --html may not name the same file, nor a file of the command\n"
+"    (the script, its arguments, its standard input), by any name or\n"
+"    link: refused with status 2 before anything runs.\n"
 "    --luajit PATH\n"
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
@@ -304,10 +312,76 @@ static int temp_file(char *path, size_t size, const char *tmpl)
   return 0;
 }
 
+/* Whether path, the output of option opt, is a file named in the command
+** cmd[0..n) (the script, its arguments, "-" for standard input): 1 after
+** saying so. */
+static int in_command(const char *opt, const char *path, char **cmd, int n)
+{
+  int k;
+  for (k = 0; k < n; k++)
+    if (mp_cli_same_file(path, cmd[k])) {
+      if (strcmp(cmd[k], "-"))
+	fprintf(stderr, "ljmemprof run: %s %s: is %s, a file of the command "
+		"to run (it would be overwritten)\n", opt, path, cmd[k]);
+      else
+	fprintf(stderr, "ljmemprof run: %s %s: is the standard input of the "
+		"command to run (it would be overwritten)\n", opt, path);
+      return 1;
+    }
+  return 0;
+}
+
+/* Say that --html names the profile's file; returns -1. */
+static int html_is_profile(const char *html, const char *out)
+{
+  fprintf(stderr, "ljmemprof run: --html %s: is the profile's file -o %s "
+	  "(it would be overwritten)\n", html, out);
+  return -1;
+}
+
+/* Open the outputs of run before anything runs, so that a bad path is
+** said first: the HTML report's into *h (left as it is until the report
+** is written) and the profile's file out, created or truncated (a
+** regular file: it is read back for the report). Neither may be a file
+** of the command cmd[0..n), nor the other. 0, or -1 after saying why,
+** nothing left behind. */
+static int open_outputs(const char *out, const char *html, char **cmd,
+			int n, mp_cli_out *h)
+{
+  struct stat st;
+  int fd;
+  memset(h, 0, sizeof(*h));
+  if ((out && in_command("-o", out, cmd, n)) ||
+      (html && in_command("--html", html, cmd, n)))
+    return -1;
+  if (out && html && mp_cli_same_file(html, out))
+    return html_is_profile(html, out);
+  if (out && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+    fprintf(stderr, "ljmemprof run: -o %s: not a regular file (the "
+	    "profile is read back for the report)\n", out);
+    return -1;
+  }
+  if (html && mp_cli_out_open(h, html) < 0) return -1;
+  if (!out) return 0;
+  if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(errno));
+    mp_cli_out_drop(h);
+    return -1;
+  }
+  close(fd);
+  if (html && mp_cli_same_file(html, out)) {	/* Made just now. */
+    unlink(out);
+    mp_cli_out_drop(h);
+    return html_is_profile(html, out);
+  }
+  return 0;
+}
+
 int mp_cmd_run(int argc, char **argv)
 {
   mp_cli_opts o;
-  const char *out = NULL, *luajit = NULL;
+  mp_cli_out html;
+  const char *out = NULL, *luajit = NULL, *path;
   char tmp[PATH_MAX], note[PATH_MAX], **cmd;
   int i, n, status, rstatus, dashdash = 0;
   uint32_t stacks = 0;
@@ -388,15 +462,6 @@ int mp_cmd_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: -o needs a file name, not '-'\n");
     return MP_EXIT_ERROR;
   }
-  if (out && unlink(out) < 0 && errno != ENOENT) {	/* No stale report. */
-    fprintf(stderr, "ljmemprof run: %s: %s\n", out, strerror(errno));
-    return MP_EXIT_ERROR;
-  }
-  if ((!out && temp_file(tmp, sizeof(tmp), "ljmemprof-XXXXXX.ljm") < 0) ||
-      temp_file(note, sizeof(note), "ljmemprof-XXXXXX.not") < 0) {
-    if (!out) unlink(tmp);
-    return MP_EXIT_ERROR;
-  }
   /* The command: as given after --, or luajit SCRIPT ARGS. */
   n = argc - i + !dashdash;
   if (!(cmd = calloc((size_t)n + 1, sizeof(char *)))) {
@@ -405,22 +470,40 @@ int mp_cmd_run(int argc, char **argv)
   }
   if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
   memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
-  status = run_child(cmd, n, out ? out : tmp, note, stacks,
-		     (unsigned long long)sample, (unsigned long long)max_size);
+  if (open_outputs(out, o.html, cmd, n, &html) < 0) {
+    free(cmd);
+    return MP_EXIT_ERROR;
+  }
+  if ((!out && temp_file(tmp, sizeof(tmp), "ljmemprof-XXXXXX.ljm") < 0) ||
+      temp_file(note, sizeof(note), "ljmemprof-XXXXXX.not") < 0) {
+    unlink(out ? out : tmp);
+    mp_cli_out_drop(&html);
+    free(cmd);
+    return MP_EXIT_ERROR;
+  }
+  path = out ? out : tmp;
+  status = run_child(cmd, n, path, note, stacks, (unsigned long long)sample,
+		     (unsigned long long)max_size);
   free(cmd);
-  if (stat(out ? out : tmp, &st) < 0 || st.st_size == 0) {
+  if (stat(path, &st) < 0 || st.st_size == 0) {
     /* The agent did not start (its error is above), or the script was
     ** killed before the agent wrote its first buffer. */
     fprintf(stderr, "ljmemprof run: no profile was recorded\n");
+    unlink(path);
+    mp_cli_out_drop(&html);
     rstatus = MP_EXIT_ERROR;
   } else {
-    const char *path = out ? out : tmp;
-    rstatus = mp_cli_report_files(&path, 1, &o);
+    mp_cli_out text = { NULL, stdout, 0, 0 };	/* The report's. */
+    rstatus = mp_cli_report_to(&path, 1, &o, &text, &html);
+    if (rstatus == MP_EXIT_ERROR && !out) {	/* Nothing is lost. */
+      fprintf(stderr, "ljmemprof run: the profile is kept in %s\n", tmp);
+      tmp[0] = '\0';
+    }
   }
   if (stat(note, &st) == 0 && st.st_size > 0)
     fprintf(stderr, "ljmemprof run: warning: the script stopped the "
 	    "profiler itself; the report covers the run until then\n");
   unlink(note);
-  if (!out) unlink(tmp);
+  if (!out && tmp[0]) unlink(tmp);
   return status ? status : rstatus;
 }

@@ -174,10 +174,15 @@ int mp_cli_report_files(const char *const *paths, int n,
 ** one an error comes before is left as it was. */
 typedef struct mp_cli_out {
   const char *path;	/* NULL: standard output. */
-  FILE *f;
+  FILE *f;		/* NULL: none (html not asked for). */
   int created;		/* The file did not exist: opening made it. */
   int begun;		/* mp_cli_out_begin() truncated it. */
 } mp_cli_out;
+
+/* mp_cli_report_files() on outputs opened already (html->f NULL: none),
+** which it closes, or drops if nothing was read. */
+int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
+		     mp_cli_out *out, mp_cli_out *html);
 
 /* Whether output, a path about to be written, is the file input ("-":
 ** standard input): the same device and inode, so another name of it, a
