@@ -158,6 +158,42 @@ run with_timeout 60 "$MP" run --leak-only stopfail.lua
 is "$(echo "$err" | grep -c warning)" 1 "a failed stop() is not noted again"
 is "$(ls tmp)" "" "the note and the profile are removed"
 
+# The report shows only the program's allocations: the code run adds to
+# start the agent records nothing (it used to show as two sources named
+# =(command line):1 that looked like leaks), nor does luajit loading the
+# script.
+cat >"$TMPD/own.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+keep = {}
+for i = 1, 10 do keep[i] = {} end
+EOF
+run with_timeout 60 "$MP" run -o own.ljm --leak-only own.lua
+is "$rc:$err:$(echo "$out" | sed -n 's/ holds .*//p')" "0::@own.lua:3
+@own.lua:2" "run: the heap summary holds the script's lines only"
+is "$(with_timeout 60 "$MP" events own.ljm | grep -o '"label":"[^"]*"' | sort -u)" \
+  '"label":"@own.lua:2"
+"label":"@own.lua:3"
+"label":"INTERNAL"' "every event of the profile is the script's or the VM's"
+run with_timeout 60 "$MP" run --stacks --format collapsed own.lua
+is "$rc:$err:$(echo "$out" | grep -c 'command line')" "0::0" \
+  "no stack has a frame of run's own code"
+
+# A script that cannot be loaded: luajit's error, no report, its status;
+# an existing --html file is left as it was.
+echo old >old.html
+run with_timeout 60 "$MP" run --html old.html nonexist.lua
+is "$rc:$out:$err:$(cat old.html)" "1::luajit: cannot open nonexist.lua: No such file or directory
+ljmemprof run: no profile was recorded: the script did not start:old" \
+  "run with a missing script: luajit's error, no report, status 1"
+echo 'local x = = 1' >syntax.lua
+run with_timeout 60 "$MP" run -o syntax.ljm syntax.lua
+is "$rc:$out:$err:$(ls syntax.ljm 2>/dev/null)" "1::luajit: syntax.lua:1: unexpected symbol near '='
+ljmemprof run: no profile was recorded: the script did not start:" \
+  "a script that does not compile: the same, and no empty -o file"
+run with_timeout 60 "$MP" run -- luajit nonexist.lua
+is "$rc:$out:$(echo "$err" | tail -n 1)" "1::ljmemprof run: no profile was recorded: the script did not start" \
+  "the same after --"
+
 # The outputs are opened before anything runs: a bad --html path, -o and
 # --html naming one file, or either naming a file of the command (the
 # script, an argument, its standard input) is said first with status 2,

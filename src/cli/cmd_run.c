@@ -51,16 +51,23 @@ const char mp_help_run[] =
 "\n"
 "DESCRIPTION\n"
 "    Runs `luajit SCRIPT ARGS...` with the ljmemprof agent recording from\n"
-"    before the script's first line until the process exits, then prints\n"
-"    the report of the profile to standard output (see 'ljmemprof report\n"
+"    the call of the script's main chunk (once luajit has loaded it, just\n"
+"    before its first line) until the process exits, then prints the\n"
+"    report of the profile to standard output (see 'ljmemprof report\n"
 "    --help'). The script is not modified: its arguments, standard input,\n"
 "    output and error pass through unchanged, and the report follows its\n"
-"    output. Interrupting with Ctrl-C interrupts the script; the profile\n"
-"    of what ran is still reported.\n"
+"    output. The code that starts the agent records nothing of its own:\n"
+"    the report shows the program's allocations. Interrupting with Ctrl-C\n"
+"    interrupts the script; the profile of what ran is still reported.\n"
+"    A script that cannot be loaded (missing, or not valid Lua) never\n"
+"    runs: after luajit's error, a line says that no profile was\n"
+"    recorded, no report is printed, and the status is luajit's.\n"
 "\n"
 "    After --, the rest is a whole LuaJIT command line, for LuaJIT's own\n"
-"    options (-joff, -jv, -O..., -l, -e): the agent starts before all of\n"
-"    them (`LUAJIT -e <start the agent> [LUAJIT OPTIONS] ...`).\n"
+"    options (-joff, -jv, -O..., -l, -e): the agent starts when the first\n"
+"    Lua code among them is called, an -e chunk (labelled =(command\n"
+"    line)), a -l module or the script (`LUAJIT -e <start the agent>\n"
+"    [LUAJIT OPTIONS] ...`).\n"
 "\n"
 "    When the script ends (its last line, or an error), a full garbage\n"
 "    collection runs before the profile ends, so what the report says is\n"
@@ -142,30 +149,43 @@ const char mp_help_run[] =
 "    ljmemprof run --stacks --format svg app.lua >app.svg\n"
 "    ljmemprof run --html app.html app.lua\n";
 
-/* The Lua code that starts the agent before anything else runs. It wraps
-** the functions that stop the profiler so that a stop by the script is
-** noted in the file ENV_NOTE names (written after the stop: not
-** recorded), for the warning after the report. */
+/* The Lua code that `luajit -e` runs first. It sets everything up, then
+** starts the agent when the next Lua function is called, so that none of
+** its own allocations are recorded: the report shows only the program's.
+** That function is the script's main chunk, after luajit has loaded it
+** (after --: the first -e chunk or -l module, or the script), found by a
+** one-shot call hook (only the C functions called before it see the hook
+** run, and the JIT records no trace while it is set). A script that
+** cannot be loaded is never called: nothing is recorded, and run says so
+** instead of reporting luajit's loader and its error message. The
+** functions that stop the profiler are wrapped, without allocating when
+** called, so that a stop by the script is noted in the file ENV_NOTE
+** names (written after the stop: not recorded), for the warning after the
+** report. */
 static const char start_code[] =
   "local mp = require('ljmemprof') "
-  "local ok, err = mp.start{ path = os.getenv('" ENV_OUT "'), "
+  "local stop, compat, mstop = mp.stop, mp.compat "
+  "local function noted(ok, ...) "
+  "if ok then local f = io.open(os.getenv('" ENV_NOTE "'), 'w') "
+  "if f then f:write('stopped\\n') f:close() end end "
+  "return ok, ... end "
+  "local function cstop(...) return noted(mstop(...)) end "
+  "local function compatted(...) local m = misc and misc.memprof "
+  "if m and m.stop ~= cstop then mstop = m.stop m.stop = cstop end "
+  "return ... end "
+  "mp.stop = function(...) return noted(stop(...)) end "
+  "mp.compat = function(...) return compatted(compat(...)) end "
+  "local opts = { path = os.getenv('" ENV_OUT "'), "
   "stacks = tonumber(os.getenv('" ENV_STACKS "')), "
   "sample = tonumber(os.getenv('" ENV_SAMPLE "')), "
   "max_size = tonumber(os.getenv('" ENV_MAX_SIZE "')), collect = true } "
+  "debug.sethook(function() local i = debug.getinfo(2, 'S') "
+  "if not i or i.what == 'C' then return end "
+  "debug.sethook() "
+  "local ok, err = mp.start(opts) "
   "if not ok then "
   "io.stderr:write('ljmemprof run: cannot start the profiler: ', "
-  "tostring(err), '\\n') os.exit(2) end "
-  "local function noting(stop) return function(...) "
-  "local r = { stop(...) } "
-  "if r[1] then local f = io.open(os.getenv('" ENV_NOTE "'), 'w') "
-  "if f then f:write('stopped\\n') f:close() end end "
-  "return unpack(r, 1, table.maxn(r)) end end "
-  "mp.stop = noting(mp.stop) "
-  "local compat = mp.compat "
-  "mp.compat = function(...) local r = { compat(...) } "
-  "if misc and misc.memprof then "
-  "misc.memprof.stop = noting(misc.memprof.stop) end "
-  "return unpack(r, 1, table.maxn(r)) end";
+  "tostring(err), '\\n') os.exit(2) end end, 'c')";
 
 /* Directory of this executable into buf; 0, or -1 if unknown. */
 static int exe_dir(char *buf, size_t size)
@@ -216,10 +236,6 @@ static int set_cpath(void)
   return rc;
 }
 
-/* Run the LuaJIT command cmd[0..n) (the program, then its options, script
-** and arguments) with `-e <start the agent>` after the program; returns
-** the exit status as a shell would (128 + signal), 127 if it could not be
-** started. */
 /* Set variable name to the number v, or unset it if v is 0; 0 or -1. */
 static int setenv_num(const char *name, unsigned long long v)
 {
@@ -243,6 +259,10 @@ static int escape_path(const char *path, char *buf, size_t size)
   return 0;
 }
 
+/* Run the LuaJIT command cmd[0..n) (the program, then its options, script
+** and arguments) with `-e <start the agent>` after the program; returns
+** the exit status as a shell would (128 + signal), 127 if it could not be
+** started. */
 static int run_child(char **cmd, int n, const char *out, const char *note,
 		     uint32_t stacks, unsigned long long sample,
 		     unsigned long long max_size)
@@ -486,9 +506,11 @@ int mp_cmd_run(int argc, char **argv)
 		     (unsigned long long)max_size);
   free(cmd);
   if (stat(path, &st) < 0 || st.st_size == 0) {
-    /* The agent did not start (its error is above), or the script was
-    ** killed before the agent wrote its first buffer. */
-    fprintf(stderr, "ljmemprof run: no profile was recorded\n");
+    /* No Lua code was called (the script could not be loaded: luajit's
+    ** error is above), the agent did not start (its error is above), or
+    ** the process was killed before. */
+    fprintf(stderr, "ljmemprof run: no profile was recorded: the script did "
+	    "not start\n");
     unlink(path);
     mp_cli_out_drop(&html);
     rstatus = MP_EXIT_ERROR;
