@@ -128,12 +128,78 @@ is "$rc" 127 "run: luajit that cannot be executed: status 127"
 is "$(echo "$err" | head -n 1)" "ljmemprof run: cannot run $TMPD/no-luajit: No such file or directory" \
   "run: says why"
 
+# An output that is an input: refused before anything is opened, by the
+# file's identity (another name, a hard or a symbolic link, standard
+# input), and the profile is left as it was. An output that does not
+# exist yet is fine.
+cp "$good" "$TMPD/in.ljm"
+ln "$TMPD/in.ljm" "$TMPD/hard.ljm"
+ln -s in.ljm "$TMPD/sym.ljm"
+# refused OUT ARGS...: `ljmemprof ARGS`, run in $TMPD, refuses -o OUT.
+refused() {
+  o=$1
+  shift
+  (cd "$TMPD" && with_timeout 60 $MP "$@" >out 2>err)
+  is "$?:$(cat "$TMPD/out"):$(cat "$TMPD/err")" "2::ljmemprof $1: -o $o: is the input profile in.ljm (it would be overwritten)" \
+    "$*: refused, status 2, nothing on stdout"
+  cmp -s "$good" "$TMPD/in.ljm"
+  ok $? "$*: the profile is intact"
+}
+refused in.ljm report -o in.ljm in.ljm
+refused ./in.ljm report --format pprof -o ./in.ljm in.ljm
+refused in.ljm report --format html --output=in.ljm in.ljm
+refused hard.ljm report -o hard.ljm good.ljm in.ljm
+refused sym.ljm diff -o sym.ljm good.ljm in.ljm
+refused in.ljm diff --format json -o in.ljm in.ljm good.ljm
+run $MP report --leak-only -o "$TMPD/sym.ljm" - <"$TMPD/in.ljm"
+is "$rc:$out:$err" "2::ljmemprof report: -o $TMPD/sym.ljm: is the input profile on standard input (it would be overwritten)" \
+  "-o naming the file on standard input: refused"
+cmp -s "$good" "$TMPD/in.ljm"
+ok $? "the profile on standard input is intact"
+run $MP report --leak-only -o "$TMPD/new.txt" "$TMPD/in.ljm"
+is "$rc:$out:$err:$(cat "$TMPD/new.txt")" "0:::HEAP SUMMARY:" \
+  "an output that does not exist yet is written"
+
+# An existing output is truncated only when the report is written: a bad
+# input leaves it as it was, and makes no new file.
+printf 'precious\n' >"$TMPD/keep.txt"
+run $MP report -o "$TMPD/keep.txt" "$TMPD/text.ljm"
+is "$rc:$out:$(cat "$TMPD/keep.txt")" "2::precious" \
+  "report: a bad input leaves an existing -o file as it was"
+run $MP diff -o "$TMPD/keep.txt" "$good" "$TMPD/text.ljm"
+is "$rc:$out:$(cat "$TMPD/keep.txt")" "2::precious" \
+  "diff: a bad input leaves an existing -o file as it was"
+run $MP report --format html -o "$TMPD/none.html" "$TMPD/text.ljm"
+test -e "$TMPD/none.html"
+ok $(( $? == 0 )) "a bad input makes no new -o file"
+seq 1 1000 >"$TMPD/long.txt"
+run $MP report --leak-only -o "$TMPD/long.txt" "$good"
+is "$rc:$(cat "$TMPD/long.txt")" "0:HEAP SUMMARY:" \
+  "report: a longer existing -o file is truncated when written"
+seq 1 1000 >"$TMPD/long.txt"
+run $MP diff -o "$TMPD/long.txt" "$good" "$good"
+is "$rc:$(cat "$TMPD/long.txt")" "0:DIFF: $good -> $good, by the largest change of allocated bytes
+TOTAL: allocated 32B -> 32B (+0B) in 1 -> 1 events (+0); freed 32B -> 32B (+0B) in 1 -> 1 events (+0); held at the end 0B -> 0B (+0B) in 0 -> 0 blocks (+0)
+0 sources changed, 1 did not" "diff: a longer existing -o file is truncated when written"
+
 # Manuals.
 for c in "" report info run events; do
   if [ -n "$c" ]; then run $MP $c --help; else run $MP --help; fi
   case "$out" in *SYNOPSIS*"EXIT STATUS"*) s=0 ;; *) s=1 ;; esac
   ok $(( s + rc )) "ljmemprof $c --help: a manual with synopsis and exit status"
 done
+# Each option's text is under that option: --metric ends with what it
+# does for pprof, --temporary with its window.
+run $MP report --help
+is "$(echo "$out" | sed -n '/^    --metric /,/^    --peak$/p' | tail -n 3)" \
+"        For pprof, the sample type shown first. Text and json take it
+        only with --stacks.
+    --peak" "report --help: pprof's sample type is under --metric"
+is "$(echo "$out" | sed -n '/^    --temporary /,/^    -o FILE/p')" \
+"    --temporary [N]
+        Text and json: add TEMPORARY, with a window of N allocations
+        (10000 without N; at least 1).
+    -o FILE, --output FILE" "report --help: --temporary says only its own"
 run $MP help report
 is "$rc:$(echo "$out" | head -n 2 | tail -n 1)" "0:    ljmemprof report - print where a LuaJIT program allocated memory" \
   "ljmemprof help report"

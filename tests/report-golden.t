@@ -179,9 +179,9 @@ REALLOCATIONS
 DEALLOCATIONS
 ~INTERNAL: %%d+ events	%%+0B	%%-%%d+B
 	Overrides:
-		@prog.lua:11
 		@prog.lua:13
 		@prog.lua:9
+		... and 1 more
 
 
 HEAP SUMMARY:
@@ -189,7 +189,44 @@ HEAP SUMMARY:
 @prog.lua:12 holds %dB: 2 allocs, 1 frees
 
 ]], d[1], d[2], nstep, plus, minus, d[2], first),
-     "--sort count --top 2: most events first, two lines a section")
+     "--sort count --top 2: most events first, two lines a section, " ..
+     "two sources under Overrides: those of the most blocks (line 9's " ..
+     "100, then of line 11's and line 13's one each, line 13's of more " ..
+     "bytes), in the order of their labels")
+
+-- --top 1 by bytes: under line 13's reallocations, its own blocks (their
+-- old sizes add up to more than line 12's one block); under the GC's
+-- frees, line 9's 100 tables.
+t.ok(minus - d[4] > d[4] and d[1] > d[3] and d[1] > plus - minus + d[4],
+     "line 13 resized more bytes of its own than of line 12's; line 9's " ..
+     "tables are more bytes than line 11's table or line 13's array",
+     table.concat(d, " "))
+out = sh(CLI .. " report --top 1 prog.ljm")
+like(out, string.format([[
+ALLOCATIONS
+%s
+
+REALLOCATIONS
+@prog.lua:13: %d events	+%dB	-%dB
+	Overrides:
+		@prog.lua:13
+		... and 1 more
+
+
+DEALLOCATIONS
+~INTERNAL: %%d+ events	%%+0B	%%-%%d+B
+	Overrides:
+		@prog.lua:9
+		... and 2 more
+
+
+HEAP SUMMARY:
+%s
+
+]], alloc_rows:match("^[^\n]*"), nstep, plus, minus,
+     held_rows:match("^[^\n]*")),
+     "--top 1: one line a section, one source under each Overrides (the " ..
+     "one of the most bytes) and how many more")
 
 out = sh(CLI .. " report --leak-only -H prog.ljm")
 like(out, "HEAP SUMMARY:\n" .. rows({ hrow("@prog.lua:10", 80, d[2], 0, kib),

@@ -144,17 +144,47 @@ local function text_rows(text)
   return table.concat(rows, "\n")
 end
 
--- The same lines from the JSON document.
+-- The overrides of a row that the text shows with --top top (0: all):
+-- JSON lists them all, in the text's order; past top, the text keeps the
+-- top ones of the most bytes (by count: of the most blocks; then the
+-- other measure, then that order), in that order, and says how many more.
+local function shown_overrides(list, top, bycount)
+  if top == 0 or #list <= top then return list end
+  local idx = {}
+  for i = 1, #list do idx[i] = i end
+  local function key(i)
+    local o = list[i]
+    if bycount then return o.blocks, o.free_bytes end
+    return o.free_bytes, o.blocks
+  end
+  table.sort(idx, function(a, b)
+    local a1, a2 = key(a)
+    local b1, b2 = key(b)
+    if a1 ~= b1 then return a1 > b1 end
+    if a2 ~= b2 then return a2 > b2 end
+    return a < b
+  end)
+  local keep = {}
+  for k = 1, top do keep[k] = idx[k] end
+  table.sort(keep)
+  local out = {}
+  for k, i in ipairs(keep) do out[k] = list[i] end
+  out[#out + 1] = { source = { label = "... and " .. (#list - top) .. " more" } }
+  return out
+end
+
+-- The same lines from the JSON document (the text's options: top, sorted
+-- by count).
 local SECTIONS = { { "allocations", "ALLOCATIONS" },
                    { "reallocations", "REALLOCATIONS" },
                    { "deallocations", "DEALLOCATIONS" } }
-local function json_rows(doc)
+local function json_rows(doc, top, bycount)
   local rows = {}
   for _, s in ipairs(SECTIONS) do
     for _, r in ipairs(doc[s[1]] or {}) do
       rows[#rows + 1] = string.format("%s %s: %d events\t+%dB\t-%dB", s[2],
         r.source.label, r.events, r.alloc_bytes, r.free_bytes)
-      for _, o in ipairs(r.overrides or {}) do
+      for _, o in ipairs(shown_overrides(r.overrides or {}, top, bycount)) do
         rows[#rows + 1] = s[2] .. " over " .. o.source.label
       end
     end
@@ -190,8 +220,10 @@ for _, p in ipairs(profiles) do
       t.ok(#errs == 0, name .. " " .. opts .. ": matches the schema",
            table.concat(errs, "\n"))
       local text = run(t.build .. "/ljmemprof report " .. opts .. " '" .. p .. "'")
-      t.is(json_rows(doc), text_rows(text),
-           name .. " " .. opts .. ": same rows as the text report")
+      t.is(json_rows(doc, tonumber(opts:match("%-%-top (%d+)")) or 0,
+                     opts:match("%-%-sort count") ~= nil), text_rows(text),
+           name .. " " .. opts .. ": same rows as the text report (its " ..
+           "Overrides cut at --top)")
       for _, s in ipairs(SECTIONS) do
         for _, r in ipairs(doc[s[1]] or {}) do seen_kinds[r.source.kind] = true end
       end

@@ -157,6 +157,102 @@ EOF
 run with_timeout 60 "$MP" run --leak-only stopfail.lua
 is "$(echo "$err" | grep -c warning)" 1 "a failed stop() is not noted again"
 is "$(ls tmp)" "" "the note and the profile are removed"
+
+# The report shows only the program's allocations: the code run adds to
+# start the agent records nothing (it used to show as two sources named
+# =(command line):1 that looked like leaks), nor does luajit loading the
+# script.
+cat >"$TMPD/own.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+keep = {}
+for i = 1, 10 do keep[i] = {} end
+EOF
+run with_timeout 60 "$MP" run -o own.ljm --leak-only own.lua
+is "$rc:$err:$(echo "$out" | sed -n 's/ holds .*//p')" "0::@own.lua:3
+@own.lua:2" "run: the heap summary holds the script's lines only"
+is "$(with_timeout 60 "$MP" events own.ljm | grep -o '"label":"[^"]*"' | sort -u)" \
+  '"label":"@own.lua:2"
+"label":"@own.lua:3"
+"label":"INTERNAL"' "every event of the profile is the script's or the VM's"
+run with_timeout 60 "$MP" run --stacks --format collapsed own.lua
+is "$rc:$err:$(echo "$out" | grep -c 'command line')" "0::0" \
+  "no stack has a frame of run's own code"
+
+# A script that cannot be loaded: luajit's error, no report, its status;
+# an existing --html file is left as it was.
+echo old >old.html
+run with_timeout 60 "$MP" run --html old.html nonexist.lua
+is "$rc:$out:$err:$(cat old.html)" "1::luajit: cannot open nonexist.lua: No such file or directory
+ljmemprof run: no profile was recorded: the script did not start:old" \
+  "run with a missing script: luajit's error, no report, status 1"
+echo 'local x = = 1' >syntax.lua
+run with_timeout 60 "$MP" run -o syntax.ljm syntax.lua
+is "$rc:$out:$err:$(ls syntax.ljm 2>/dev/null)" "1::luajit: syntax.lua:1: unexpected symbol near '='
+ljmemprof run: no profile was recorded: the script did not start:" \
+  "a script that does not compile: the same, and no empty -o file"
+run with_timeout 60 "$MP" run -- luajit nonexist.lua
+is "$rc:$out:$(echo "$err" | tail -n 1)" "1::ljmemprof run: no profile was recorded: the script did not start" \
+  "the same after --"
+
+# The outputs are opened before anything runs: a bad --html path, -o and
+# --html naming one file, or either naming a file of the command (the
+# script, an argument, its standard input) is said first with status 2,
+# the script does not run (it would write ran.txt), and no file is lost.
+cat >"$TMPD/mark.lua" <<'EOF'
+io.open("ran.txt", "w"):write("ran\n")
+local keep = {}
+for i = 1, 10 do keep[i] = {} end
+EOF
+cp mark.lua script.lua
+cp kept.ljm x.ljm
+echo data >data.txt
+mkfifo fifo
+# refused ERROR ARGS...: `ljmemprof run ARGS` says ERROR, status 2, and
+# the script does not run.
+refused() {
+  want=$1
+  shift
+  rm -f ran.txt
+  run with_timeout 60 "$MP" run "$@"
+  is "$rc:$out:$err:$(ls ran.txt 2>/dev/null)" "2::$want:" \
+    "run $*: refused before the script runs"
+}
+refused "ljmemprof: $TMPD/none/a.html: No such file or directory" \
+  --html "$TMPD/none/a.html" mark.lua
+refused "ljmemprof: $TMPD/none/p.ljm: No such file or directory" \
+  -o "$TMPD/none/p.ljm" mark.lua
+refused "ljmemprof run: --html x.ljm: is the profile's file -o x.ljm (it would be overwritten)" \
+  -o x.ljm --html x.ljm mark.lua
+cmp -s kept.ljm x.ljm
+ok $? "the profile -o names is intact"
+refused "ljmemprof run: --html ./new.ljm: is the profile's file -o new.ljm (it would be overwritten)" \
+  -o new.ljm --html ./new.ljm mark.lua
+test -e new.ljm
+ok $(( $? == 0 )) "and the profile's file made for it is removed"
+refused "ljmemprof run: -o ./script.lua: is script.lua, a file of the command to run (it would be overwritten)" \
+  -o ./script.lua script.lua
+refused "ljmemprof run: --html data.txt: is data.txt, a file of the command to run (it would be overwritten)" \
+  --html data.txt -- luajit mark.lua data.txt
+cmp -s mark.lua script.lua && [ "$(cat data.txt)" = data ]
+ok $? "the script and its argument are intact"
+rm -f ran.txt
+run with_timeout 60 "$MP" run -o script.lua - <script.lua
+is "$rc:$out:$err:$(ls ran.txt 2>/dev/null)" "2::ljmemprof run: -o script.lua: is the standard input of the command to run (it would be overwritten):" \
+  "run -o FILE - <FILE: refused before the script runs"
+refused "ljmemprof run: -o fifo: not a regular file (the profile is read back for the report)" \
+  -o fifo mark.lua
+
+# A report that cannot be written: status 2, and the profile is not lost.
+mkdir keep
+TMPDIR="$TMPD/keep" with_timeout 60 "$MP" run --leak-only mark.lua >/dev/full 2>err
+is "$?:$(sed 's/ljmemprof-[A-Za-z0-9]*\.ljm/ljmemprof-X.ljm/' err)" "2:ljmemprof: standard output: No space left on device
+ljmemprof run: the profile is kept in $TMPD/keep/ljmemprof-X.ljm" \
+  "the report cannot be written: status 2, the temporary profile is kept and named"
+kept=$(sed -n 's/^ljmemprof run: the profile is kept in //p' err)
+is "$(ls keep | wc -l):$(complete "$kept")" "1:true" "it is the complete profile"
+run with_timeout 60 "$MP" run --leak-only --html /dev/full -o p.ljm mark.lua
+is "$rc:$err:$(complete p.ljm)" "2:ljmemprof: /dev/full: No space left on device:true" \
+  "the HTML report cannot be written: status 2, the profile in -o is complete"
 cd - >/dev/null
 done_testing
 

@@ -43,6 +43,20 @@ static int cmp_link(const void *a, const void *b)
   return x->owner < y->owner ? -1 : x->owner > y->owner;
 }
 
+/* Links by weight: the owner's bytes resized or freed (or their number,
+** by count), then the other measure, then render order. */
+static int cmp_link_weight(const void *a, const void *b)
+{
+  const mp_cost *x = &link_sec->p->link[*(const uint32_t *)a].cost;
+  const mp_cost *y = &link_sec->p->link[*(const uint32_t *)b].cost;
+  int count = link_sec->sort == MP_SORT_COUNT;
+  uint64_t x1 = count ? x->n : x->minus, y1 = count ? y->n : y->minus;
+  uint64_t x2 = count ? x->minus : x->n, y2 = count ? y->minus : y->n;
+  if (x1 != y1) return x1 > y1 ? -1 : 1;
+  if (x2 != y2) return x2 > y2 ? -1 : 1;
+  return cmp_link(a, b);
+}
+
 void mp_sections_free(mp_sections *sec)
 {
   int k;
@@ -254,6 +268,19 @@ err:
   free(rec);
   mp_sections_free(sec);
   return -1;
+}
+
+uint32_t mp_row_links(const mp_sections *sec, const mp_row *r,
+		      uint64_t top, uint32_t *idx)
+{
+  uint32_t n = r->nlink;
+  memcpy(idx, sec->link + r->link0, (size_t)n * sizeof(*idx));
+  if (!top || top >= n) return n;
+  link_sec = sec;	/* The top heaviest, back in render order. */
+  qsort(idx, n, sizeof(*idx), cmp_link_weight);
+  n = (uint32_t)top;
+  qsort(idx, n, sizeof(*idx), cmp_link);
+  return n;
 }
 
 /* See mp_sections.h. */

@@ -77,6 +77,15 @@ typedef struct mp_sections {
 int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort);
 void mp_sections_free(mp_sections *sec);
 
+/* The links of row r to show when at most top are (0: all) into idx
+** (room for r->nlink): their indexes into p->link, in render order (by
+** owner's label). When there are more, the top heaviest are kept: by the
+** bytes of the owner's blocks that r's site resized or freed (or by their
+** number, sorted by count), then the other measure, then render order.
+** Returns how many. */
+uint32_t mp_row_links(const mp_sections *sec, const mp_row *r,
+		      uint64_t top, uint32_t *idx);
+
 /* Alias number of the chunk in site i's label, 0 if none. */
 uint32_t mp_site_alias(const mp_sections *sec, uint32_t i);
 

@@ -13,6 +13,7 @@
 */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,14 +277,62 @@ int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
   return status;
 }
 
+int mp_cli_same_file(const char *output, const char *input)
+{
+  struct stat so, si;
+  if (!output || !strcmp(output, "-") || stat(output, &so) < 0) return 0;
+  if (strcmp(input, "-") ? stat(input, &si) < 0 : fstat(0, &si) < 0)
+    return 0;
+  return so.st_dev == si.st_dev && so.st_ino == si.st_ino;
+}
+
+int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
+			const char *const *paths, int n)
+{
+  int i;
+  for (i = 0; i < n; i++)
+    if (mp_cli_same_file(output, paths[i])) {
+      fprintf(stderr, "ljmemprof %s: %s %s: is the input profile %s%s (it "
+	      "would be overwritten)\n", cmd, opt, output,
+	      strcmp(paths[i], "-") ? "" : "on ",
+	      strcmp(paths[i], "-") ? paths[i] : "standard input");
+      return MP_EXIT_ERROR;
+    }
+  return 0;
+}
+
 int mp_cli_out_open(mp_cli_out *o, const char *path)
 {
+  int fd;
+  memset(o, 0, sizeof(*o));
   o->path = path && strcmp(path, "-") ? path : NULL;
   o->f = stdout;
-  if (o->path && !(o->f = fopen(o->path, "wb"))) {
+  if (!o->path) return 0;
+  fd = open(o->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd >= 0) o->created = 1;
+  else if (errno == EEXIST) fd = open(o->path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
     fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    if (fd >= 0) close(fd);
+    if (o->created) unlink(o->path);
+    o->f = NULL;
     return -1;
   }
+  return 0;
+}
+
+int mp_cli_out_begin(mp_cli_out *o)
+{
+  struct stat st;
+  if (!o->path || !o->f || o->created || o->begun) return 0;
+  if (fstat(fileno(o->f), &st) < 0 ||
+      (S_ISREG(st.st_mode) && ftruncate(fileno(o->f), 0) < 0)) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    fclose(o->f);
+    o->f = NULL;
+    return -1;
+  }
+  o->begun = 1;
   return 0;
 }
 
@@ -291,8 +340,10 @@ void mp_cli_out_drop(mp_cli_out *o)
 {
   struct stat st;
   if (!o->path || !o->f) return;
+  if ((o->created || o->begun) && fstat(fileno(o->f), &st) == 0 &&
+      S_ISREG(st.st_mode))
+    unlink(o->path);
   fclose(o->f);
-  if (stat(o->path, &st) == 0 && S_ISREG(st.st_mode)) unlink(o->path);
   o->f = NULL;
 }
 
@@ -312,37 +363,49 @@ int mp_cli_out_close(mp_cli_out *o, int status)
 int mp_cli_report_files(const char *const *paths, int n,
 			const mp_cli_opts *o)
 {
-  mp_profile p;
-  mp_sections sec;
-  mp_render_opts ro = o->render;
-  const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
-  mp_cli_out out, html = { NULL, NULL };
-  int status;
+  mp_cli_out out, html = { NULL, NULL, 0, 0 };
   if (mp_cli_out_open(&out, o->output) < 0) return MP_EXIT_ERROR;
   if (o->html && mp_cli_out_open(&html, o->html) < 0) {
     mp_cli_out_drop(&out);
     return MP_EXIT_ERROR;
   }
+  return mp_cli_report_to(paths, n, o, &out, &html);
+}
+
+int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
+		     mp_cli_out *out, mp_cli_out *html)
+{
+  mp_profile p;
+  mp_sections sec;
+  mp_render_opts ro = o->render;
+  const mp_renderer *r = o->format ? o->format : &mp_renderers[0];
+  int status;
   if ((status = mp_cli_read_all(paths, n, &p, o)) == MP_EXIT_ERROR) {
-    mp_cli_out_drop(&out);
-    mp_cli_out_drop(&html);
+    mp_cli_out_drop(out);
+    mp_cli_out_drop(html);
     return status;
   }
   ro.file = paths[0];
   ro.files = paths;
   ro.nfiles = n;
+  if (mp_cli_out_begin(out) < 0 || mp_cli_out_begin(html) < 0) {
+    mp_cli_out_drop(out);
+    mp_cli_out_drop(html);
+    mp_profile_free(&p);
+    return MP_EXIT_ERROR;
+  }
   if (mp_sections_build(&sec, &p, o->sort) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
 	    paths[0]);
     status = MP_EXIT_ERROR;
   } else {
-    if (r->render(out.f, &sec, &ro) < 0 && !ferror(out.f)) {
+    if (r->render(out->f, &sec, &ro) < 0 && !ferror(out->f)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
 	      paths[0]);
       status = MP_EXIT_ERROR;
     }
-    if (html.f && mp_renderer_find("html")->render(html.f, &sec, &ro) < 0 &&
-	!ferror(html.f)) {
+    if (html->f && mp_renderer_find("html")->render(html->f, &sec, &ro) < 0 &&
+	!ferror(html->f)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
 	      paths[0]);
       status = MP_EXIT_ERROR;
@@ -350,6 +413,6 @@ int mp_cli_report_files(const char *const *paths, int n,
     mp_sections_free(&sec);
   }
   mp_profile_free(&p);
-  status = mp_cli_out_close(&html, status);
-  return mp_cli_out_close(&out, status);
+  status = mp_cli_out_close(html, status);
+  return mp_cli_out_close(out, status);
 }

@@ -61,7 +61,10 @@ const char mp_help_diff[] =
 "    -H, --human-readable\n"
 "        Sizes in B, KiB, MiB, GiB (text).\n"
 "    -o FILE, --output FILE\n"
-"        Write to FILE instead of standard output.\n"
+"        Write to FILE (created or truncated) instead of standard\n"
+"        output; not to BASE or NEW (refused, by any name or link:\n"
+"        status 2). An existing FILE is truncated only once both are\n"
+"        read: an error before leaves it as it was.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
 "\n"
@@ -125,7 +128,8 @@ int mp_cmd_diff(int argc, char **argv)
 			      &paths, &n)) >= 0)
     return rc;
   r = o.format ? o.format : &mp_renderers[0];
-  if (check(&o, r, n)) {
+  if (check(&o, r, n) ||
+      mp_cli_check_output("diff", "-o", o.output, paths, n)) {
     free(paths);
     return MP_EXIT_ERROR;
   }
@@ -157,6 +161,11 @@ int mp_cmd_diff(int argc, char **argv)
   ro.file = paths[1];
   ro.files = paths;
   ro.nfiles = 2;
+  if (mp_cli_out_begin(&out) < 0) {
+    mp_diff_free(&d);
+    free(paths);
+    return MP_EXIT_ERROR;
+  }
   if (r->diff(out.f, &d, &ro) < 0 && !ferror(out.f)) {
     fprintf(stderr, "ljmemprof: %s: out of memory for the diff\n", paths[1]);
     status = MP_EXIT_ERROR;

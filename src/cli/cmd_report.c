@@ -98,7 +98,10 @@ const char mp_help_report[] =
 "        summary) or by the number of events (allocs in the summary).\n"
 "        Ties go to the other measure, then to the label.\n"
 "    --top N\n"
-"        Print at most N lines per section (0: all, the default).\n"
+"        Print at most N lines per section (0: all, the default), and at\n"
+"        most N sources under each Overrides: of the text (those whose\n"
+"        blocks it resized or freed the most bytes of, or the most blocks\n"
+"        with --sort count), then how many more (`... and M more`).\n"
 "    --leak-only\n"
 "        Print only the heap summary (and the aliases it uses).\n"
 "    -H, --human-readable\n"
@@ -111,17 +114,20 @@ const char mp_help_report[] =
 "        allocations and reallocations, of the blocks still live at the\n"
 "        end (leaks), or of those live at the peak. Default alloc-bytes,\n"
 "        leak-bytes with --leak-only, peak-bytes with --peak.\n"
+"        For pprof, the sample type shown first. Text and json take it\n"
+"        only with --stacks.\n"
 "    --peak\n"
 "        Text and json: add PEAK.\n"
 "    --temporary [N]\n"
 "        Text and json: add TEMPORARY, with a window of N allocations\n"
 "        (10000 without N; at least 1).\n"
-"        For pprof, the sample type shown first. Text and json take it\n"
-"        only with --stacks.\n"
 "    -o FILE, --output FILE\n"
 "        Write the report to FILE (created or truncated) instead of\n"
 "        standard output. pprof, a binary format, is never written to a\n"
-"        terminal.\n"
+"        terminal. A FILE that is one of the input profiles (by any\n"
+"        name or link) is refused before anything is read: status 2. An\n"
+"        existing FILE is truncated only once the profiles are read: an\n"
+"        error before leaves it as it was.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
 "\n"
@@ -153,8 +159,11 @@ int mp_cmd_report(int argc, char **argv)
   if ((rc = mp_cli_files_args("report", argc, argv, &o, mp_cli_output_opt, &o,
 			      &paths, &n)) >= 0)
     return rc;
-  if (mp_cli_check_opts("report", &o)) rc = MP_EXIT_ERROR;
-  else rc = mp_cli_report_files(paths, n, &o);
+  if (mp_cli_check_opts("report", &o) ||
+      mp_cli_check_output("report", "-o", o.output, paths, n))
+    rc = MP_EXIT_ERROR;
+  else
+    rc = mp_cli_report_files(paths, n, &o);
   free(paths);
   return rc;
 }

@@ -12,6 +12,7 @@
 */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,16 +51,23 @@ const char mp_help_run[] =
 "\n"
 "DESCRIPTION\n"
 "    Runs `luajit SCRIPT ARGS...` with the ljmemprof agent recording from\n"
-"    before the script's first line until the process exits, then prints\n"
-"    the report of the profile to standard output (see 'ljmemprof report\n"
+"    the call of the script's main chunk (once luajit has loaded it, just\n"
+"    before its first line) until the process exits, then prints the\n"
+"    report of the profile to standard output (see 'ljmemprof report\n"
 "    --help'). The script is not modified: its arguments, standard input,\n"
 "    output and error pass through unchanged, and the report follows its\n"
-"    output. Interrupting with Ctrl-C interrupts the script; the profile\n"
-"    of what ran is still reported.\n"
+"    output. The code that starts the agent records nothing of its own:\n"
+"    the report shows the program's allocations. Interrupting with Ctrl-C\n"
+"    interrupts the script; the profile of what ran is still reported.\n"
+"    A script that cannot be loaded (missing, or not valid Lua) never\n"
+"    runs: after luajit's error, a line says that no profile was\n"
+"    recorded, no report is printed, and the status is luajit's.\n"
 "\n"
 "    After --, the rest is a whole LuaJIT command line, for LuaJIT's own\n"
-"    options (-joff, -jv, -O..., -l, -e): the agent starts before all of\n"
-"    them (`LUAJIT -e <start the agent> [LUAJIT OPTIONS] ...`).\n"
+"    options (-joff, -jv, -O..., -l, -e): the agent starts when the first\n"
+"    Lua code among them is called, an -e chunk (labelled =(command\n"
+"    line)), a -l module or the script (`LUAJIT -e <start the agent>\n"
+"    [LUAJIT OPTIONS] ...`).\n"
 "\n"
 "    When the script ends (its last line, or an error), a full garbage\n"
 "    collection runs before the profile ends, so what the report says is\n"
@@ -77,13 +85,20 @@ const char mp_help_run[] =
 "\n"
 "OPTIONS\n"
 "    -o FILE, --output FILE\n"
-"        Keep the profile in FILE (created or truncated). Without it the\n"
-"        profile goes to a temporary file that is removed after the\n"
-"        report.\n"
+"        Keep the profile in FILE, a regular file (created or truncated\n"
+"        before the script runs). Without it the profile goes to a\n"
+"        temporary file that is removed after the report; if the report\n"
+"        cannot be written (or read), the file is kept and named.\n"
 "    --html FILE\n"
 "        Also write the HTML report to FILE (see 'ljmemprof report\n"
 "        --help'): one page with the summary, the sources, the flame\n"
-"        graph, the timeline with the peak and the temporaries.\n"
+"        graph, the timeline with the peak and the temporaries. FILE is\n"
+"        opened before the script runs, so that a bad path is said\n"
+"        first and nothing runs; an existing FILE is truncated only when\n"
+"        the report is written.\n"
+"    -o and --html may not name the same file, nor a file of the command\n"
+"    (the script, its arguments, its standard input), by any name or\n"
+"    link: refused with status 2 before anything runs.\n"
 "    --luajit PATH\n"
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
@@ -134,30 +149,43 @@ const char mp_help_run[] =
 "    ljmemprof run --stacks --format svg app.lua >app.svg\n"
 "    ljmemprof run --html app.html app.lua\n";
 
-/* The Lua code that starts the agent before anything else runs. It wraps
-** the functions that stop the profiler so that a stop by the script is
-** noted in the file ENV_NOTE names (written after the stop: not
-** recorded), for the warning after the report. */
+/* The Lua code that `luajit -e` runs first. It sets everything up, then
+** starts the agent when the next Lua function is called, so that none of
+** its own allocations are recorded: the report shows only the program's.
+** That function is the script's main chunk, after luajit has loaded it
+** (after --: the first -e chunk or -l module, or the script), found by a
+** one-shot call hook (only the C functions called before it see the hook
+** run, and the JIT records no trace while it is set). A script that
+** cannot be loaded is never called: nothing is recorded, and run says so
+** instead of reporting luajit's loader and its error message. The
+** functions that stop the profiler are wrapped, without allocating when
+** called, so that a stop by the script is noted in the file ENV_NOTE
+** names (written after the stop: not recorded), for the warning after the
+** report. */
 static const char start_code[] =
   "local mp = require('ljmemprof') "
-  "local ok, err = mp.start{ path = os.getenv('" ENV_OUT "'), "
+  "local stop, compat, mstop = mp.stop, mp.compat "
+  "local function noted(ok, ...) "
+  "if ok then local f = io.open(os.getenv('" ENV_NOTE "'), 'w') "
+  "if f then f:write('stopped\\n') f:close() end end "
+  "return ok, ... end "
+  "local function cstop(...) return noted(mstop(...)) end "
+  "local function compatted(...) local m = misc and misc.memprof "
+  "if m and m.stop ~= cstop then mstop = m.stop m.stop = cstop end "
+  "return ... end "
+  "mp.stop = function(...) return noted(stop(...)) end "
+  "mp.compat = function(...) return compatted(compat(...)) end "
+  "local opts = { path = os.getenv('" ENV_OUT "'), "
   "stacks = tonumber(os.getenv('" ENV_STACKS "')), "
   "sample = tonumber(os.getenv('" ENV_SAMPLE "')), "
   "max_size = tonumber(os.getenv('" ENV_MAX_SIZE "')), collect = true } "
+  "debug.sethook(function() local i = debug.getinfo(2, 'S') "
+  "if not i or i.what == 'C' then return end "
+  "debug.sethook() "
+  "local ok, err = mp.start(opts) "
   "if not ok then "
   "io.stderr:write('ljmemprof run: cannot start the profiler: ', "
-  "tostring(err), '\\n') os.exit(2) end "
-  "local function noting(stop) return function(...) "
-  "local r = { stop(...) } "
-  "if r[1] then local f = io.open(os.getenv('" ENV_NOTE "'), 'w') "
-  "if f then f:write('stopped\\n') f:close() end end "
-  "return unpack(r, 1, table.maxn(r)) end end "
-  "mp.stop = noting(mp.stop) "
-  "local compat = mp.compat "
-  "mp.compat = function(...) local r = { compat(...) } "
-  "if misc and misc.memprof then "
-  "misc.memprof.stop = noting(misc.memprof.stop) end "
-  "return unpack(r, 1, table.maxn(r)) end";
+  "tostring(err), '\\n') os.exit(2) end end, 'c')";
 
 /* Directory of this executable into buf; 0, or -1 if unknown. */
 static int exe_dir(char *buf, size_t size)
@@ -208,10 +236,6 @@ static int set_cpath(void)
   return rc;
 }
 
-/* Run the LuaJIT command cmd[0..n) (the program, then its options, script
-** and arguments) with `-e <start the agent>` after the program; returns
-** the exit status as a shell would (128 + signal), 127 if it could not be
-** started. */
 /* Set variable name to the number v, or unset it if v is 0; 0 or -1. */
 static int setenv_num(const char *name, unsigned long long v)
 {
@@ -235,6 +259,10 @@ static int escape_path(const char *path, char *buf, size_t size)
   return 0;
 }
 
+/* Run the LuaJIT command cmd[0..n) (the program, then its options, script
+** and arguments) with `-e <start the agent>` after the program; returns
+** the exit status as a shell would (128 + signal), 127 if it could not be
+** started. */
 static int run_child(char **cmd, int n, const char *out, const char *note,
 		     uint32_t stacks, unsigned long long sample,
 		     unsigned long long max_size)
@@ -304,10 +332,76 @@ static int temp_file(char *path, size_t size, const char *tmpl)
   return 0;
 }
 
+/* Whether path, the output of option opt, is a file named in the command
+** cmd[0..n) (the script, its arguments, "-" for standard input): 1 after
+** saying so. */
+static int in_command(const char *opt, const char *path, char **cmd, int n)
+{
+  int k;
+  for (k = 0; k < n; k++)
+    if (mp_cli_same_file(path, cmd[k])) {
+      if (strcmp(cmd[k], "-"))
+	fprintf(stderr, "ljmemprof run: %s %s: is %s, a file of the command "
+		"to run (it would be overwritten)\n", opt, path, cmd[k]);
+      else
+	fprintf(stderr, "ljmemprof run: %s %s: is the standard input of the "
+		"command to run (it would be overwritten)\n", opt, path);
+      return 1;
+    }
+  return 0;
+}
+
+/* Say that --html names the profile's file; returns -1. */
+static int html_is_profile(const char *html, const char *out)
+{
+  fprintf(stderr, "ljmemprof run: --html %s: is the profile's file -o %s "
+	  "(it would be overwritten)\n", html, out);
+  return -1;
+}
+
+/* Open the outputs of run before anything runs, so that a bad path is
+** said first: the HTML report's into *h (left as it is until the report
+** is written) and the profile's file out, created or truncated (a
+** regular file: it is read back for the report). Neither may be a file
+** of the command cmd[0..n), nor the other. 0, or -1 after saying why,
+** nothing left behind. */
+static int open_outputs(const char *out, const char *html, char **cmd,
+			int n, mp_cli_out *h)
+{
+  struct stat st;
+  int fd;
+  memset(h, 0, sizeof(*h));
+  if ((out && in_command("-o", out, cmd, n)) ||
+      (html && in_command("--html", html, cmd, n)))
+    return -1;
+  if (out && html && mp_cli_same_file(html, out))
+    return html_is_profile(html, out);
+  if (out && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+    fprintf(stderr, "ljmemprof run: -o %s: not a regular file (the "
+	    "profile is read back for the report)\n", out);
+    return -1;
+  }
+  if (html && mp_cli_out_open(h, html) < 0) return -1;
+  if (!out) return 0;
+  if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(errno));
+    mp_cli_out_drop(h);
+    return -1;
+  }
+  close(fd);
+  if (html && mp_cli_same_file(html, out)) {	/* Made just now. */
+    unlink(out);
+    mp_cli_out_drop(h);
+    return html_is_profile(html, out);
+  }
+  return 0;
+}
+
 int mp_cmd_run(int argc, char **argv)
 {
   mp_cli_opts o;
-  const char *out = NULL, *luajit = NULL;
+  mp_cli_out html;
+  const char *out = NULL, *luajit = NULL, *path;
   char tmp[PATH_MAX], note[PATH_MAX], **cmd;
   int i, n, status, rstatus, dashdash = 0;
   uint32_t stacks = 0;
@@ -388,15 +482,6 @@ int mp_cmd_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: -o needs a file name, not '-'\n");
     return MP_EXIT_ERROR;
   }
-  if (out && unlink(out) < 0 && errno != ENOENT) {	/* No stale report. */
-    fprintf(stderr, "ljmemprof run: %s: %s\n", out, strerror(errno));
-    return MP_EXIT_ERROR;
-  }
-  if ((!out && temp_file(tmp, sizeof(tmp), "ljmemprof-XXXXXX.ljm") < 0) ||
-      temp_file(note, sizeof(note), "ljmemprof-XXXXXX.not") < 0) {
-    if (!out) unlink(tmp);
-    return MP_EXIT_ERROR;
-  }
   /* The command: as given after --, or luajit SCRIPT ARGS. */
   n = argc - i + !dashdash;
   if (!(cmd = calloc((size_t)n + 1, sizeof(char *)))) {
@@ -405,22 +490,42 @@ int mp_cmd_run(int argc, char **argv)
   }
   if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
   memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
-  status = run_child(cmd, n, out ? out : tmp, note, stacks,
-		     (unsigned long long)sample, (unsigned long long)max_size);
+  if (open_outputs(out, o.html, cmd, n, &html) < 0) {
+    free(cmd);
+    return MP_EXIT_ERROR;
+  }
+  if ((!out && temp_file(tmp, sizeof(tmp), "ljmemprof-XXXXXX.ljm") < 0) ||
+      temp_file(note, sizeof(note), "ljmemprof-XXXXXX.not") < 0) {
+    unlink(out ? out : tmp);
+    mp_cli_out_drop(&html);
+    free(cmd);
+    return MP_EXIT_ERROR;
+  }
+  path = out ? out : tmp;
+  status = run_child(cmd, n, path, note, stacks, (unsigned long long)sample,
+		     (unsigned long long)max_size);
   free(cmd);
-  if (stat(out ? out : tmp, &st) < 0 || st.st_size == 0) {
-    /* The agent did not start (its error is above), or the script was
-    ** killed before the agent wrote its first buffer. */
-    fprintf(stderr, "ljmemprof run: no profile was recorded\n");
+  if (stat(path, &st) < 0 || st.st_size == 0) {
+    /* No Lua code was called (the script could not be loaded: luajit's
+    ** error is above), the agent did not start (its error is above), or
+    ** the process was killed before. */
+    fprintf(stderr, "ljmemprof run: no profile was recorded: the script did "
+	    "not start\n");
+    unlink(path);
+    mp_cli_out_drop(&html);
     rstatus = MP_EXIT_ERROR;
   } else {
-    const char *path = out ? out : tmp;
-    rstatus = mp_cli_report_files(&path, 1, &o);
+    mp_cli_out text = { NULL, stdout, 0, 0 };	/* The report's. */
+    rstatus = mp_cli_report_to(&path, 1, &o, &text, &html);
+    if (rstatus == MP_EXIT_ERROR && !out) {	/* Nothing is lost. */
+      fprintf(stderr, "ljmemprof run: the profile is kept in %s\n", tmp);
+      tmp[0] = '\0';
+    }
   }
   if (stat(note, &st) == 0 && st.st_size > 0)
     fprintf(stderr, "ljmemprof run: warning: the script stopped the "
 	    "profiler itself; the report covers the run until then\n");
   unlink(note);
-  if (!out) unlink(tmp);
+  if (!out && tmp[0]) unlink(tmp);
   return status ? status : rstatus;
 }

@@ -169,16 +169,44 @@ int mp_cli_report_files(const char *const *paths, int n,
 			const mp_cli_opts *o);
 
 /* An output of a command: a file, opened at once so that a bad path is
-** said before a long read, or standard output. */
+** said before a long read, or standard output. A file that exists is
+** truncated only when the output begins (mp_cli_out_begin()), so that
+** one an error comes before is left as it was. */
 typedef struct mp_cli_out {
   const char *path;	/* NULL: standard output. */
-  FILE *f;
+  FILE *f;		/* NULL: none (html not asked for). */
+  int created;		/* The file did not exist: opening made it. */
+  int begun;		/* mp_cli_out_begin() truncated it. */
 } mp_cli_out;
 
-/* Open path (NULL or "-": standard output); 0, or -1 after saying why. */
+/* mp_cli_report_files() on outputs opened already (html->f NULL: none),
+** which it closes, or drops if nothing was read. */
+int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
+		     mp_cli_out *out, mp_cli_out *html);
+
+/* Whether output, a path about to be written, is the file input ("-":
+** standard input): the same device and inode, so another name of it, a
+** hard or a symbolic link count. An output that does not exist yet, or
+** standard output (NULL or "-"), is no input. */
+int mp_cli_same_file(const char *output, const char *input);
+
+/* Refuse an output (option opt, e.g. "-o") that is one of the input
+** profiles paths[0..n), before anything is opened: 0, or MP_EXIT_ERROR
+** after saying which. */
+int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
+			const char *const *paths, int n);
+
+/* Open path (NULL or "-": standard output) for writing, created if it
+** does not exist, not truncated yet; 0, or -1 after saying why. */
 int mp_cli_out_open(mp_cli_out *o, const char *path);
 
-/* Nothing to write: close and remove the file, leaving no empty file. */
+/* Begin writing: truncate the file if it is a regular one that existed;
+** 0, or -1 after saying why (the output is then dropped). */
+int mp_cli_out_begin(mp_cli_out *o);
+
+/* Nothing to write: close the file and remove it if it was made or
+** truncated here, leaving no empty file; a file not begun is left as it
+** was. */
 void mp_cli_out_drop(mp_cli_out *o);
 
 /* Close the output (flush standard output); status, or MP_EXIT_ERROR

@@ -121,13 +121,18 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   const mp_strtab *names = &p->syms.names;
   mp_stacktree t;
   uint8_t *used;
+  uint32_t *links;	/* A row's links shown. */
   char b1[64], b2[64];
-  uint32_t i, j, n;
+  uint32_t i, j, n, m;
   int x, k;
   /* The tree first: labelling its frames may number more aliases. */
   if (o->stacks && mp_stacktree_build(&t, sec) < 0) return -1;
-  if (!(used = calloc((size_t)names->nalias + 1, 1))) {
+  used = calloc((size_t)names->nalias + 1, 1);
+  links = malloc(((size_t)p->nlink + 1) * sizeof(*links));
+  if (!used || !links) {
     if (o->stacks) mp_stacktree_free(&t);
+    free(used);
+    free(links);
     return -1;
   }
   if (p->sample)
@@ -147,13 +152,15 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
       mark_alias(sec, r->site, used);
       if (!r->nlink) continue;
       fputs("\tOverrides:\n", out);
-      for (j = 0; j < r->nlink; j++) {
-	uint32_t owner = p->link[sec->link[r->link0 + j]].owner;
+      m = mp_row_links(sec, r, o->top, links);
+      for (j = 0; j < m; j++) {
+	uint32_t owner = p->link[links[j]].owner;
 	fputs("\t\t", out);
 	label(out, sec, owner);
 	fputc('\n', out);
 	mark_alias(sec, owner, used);
       }
+      if (m < r->nlink) fprintf(out, "\t\t... and %u more\n", r->nlink - m);
       fputc('\n', out);
     }
     fputc('\n', out);
@@ -206,7 +213,7 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   if (o->stacks) {
     k = mp_render_text_stacks(out, sec, &t, o, used);
     mp_stacktree_free(&t);
-    if (k < 0) { free(used); return -1; }
+    if (k < 0) { free(used); free(links); return -1; }
   }
   mp_render_text_aliases(out, names, used);
   if (p->collect || p->stopped[0]) {	/* After Tarantool's layout. */
@@ -222,6 +229,7 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     fputc('\n', out);
   }
   free(used);
+  free(links);
   return ferror(out) ? -1 : 0;
 }
 
