@@ -163,12 +163,20 @@ done:
 
 /* -- Trees ---------------------------------------------------------------- */
 
-/* The stack tree of side k, with the merged profile's labels. */
+/* The stack tree of side k, with the merged profile's labels. The side
+** holds a copy of m's name table (see make_side()): the aliases labels
+** are given while the tree is built grow its list of them, which may
+** move, so the copy is taken fresh and handed back to m (it leaked, and m
+** kept the old list). */
 static int side_tree(mp_diff *d, int k, mp_stacktree *t)
 {
   mp_sections s = d->sec;
+  int rc;
+  d->side[k].syms.names = d->m.syms.names;
   s.p = &d->side[k];
-  return mp_stacktree_build(t, &s);
+  rc = mp_stacktree_build(t, &s);
+  d->m.syms.names = d->side[k].syms.names;
+  return rc;
 }
 
 static int build_tree(mp_diff *d)
