@@ -140,6 +140,11 @@ def report_page(b):
        summ)
     ok("Call stacks\trecorded, up to 64 frames" in summ,
        "the summary shows the profiler's settings", summ)
+    fmt = [x for x in run(MP, "info", EX).splitlines()
+           if x.startswith("format:")]
+    row = [x for x in summ.splitlines() if x.startswith("Format\t")]
+    is_(row, ["Format\t" + fmt[0][len("format:"):].lstrip()] if fmt else [],
+        "the Format row says what info says of the versions")
 
     head = p.eval(ROWS % "sources-head")[0]
     body = p.eval(ROWS % "sources-body")

@@ -97,13 +97,13 @@ write(TMP .. "/kinds.lua", [[
 jit.opt.start("hotloop=2")
 local mp = require("ljmemprof")
 local cjson = require("cjson")
-local f = loadstring("return {}\n")
+local f = loadstring("return {}\n"); local g = loadstring("return {1}", "tbl")
 collectgarbage(); collectgarbage("stop")
 assert(mp.start(arg[1]))
 local keep = {}
 for i = 1, 50 do keep[i] = { i } end
 keep.s = cjson.encode({ a = string.rep("x", 100) })
-keep.f = f()
+keep.f = f(); keep.g = g()
 keep = nil
 collectgarbage()
 assert(mp.stop())
@@ -267,6 +267,19 @@ t.ok(a and a.chunk == "return {}\n" and a.alias == "function_alias_1" and
      "aliased source: chunk text, alias, line", cjson.encode(a or {}))
 t.is(doc.aliases[1] and doc.aliases[1].text, "return {}\n",
      "aliases list the text")
+local g = by['[string "tbl"]:1']
+t.is(cjson.encode(g and { g.chunk, g.alias or false, #doc.aliases } or {}),
+     '["tbl",false,1]', "a chunk with a short name: labelled as Lua names " ..
+     "it, its chunk the name, no alias")
+local sdoc = cjson.decode((run(t.build .. "/ljmemprof report --stacks " ..
+                               "--format json '" .. stacks .. "'")))
+local sframe
+for _, r in ipairs(sdoc.call_stacks.sources) do
+  if r.label == '[string "tbl"]:1' then sframe = r.paths[1].frames[1] end
+end
+t.is(cjson.encode(sframe and { sframe.file, sframe["function"] } or {}),
+     '["[string \\"tbl\\"]","[string \\"tbl\\"]:0"]',
+     "a frame of a chunk with a short name: its file as labels name it")
 local tr
 for _, r in ipairs(doc.allocations) do
   if r.source.kind == "trace" then tr = r.source end

@@ -60,16 +60,10 @@ static int name_site(mp_stacktree *t, mp_tnode *n, const mp_sections *sec,
   n->label = keep(t, label, strlen(label));
   n->func = n->label;
   if (l->src == MP_SRC_LFUNC && l->name) {
-    const mp_name *nm = mp_strtab_get(&sec->p->syms.names, l->name);
-    uint32_t alias = mp_site_alias(sec, i);
-    int m = alias ? snprintf(buf, sizeof(buf), "function_alias_%u", alias)
-		  : snprintf(buf, sizeof(buf), "%.*s",
-			     (int)mp_name_cut(nm->s, nm->kept, MP_NAME_SHOWN),
-			     nm->s);
-    if (m < 0) m = 0;
-    if ((size_t)m >= sizeof(buf)) m = (int)sizeof(buf) - 1;
-    n->file = keep(t, buf, (size_t)m);
-    snprintf(buf + m, sizeof(buf) - (size_t)m, ":%llu",
+    size_t m = mp_chunk_label((mp_strtab *)&sec->p->syms.names, l->name,
+			      buf, sizeof(buf));
+    n->file = keep(t, buf, m);
+    snprintf(buf + m, sizeof(buf) - m, ":%llu",
 	     (unsigned long long)l->aux);
     n->func = keep(t, buf, strlen(buf));
     n->line = l->line;

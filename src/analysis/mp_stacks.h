@@ -41,7 +41,8 @@ typedef struct mp_tnode {
 			   "@app.lua:12", "string.rep", "cjson.encode",
 			   "TRACE [3] started at @app.lua:40", "HOST (nvim)",
 			   "[deeper than 64 frames]", "INTERNAL". */
-  const char *file;	/* Lua: the chunk name (or "function_alias_N");
+  const char *file;	/* Lua: the chunk as labels name it ("@app.lua",
+			   "[string \"tbl\"]", "function_alias_N");
 			   else NULL. */
   const char *func;	/* The function: Lua "@app.lua:10" (chunk and first
 			   line: LuaJIT's functions have no names), C and

@@ -121,10 +121,8 @@ int mp_cmd_info(int argc, char **argv)
     fputs("}\n", stdout);
   } else {
     printf("file:       %s (%zu bytes)\n", path, p.len);
-    /* The extension's version is a letter, meaningless as a number. */
     printf("format:     memprof, symtab version %d, events version %d%s\n",
-	   p.r.ljs_version, p.r.ljm_version, p.r.ext ? " ('L', the ljmemprof "
-	   "extension: call stacks)" : "");
+	   p.r.ljs_version, p.r.ljm_version, mp_version_note(p.r.ljm_version));
     if (p.rc == MP_END) printf("complete:   yes\n");
     else printf("complete:   no, %s %zu (expected %s)\n", stop_word(p.rc),
 		p.r.err_offset, p.r.err);

@@ -530,6 +530,12 @@ const char *mp_kind_name(int kind)
   return "?";
 }
 
+const char *mp_version_note(int ljm_version)
+{
+  return ljm_version == MP_VERSION_EXT ?
+	 " ('L', the ljmemprof extension: call stacks)" : "";
+}
+
 const char *mp_src_name(int src)
 {
   switch (src) {

@@ -410,4 +410,9 @@ size_t mp_reader_events(mp_reader *r, mp_event *ev, size_t n);
 const char *mp_kind_name(int kind);
 const char *mp_src_name(int src);
 
+/* What an events version is, after its number where a report shows it:
+** " ('L', the ljmemprof extension: call stacks)" for MP_VERSION_EXT (a
+** letter, meaningless as a number), else "". */
+const char *mp_version_note(int ljm_version);
+
 #endif

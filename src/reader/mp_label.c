@@ -57,17 +57,38 @@ mp_loc mp_loc_of(const mp_symtab *t, int src, uint64_t id, uint64_t line)
   return l;
 }
 
-/* Append "chunk:line", or "function_alias_N:line" for source text. */
-static void put_lua(mp_strtab *names, uint32_t chunk, uint64_t line,
-		    char *out, size_t size, size_t *n)
+/* Append the name of chunk: "function_alias_N" for source text,
+** [string "name"] for a short name of code loaded from a string, else the
+** name itself. */
+static void put_chunk(mp_strtab *names, uint32_t chunk, char *out,
+		      size_t size, size_t *n)
 {
   const mp_name *nm = mp_strtab_get(names, chunk);
   uint32_t alias = 0;
   if (mp_name_is_text(nm->s, nm->kept))
     alias = mp_strtab_alias(names, chunk);	/* 0: out of memory. */
   if (alias) put(out, size, n, "function_alias_%u", alias);
+  else if (mp_name_is_string(nm->s, nm->kept))
+    put(out, size, n, "[string \"%.*s\"]", (int)nm->kept, nm->s);
   else put_name(out, size, n, nm);
+}
+
+/* Append "chunk:line" (the chunk as put_chunk() names it). */
+static void put_lua(mp_strtab *names, uint32_t chunk, uint64_t line,
+		    char *out, size_t size, size_t *n)
+{
+  put_chunk(names, chunk, out, size, n);
   put(out, size, n, ":%llu", (unsigned long long)line);
+}
+
+size_t mp_chunk_label(mp_strtab *names, uint32_t chunk, char *out,
+		      size_t size)
+{
+  size_t n = 0;
+  if (!size) return 0;
+  out[0] = '\0';
+  put_chunk(names, chunk, out, size, &n);
+  return n;
 }
 
 size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)

@@ -4,7 +4,11 @@
 **
 **   INTERNAL                          the VM itself
 **   @app.lua:12                       a line of a Lua function
+**   [string "tbl"]:3                  a line of code loaded from a string
+**                                     with a short name (load(s, "tbl"))
 **   function_alias_1:3                a line of code loaded from a string
+**                                     named by its text (the alias lists
+**                                     it)
 **   TRACE [3] started at @app.lua:41  a JIT trace, by where it started
 **   TRACE [3]                         a trace without a symbol
 **   TRACE started at @app.lua:41      traces of several profiles that
@@ -109,6 +113,12 @@ static inline uint64_t mp_loc_hash(const mp_loc *l)
 ** their alias number here, in the order they are first labeled. Returns
 ** the label's length. */
 size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size);
+
+/* Write the name of Lua chunk (mp_strtab id) as labels show it into out
+** (as mp_label() does, numbering its alias if it gets one): the file of a
+** Lua location's label. Its length. */
+size_t mp_chunk_label(mp_strtab *names, uint32_t chunk, char *out,
+		      size_t size);
 
 /* The location of a frame of a call stack (the extension's node record,
 ** mp_ext.h): kind fkind (MP_FK_*), its address, trace number or builtin

@@ -100,11 +100,27 @@ const char *mp_strtab_copy(mp_strtab *t, const char *s, size_t n)
   return p;
 }
 
+/* Non-zero if the len bytes at s have a control character (C0 or DEL). */
+static int has_control(const char *s, size_t len)
+{
+  size_t i;
+  for (i = 0; i < len; i++)
+    if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f) return 1;
+  return 0;
+}
+
 int mp_name_is_text(const char *s, size_t len)
 {
   if (len == 0) return 0;
-  if (s[0] != '@' && s[0] != '=') return 1;
+  if (s[0] != '@' && s[0] != '=')
+    return len > MP_STRING_CHUNK_MAX || has_control(s, len);
   return memchr(s, '\n', len) != NULL;
+}
+
+int mp_name_is_string(const char *s, size_t len)
+{
+  if (len == 0) return 1;
+  return s[0] != '@' && s[0] != '=' && !mp_name_is_text(s, len);
 }
 
 uint32_t mp_strtab_alias(mp_strtab *t, uint32_t i)

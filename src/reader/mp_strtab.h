@@ -11,8 +11,8 @@
 ** two names equal in both are one name. Names are never freed before the
 ** table, so pointers to them stay valid.
 **
-** A chunk name that is source text (code loaded from a string) is shown
-** as "function_alias_N"; the numbers are given in the order the names are
+** A chunk name that is source text (code loaded from a string without a
+** short name, mp_name_is_text()) is shown as "function_alias_N"; the numbers are given in the order the names are
 ** first shown (mp_strtab_alias()), the way Tarantool's parser numbers them.
 */
 
@@ -65,9 +65,21 @@ static inline const mp_name *mp_strtab_get(const mp_strtab *t, uint32_t i)
   return &t->name[i];
 }
 
-/* Non-zero if a chunk name is source text that gets an alias: it does not
-** start with '@' (a file) or '=' (a description), or has a newline. */
+/* Longest chunk name loaded from a string (not starting with '@' or '=')
+** that is shown by itself, as Lua names it: [string "tbl"]. A name this
+** short and without control characters is a name given to load() (penlight's
+** load(s, 'tbl')), not the code; a longer one is likely the code itself. */
+#define MP_STRING_CHUNK_MAX	40
+
+/* Non-zero if a chunk name is source text that gets an alias: it has a
+** newline, or does not start with '@' (a file) or '=' (a description) and
+** is longer than MP_STRING_CHUNK_MAX bytes or has a control character. */
 int mp_name_is_text(const char *s, size_t len);
+
+/* Non-zero if a chunk name is a short name of code loaded from a string,
+** shown as [string "name"]: one that does not start with '@' or '=' and is
+** not source text (mp_name_is_text()); the empty name too. */
+int mp_name_is_string(const char *s, size_t len);
 
 /* Alias number of name i, given now if it has none; 0 when out of memory. */
 uint32_t mp_strtab_alias(mp_strtab *t, uint32_t i);

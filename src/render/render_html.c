@@ -110,7 +110,7 @@ static const char script[] =
 "    row('Change of bytes held at the end', signed(s.new[4] - s.base[4]) + ' B');\n"
 "  } else {\n"
 "    row('Format', 'memprof, symtab version ' + s.versions[0] + ', events version ' +\n"
-"        s.versions[1] + (s.profiles > 1 ? ', ' + s.profiles + ' profiles merged' : ''));\n"
+"        s.versions[1] + s.version_note + (s.profiles > 1 ? ', ' + s.profiles + ' profiles merged' : ''));\n"
 "    row('Complete', s.complete ? 'yes' : 'no, cut or damaged at byte ' + s.truncated_at);\n"
 "    row(s.sample ? 'Events (estimated)' : 'Events',\n"
 "        num(s.alloc_events + s.realloc_events + s.free_events) +\n"
@@ -688,12 +688,15 @@ static int json_report(FILE *out, const mp_sections *sec,
   fputs("{\"kind\":\"report\"", out);
   json_files(out, o);
   fprintf(out, ",\n\"summary\":{\"complete\":%s,\"truncated_at\":%zu,"
-	  "\"versions\":[%d,%d],\"profiles\":%u,\"recorded_events\":%llu,"
+	  "\"versions\":[%d,%d],\"version_note\":",
+	  p->rc == MP_END ? "true" : "false", p->rc == MP_END ? 0 :
+	  p->r.err_offset, p->r.ljs_version, p->r.ljm_version);
+  mp_json_cstr(out, mp_version_note(p->r.ljm_version));
+  fprintf(out, ",\"profiles\":%u,\"recorded_events\":%llu,"
 	  "\"alloc_events\":%llu,\"realloc_events\":%llu,\"free_events\":%llu,"
 	  "\"alloc_bytes\":%llu,\"free_bytes\":%llu,\"live_bytes\":%llu,"
 	  "\"live_blocks\":%llu,\"peak_bytes\":%llu,\"peak_blocks\":%llu",
-	  p->rc == MP_END ? "true" : "false", p->rc == MP_END ? 0 :
-	  p->r.err_offset, p->r.ljs_version, p->r.ljm_version, p->merged,
+	  p->merged,
 	  (unsigned long long)p->nev,
 	  (unsigned long long)p->total[MP_AEV_ALLOC].n,
 	  (unsigned long long)p->total[MP_AEV_REALLOC].n,

@@ -865,7 +865,7 @@ static void test_sources_by_label(void)
   got = report(&b, &o, &rc);
   is_str(got,
     "ALLOCATIONS\n"
-    "function_alias_1:1: 200 events\t+3200B\t-0B\n"
+    "[string \"return {}\"]:1: 200 events\t+3200B\t-0B\n"
     "@b.lua:1: 1 events\t+8B\t-0B\n"
     "\n"
     "REALLOCATIONS\n"
@@ -873,12 +873,8 @@ static void test_sources_by_label(void)
     "DEALLOCATIONS\n"
     "\n"
     "HEAP SUMMARY:\n"
-    "function_alias_1:1 holds 3200B: 200 allocs, 0 frees\n"
+    "[string \"return {}\"]:1 holds 3200B: 200 allocs, 0 frees\n"
     "@b.lua:1 holds 8B: 1 allocs, 0 frees\n"
-    "\n"
-    "ALIASES:\n"
-    "function_alias_1:\n"
-    "1\t| return {}\n"
     "\n", "a chunk loaded 200 times is one source; a reused address with "
     "another chunk is another");
   free(got);
@@ -890,6 +886,72 @@ static void test_sources_by_label(void)
      "rc %d, %u sites, %u symbols, %u names", rc, p.nsite, p.syms.nsym - 1,
      p.syms.names.n - 1);
   mp_profile_free(&p);
+}
+
+/* A chunk name given to load() (not starting with '@' or '='), of at most
+** MP_STRING_CHUNK_MAX bytes and no control character, is labelled as Lua
+** names it, [string "name"], and gets no alias; a longer one, or one with
+** a control character, is taken for source text: function_alias_N, its
+** text under ALIASES. */
+static void test_string_chunk_names(void)
+{
+  static const char *const chunk[] = {
+    "tbl",
+    "0123456789012345678901234567890123456789",	/* 40 bytes. */
+    "01234567890123456789012345678901234567890",	/* 41 bytes. */
+    "a\tb",
+    "=stdin",
+    "",
+  };
+  buf b = { {0}, 0 };
+  opts o;
+  char *got;
+  int rc;
+  uint64_t i;
+  memset(&o, 0, sizeof(o));
+  prologue(&b, "ljs", 3);
+  u8(&b, MP_FINAL);
+  prologue(&b, "ljm", 3);
+  for (i = 0; i < sizeof(chunk) / sizeof(chunk[0]); i++) {
+    ev(&b, SYMEV(MP_SRC_LFUNC), 0);
+    uleb(&b, 0x1000 + 0x100 * i); str(&b, chunk[i]); uleb(&b, 1);
+    ev(&b, ALLOC(MP_SRC_LFUNC), 4, U(0x1000 + 0x100 * i), U(2),
+       U(0x10000 + 0x100 * i), U(60 - 10 * i));
+  }
+  u8(&b, MP_FINAL);
+  got = report(&b, &o, &rc);
+  is_str(got,
+    "ALLOCATIONS\n"
+    "[string \"tbl\"]:2: 1 events\t+60B\t-0B\n"
+    "[string \"0123456789012345678901234567890123456789\"]:2: 1 events"
+    "\t+50B\t-0B\n"
+    "function_alias_1:2: 1 events\t+40B\t-0B\n"
+    "function_alias_2:2: 1 events\t+30B\t-0B\n"
+    "=stdin:2: 1 events\t+20B\t-0B\n"
+    "[string \"\"]:2: 1 events\t+10B\t-0B\n"
+    "\n"
+    "REALLOCATIONS\n"
+    "\n"
+    "DEALLOCATIONS\n"
+    "\n"
+    "HEAP SUMMARY:\n"
+    "[string \"tbl\"]:2 holds 60B: 1 allocs, 0 frees\n"
+    "[string \"0123456789012345678901234567890123456789\"]:2 holds 50B: "
+    "1 allocs, 0 frees\n"
+    "function_alias_1:2 holds 40B: 1 allocs, 0 frees\n"
+    "function_alias_2:2 holds 30B: 1 allocs, 0 frees\n"
+    "=stdin:2 holds 20B: 1 allocs, 0 frees\n"
+    "[string \"\"]:2 holds 10B: 1 allocs, 0 frees\n"
+    "\n"
+    "ALIASES:\n"
+    "function_alias_1:\n"
+    "1\t| 01234567890123456789012345678901234567890\n"
+    "\n"
+    "function_alias_2:\n"
+    "1\t| a\tb\n"
+    "\n", "short string chunk names are labelled [string \"name\"]; long "
+    "ones or ones with control characters get aliases");
+  free(got);
 }
 
 /* The profile pass over a stream read a few bytes at a time (the window
@@ -938,6 +1000,7 @@ int main(void)
   test_report_versions();
   test_profile_scattered();
   test_sources_by_label();
+  test_string_chunk_names();
   test_windows();
   printf("1..%d\n", n_test);
   return n_fail != 0;
