@@ -137,8 +137,10 @@ LJMP_API int ljmp_running(struct lua_State *L);
 ** the one running (with a collection first if opt->collect). The handler
 ** only counts signals; the switch happens at a safe point soon after,
 ** when the VM next allocates while running Lua code (never in compiled
-** code or the garbage collector). One signal per process; errors of a
-** start or stop at a signal go to stderr. Returns 0, LJMP_EARG,
+** code or the garbage collector). One signal per process; the options
+** are checked as ljmp_start() checks them when the VM is armed, and
+** errors of a start or stop at a signal (a file that cannot be created)
+** go to stderr. Returns 0, LJMP_EARG,
 ** LJMP_ENOMEM, LJMP_ERUNNING (armed already) or LJMP_ESIGNAL (the
 ** program handles that signal itself, or another signal is armed). */
 LJMP_API int ljmp_arm(struct lua_State *L, int signo, const ljmp_options *opt);

@@ -307,7 +307,10 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user)
     if (((const unsigned char *)user)[i]) return LJMP_EARG;
   memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
   o->size = sizeof(*o);
-  return o->mode > 0777 || (o->path && !*o->path) ? LJMP_EARG : 0;
+  return o->mode > 0777 || (o->path && !*o->path) ||
+	 o->stacks > LJMP_STACKS_MAX ||
+	 (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN) ||
+	 (o->bufsize && o->bufsize < MP_BUFSIZE_MIN) ? LJMP_EARG : 0;
 }
 
 /* Recordings started in this process: the %n of a path. */
@@ -442,9 +445,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   char path[4096];
   int rc, created = 0;
   if (!L || !user || mp_options_read(&opt, user) < 0) return LJMP_EARG;
-  if (!opt.path == !opt.writer || opt.stacks > LJMP_STACKS_MAX ||
-      (opt.max_size && opt.max_size < LJMP_MAX_SIZE_MIN))
-    return LJMP_EARG;
+  if (!opt.path == !opt.writer) return LJMP_EARG;
   if (opt.sample && !opt.stacks) opt.stacks = LJMP_STACKS_DEFAULT;
   if ((s = state_of(L)) != NULL) {
     if (s->limited && !s->forked) ljmp_stop(L);	/* Ended at max_size. */
@@ -457,7 +458,6 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   if (mp_check_vm(L, NULL, !has_sentinel(L))) return LJMP_EVM;
   mp_sentinel_install(L);
   size = opt.bufsize ? opt.bufsize : MP_BUFSIZE_DEFAULT;
-  if (size < MP_BUFSIZE_MIN) return LJMP_EARG;
   if (opt.path) {
     if (path_expand(opt.path, path, sizeof(path),
 		    __atomic_add_fetch(&starts, 1, __ATOMIC_RELAXED)) < 0)

@@ -339,9 +339,10 @@ void mp_sentinel_install(lua_State *L);
 /* The live profiler of L's VM (its hook, or wrapped by something else),
 ** or NULL. */
 mp_state *mp_state_find(lua_State *L);
-/* Copy the caller's options into *o (see ljmp_options.size) and check
-** those that start and arm both need (mode, a path not empty); 0 or
-** LJMP_EARG. */
+
+/* Copy the caller's options into *o (see ljmp_options.size) and check the
+** values start and arm both take (mode, a path not empty, stacks,
+** max_size, bufsize): 0 or LJMP_EARG. */
 int mp_options_read(ljmp_options *o, const ljmp_options *user);
 /* 0 if the % sequences of a profile's path are all known (%p, %n, %%)
 ** and it fits, else -1. */

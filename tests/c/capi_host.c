@@ -145,6 +145,17 @@ int main(void)
   opt.path = "";
   is_int(ljmp_start(L, &opt), LJMP_EARG, "an empty path");
   is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with an empty path");
+  /* Arming takes the values start takes, checked when it is armed, not
+  ** when the signal comes (each with a path that would do otherwise). */
+  opt.path = "/tmp/ljmp-capi-arm.bin";
+  opt.stacks = LJMP_STACKS_MAX + 1;
+  is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with too many frames");
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "start with too many frames");
+  opt.stacks = 0; opt.max_size = LJMP_MAX_SIZE_MIN - 1;
+  is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with max_size too small");
+  opt.max_size = 0; opt.bufsize = 100;
+  is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with a 100-byte buffer");
+  opt.bufsize = 0; opt.path = NULL;
   is_int(strcmp(ljmp_strerror(LJMP_ERUNNING), "profiler is running already"),
 	 0, "message of LJMP_ERUNNING");
 
