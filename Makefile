@@ -214,10 +214,10 @@ $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 
 $(BUILD)/%.o: src/%.c $(READER_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Isrc -c $< -o $@
+	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -c $< -o $@
 
-$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR)
-	$(CC) $(CFLAGS) $(WARN) -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
+$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR) include/ljmemprof.h
+	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR) \
                   $(LUAJIT_LIBDEP)
@@ -242,7 +242,7 @@ test: all $(if $(filter luajit2,$(FLAVOUR)),nginx-lua)
 # embedders (pkg-config --cflags --libs ljmemprof).
 LIBDIR     ?= $(PREFIX)/lib
 MANDIR     ?= $(PREFIX)/share/man
-VERSION    := $(shell sed -n 's/.*"ljmemprof \([0-9][0-9.]*\)".*/\1/p' src/agent/lib_ljmemprof.c)
+VERSION    := $(shell sed -n 's/^\#define LJMP_VERSION[^"]*"\([0-9][0-9.]*\)".*/\1/p' include/ljmemprof.h)
 CMOD_DIR    = $(or $(LUA_CMOD),$$(scripts/cmod-dir.sh $(PREFIX) $(or $(LUAJIT_BIN),luajit)))
 
 $(BUILD)/ljmemprof.1: $(BUILD)/ljmemprof scripts/manpage.sh

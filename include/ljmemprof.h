@@ -20,6 +20,10 @@ extern "C" {
 
 struct lua_State;
 
+/* The version of ljmemprof: the Lua module's _VERSION and `ljmemprof
+** --version` say "ljmemprof 0.1", its pkg-config file "Version: 0.1". */
+#define LJMP_VERSION	"0.1"
+
 #if defined(LJMP_BUILD) && defined(__GNUC__)
 #define LJMP_API __attribute__((visibility("default")))
 #else

@@ -215,4 +215,13 @@ if [ -w /dev/full ]; then
   run sh -c "$MP report '$good' >/dev/full"
   is "$rc:$err" "2:ljmemprof: standard output: No space left on device" "stdout write error"
 fi
+# --version: the version the module says it is (one definition, in
+# include/ljmemprof.h); it takes nothing after it.
+run $MP --version
+mod=$(cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "${LUAJIT:-luajit}" -e 'io.write(require("ljmemprof")._VERSION)' 2>&1)
+is "$rc:$out:$err" "0:$mod:" "--version prints what the module's _VERSION says ($mod)"
+is "$(printf '%s' "$out" | sed -n 's/^ljmemprof [0-9][0-9.]*$/ok/p')" "ok" "--version: 'ljmemprof' and a number"
+run $MP --version extra
+is "$rc:$out:$err" "2::ljmemprof: --version takes no arguments" "--version with an argument: an error"
+
 done_testing

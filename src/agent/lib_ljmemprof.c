@@ -378,7 +378,7 @@ int luaopen_ljmemprof(lua_State *L)
   }
   lua_newtable(L);
   luaL_register(L, NULL, mp_funcs);
-  lua_pushliteral(L, "ljmemprof 0.1");
+  lua_pushliteral(L, "ljmemprof " LJMP_VERSION);
   lua_setfield(L, -2, "_VERSION");
   lua_pushliteral(L, MP_DEFAULT_PATH);
   lua_setfield(L, -2, "DEFAULT_PATH");

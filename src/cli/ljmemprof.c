@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ljmemprof.h"
 #include "cli/mp_cli.h"
 
 /* -- Commands ------------------------------------------------------------- */
@@ -56,6 +57,7 @@ static const char help_head[] =
 "    ljmemprof info [--format text|json] FILE\n"
 "    ljmemprof events FILE\n"
 "    ljmemprof help [COMMAND]\n"
+"    ljmemprof --version\n"
 "\n"
 "DESCRIPTION\n"
 "    ljmemprof tells which Lua lines, builtins, C functions and JIT traces of\n"
@@ -123,6 +125,14 @@ int main(int argc, char **argv)
   }
   if (!strcmp(name, "-h") || !strcmp(name, "--help"))
     return mp_cli_help(NULL, stdout);
+  if (!strcmp(name, "--version")) {
+    if (argc > 2) {
+      fprintf(stderr, "ljmemprof: --version takes no arguments\n");
+      return MP_EXIT_ERROR;
+    }
+    puts("ljmemprof " LJMP_VERSION);
+    return MP_EXIT_OK;
+  }
   if (!strcmp(name, "help"))
     return mp_cli_help(argc > 2 ? argv[2] : NULL, stdout);
   if ((c = command(name))) return c->run(argc - 2, argv + 2);
