@@ -193,6 +193,16 @@ err=$(printf '%s\n' "$err" | sed 's|^[^ :]*/luajit:|luajit:|')
 is "$rc:$out:$err:$(ls syntax.ljm 2>/dev/null)" "1::luajit: syntax.lua:1: unexpected symbol near '='
 ljmemprof run: no profile was recorded: the script did not start:" \
   "a script that does not compile: the same, and no empty -o file"
+# An existing -o file is replaced only by a profile: the profile is
+# recorded beside it and renamed over it.
+cp syntax.lua prev.ljm
+run with_timeout 60 "$MP" run -o prev.ljm syntax.lua
+is "$rc:$(cmp syntax.lua prev.ljm && echo same):$(ls prev.ljm.* 2>/dev/null)" "1:same:" \
+  "a script that does not compile leaves the -o file as it was, and no file beside it"
+echo 'local t = {} for i = 1, 10 do t[i] = {} end' >ten.lua
+run with_timeout 60 "$MP" run -o prev.ljm ten.lua
+is "$rc:$(complete prev.ljm):$(ls prev.ljm.* 2>/dev/null)" "0:true:" \
+  "a script that runs replaces it with its profile"
 run with_timeout 60 "$MP" run -- luajit nonexist.lua
 is "$rc:$out:$(echo "$err" | tail -n 1)" "1::ljmemprof run: no profile was recorded: the script did not start" \
   "the same after --"

@@ -85,10 +85,13 @@ const char mp_help_run[] =
 "\n"
 "OPTIONS\n"
 "    -o FILE, --output FILE\n"
-"        Keep the profile in FILE, a regular file (created or truncated\n"
-"        before the script runs). Without it the profile goes to a\n"
-"        temporary file that is removed after the report; if the report\n"
-"        cannot be written (or read), the file is kept and named.\n"
+"        Keep the profile in FILE, a regular file. It is recorded into a\n"
+"        new file beside FILE (FILE.XXXXXX, made before the script runs,\n"
+"        so that a bad path is said first), renamed to FILE once the\n"
+"        script has run: a script that does not start leaves FILE as it\n"
+"        was. Without -o the profile goes to a temporary file that is\n"
+"        removed after the report; if the report cannot be written (or\n"
+"        read), the file is kept and named.\n"
 "    --html FILE\n"
 "        Also write the HTML report to FILE (see 'ljmemprof report\n"
 "        --help'): one page with the summary, the sources, the flame\n"
@@ -361,12 +364,14 @@ static int html_is_profile(const char *html, const char *out)
 
 /* Open the outputs of run before anything runs, so that a bad path is
 ** said first: the HTML report's into *h (left as it is until the report
-** is written) and the profile's file out, created or truncated (a
-** regular file: it is read back for the report). Neither may be a file
-** of the command cmd[0..n), nor the other. 0, or -1 after saying why,
-** nothing left behind. */
+** is written) and, for the profile's file out (a regular file: it is read
+** back for the report), a new empty file beside it into tmp, which the
+** profile is recorded into and which replaces out once a profile exists:
+** a script that does not start leaves out as it was. Neither output may
+** be a file of the command cmd[0..n), nor the other. 0, or -1 after
+** saying why, nothing left behind. */
 static int open_outputs(const char *out, const char *html, char **cmd,
-			int n, mp_cli_out *h)
+			int n, mp_cli_out *h, char *tmp, size_t size)
 {
   struct stat st;
   int fd;
@@ -383,17 +388,21 @@ static int open_outputs(const char *out, const char *html, char **cmd,
   }
   if (html && mp_cli_out_open(h, html) < 0) return -1;
   if (!out) return 0;
-  if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+  if (html && mp_cli_same_file(html, out)) {	/* The one made just now. */
+    mp_cli_out_drop(h);
+    return html_is_profile(html, out);
+  }
+  if ((size_t)snprintf(tmp, size, "%s.XXXXXX", out) >= size) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(ENAMETOOLONG));
+    mp_cli_out_drop(h);
+    return -1;
+  }
+  if ((fd = mkstemp(tmp)) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(errno));
     mp_cli_out_drop(h);
     return -1;
   }
   close(fd);
-  if (html && mp_cli_same_file(html, out)) {	/* Made just now. */
-    unlink(out);
-    mp_cli_out_drop(h);
-    return html_is_profile(html, out);
-  }
   return 0;
 }
 
@@ -402,7 +411,7 @@ int mp_cmd_run(int argc, char **argv)
   mp_cli_opts o;
   mp_cli_out html;
   const char *out = NULL, *luajit = NULL, *path;
-  char tmp[PATH_MAX], note[PATH_MAX], **cmd;
+  char tmp[PATH_MAX] = "", note[PATH_MAX], **cmd;
   int i, n, status, rstatus, dashdash = 0;
   uint32_t stacks = 0;
   long long sample = 0, max_size = 0;
@@ -490,35 +499,42 @@ int mp_cmd_run(int argc, char **argv)
   }
   if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
   memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
-  if (open_outputs(out, o.html, cmd, n, &html) < 0) {
+  if (open_outputs(out, o.html, cmd, n, &html, tmp, sizeof(tmp)) < 0) {
     free(cmd);
     return MP_EXIT_ERROR;
   }
   if ((!out && temp_file(tmp, sizeof(tmp), "ljmemprof-XXXXXX.ljm") < 0) ||
       temp_file(note, sizeof(note), "ljmemprof-XXXXXX.not") < 0) {
-    unlink(out ? out : tmp);
+    if (out || tmp[0]) unlink(tmp);
     mp_cli_out_drop(&html);
     free(cmd);
     return MP_EXIT_ERROR;
   }
-  path = out ? out : tmp;
-  status = run_child(cmd, n, path, note, stacks, (unsigned long long)sample,
+  path = tmp;
+  status = run_child(cmd, n, tmp, note, stacks, (unsigned long long)sample,
 		     (unsigned long long)max_size);
   free(cmd);
-  if (stat(path, &st) < 0 || st.st_size == 0) {
+  if (stat(tmp, &st) < 0 || st.st_size == 0) {
     /* No Lua code was called (the script could not be loaded: luajit's
     ** error is above), the agent did not start (its error is above), or
-    ** the process was killed before. */
+    ** the process was killed before. -o's file is as it was. */
     fprintf(stderr, "ljmemprof run: no profile was recorded: the script did "
 	    "not start\n");
-    unlink(path);
+    unlink(tmp);
     mp_cli_out_drop(&html);
     rstatus = MP_EXIT_ERROR;
   } else {
     mp_cli_out text = { NULL, stdout, 0, 0 };	/* The report's. */
+    if (out && rename(tmp, out) == 0) {
+      path = out;
+      tmp[0] = '\0';
+    } else if (out) {	/* Reported from where it is, and kept. */
+      fprintf(stderr, "ljmemprof run: -o %s: %s\n", out, strerror(errno));
+    }
     rstatus = mp_cli_report_to(&path, 1, &o, &text, &html);
-    if (rstatus == MP_EXIT_ERROR && !out) {	/* Nothing is lost. */
+    if (tmp[0] && (out || rstatus == MP_EXIT_ERROR)) {	/* Nothing lost. */
       fprintf(stderr, "ljmemprof run: the profile is kept in %s\n", tmp);
+      if (out && rstatus == MP_EXIT_OK) rstatus = MP_EXIT_ERROR;
       tmp[0] = '\0';
     }
   }
@@ -526,6 +542,6 @@ int mp_cmd_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: warning: the script stopped the "
 	    "profiler itself; the report covers the run until then\n");
   unlink(note);
-  if (!out && tmp[0]) unlink(tmp);
+  if (tmp[0]) unlink(tmp);
   return status ? status : rstatus;
 }
