@@ -212,6 +212,12 @@ static MP_INLINE uint32_t node_of(mp_state *s, uint32_t parent,
   return node_find(s, parent, f);
 }
 
+/* Node id, made since the last forget (id > st->base). */
+static inline const mp_snode *node_at(const mp_stacks *st, uint32_t id)
+{
+  return &st->node[id - st->base - 1];
+}
+
 void mp_stack_forget(mp_state *s)
 {
   mp_stacks *st = &s->st;
@@ -482,7 +488,7 @@ static void print_node(const mp_stacks *st, const char *what, uint32_t id)
 {
   fprintf(stderr, "%s:", what);
   while (id > st->base && id - st->base - 1 < st->n) {
-    const mp_snode *n = &st->node[id - st->base - 1];
+    const mp_snode *n = node_at(st, id);
     fprintf(stderr, " %u=%d:%llx:%u", id, n->kind, (unsigned long long)n->a, n->b);
     id = n->parent;
   }
@@ -1108,7 +1114,7 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
     ** base frame at the trace's start below would show the function
     ** twice (and at a line it is not at, when the trace started in a
     ** function that has returned since). */
-    if (k == 2 && id) id = s->st.node[id - s->st.base - 1].parent;
+    if (k == 2 && id) id = node_at(&s->st, id)->parent;
     if (!(id = node_of(s, id, &tr))) return 0;
     if (k && !(id = node_of(s, id, &line))) return 0;
     if (memo) {
@@ -1334,17 +1340,21 @@ static MP_INLINE void sym_free(mp_state *s, void *ptr, size_t osize)
   if (osize >= s->sym_min && mp_sym_forget(s, ptr)) mp_stack_forget(s);
 }
 
+/* A time mark, due now: the memos' windows close with it. */
+static MP_INLINE void time_mark(mp_state *s)
+{
+  mp_stacks *st = &s->st;
+  st->tick = st->ticks;
+  memo_window(&st->memo_use, 3);
+  memo_window(&st->jmemo_use, 2);
+  s->pos = mp_put_time(s, s->pos);
+  mp_settle(s);
+}
+
 /* A time mark every MP_TICK events (or fewer, see mp_stacks.tick). */
 static MP_INLINE void tick(mp_state *s)
 {
-  mp_stacks *st = &s->st;
-  if (MP_UNLIKELY(--st->tick == 0)) {
-    st->tick = st->ticks;
-    memo_window(&st->memo_use, 3);
-    memo_window(&st->jmemo_use, 2);
-    s->pos = mp_put_time(s, s->pos);
-    mp_settle(s);
-  }
+  if (MP_UNLIKELY(--s->st.tick == 0)) time_mark(s);
 }
 
 /* A free: recorded, then forwarded as a tail call. */
@@ -1414,12 +1424,7 @@ static MP_NOINLINE void *not_recording(mp_state *s, void *ptr, size_t osize,
 static MP_NOINLINE void *tick_then(mp_state *s, void *ptr, size_t osize,
 				   size_t nsize)
 {
-  mp_stacks *st = &s->st;
-  st->tick = st->ticks;
-  memo_window(&st->memo_use, 3);
-  memo_window(&st->jmemo_use, 2);
-  s->pos = mp_put_time(s, s->pos);
-  mp_settle(s);
+  time_mark(s);
   if (nsize == 0) return stack_free(s, ptr, osize);
   return stack_alloc(s, ptr, osize, nsize);
 }
@@ -1483,23 +1488,27 @@ static int64_t next_gap(mp_sampler *sm)
   return gap < 0x1p62 ? (int64_t)gap : (int64_t)1 << 62;
 }
 
+/* The filter, empty, in seen0. */
+static void seen_reset(mp_sampler *sm)
+{
+  memset(sm->seen0, 0, sizeof(sm->seen0));
+  sm->seen = sm->seen0;
+  sm->seen_mask = MP_SEEN_MIN - 1;
+}
+
 void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed)
 {
   sm->mean = mean;
   sm->rng = seed ? seed : 0x9e3779b97f4a7c15ull;
   sm->left = next_gap(sm);
-  memset(sm->seen0, 0, sizeof(sm->seen0));
-  sm->seen = sm->seen0;
-  sm->seen_mask = MP_SEEN_MIN - 1;
+  seen_reset(sm);
 }
 
 void mp_sample_free(mp_sampler *sm)
 {
   if (sm->seen && sm->seen != sm->seen0) {	/* Back to an empty seen0. */
     uint8_t *big = sm->seen;
-    memset(sm->seen0, 0, sizeof(sm->seen0));
-    sm->seen = sm->seen0;
-    sm->seen_mask = MP_SEEN_MIN - 1;
+    seen_reset(sm);
     free(big);
   }
   mp_hash_free(&sm->live);

@@ -379,8 +379,6 @@ static int open_outputs(const char *out, const char *html, char **cmd,
   if ((out && in_command("-o", out, cmd, n)) ||
       (html && in_command("--html", html, cmd, n)))
     return -1;
-  if (out && html && mp_cli_same_file(html, out))
-    return html_is_profile(html, out);
   if (out && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
     fprintf(stderr, "ljmemprof run: -o %s: not a regular file (the "
 	    "profile is read back for the report)\n", out);
@@ -388,7 +386,7 @@ static int open_outputs(const char *out, const char *html, char **cmd,
   }
   if (html && mp_cli_out_open(h, html) < 0) return -1;
   if (!out) return 0;
-  if (html && mp_cli_same_file(html, out)) {	/* The one made just now. */
+  if (html && mp_cli_same_file(html, out)) {	/* Opened or made just now. */
     mp_cli_out_drop(h);
     return html_is_profile(html, out);
   }

@@ -12,8 +12,9 @@
 ** table, so pointers to them stay valid.
 **
 ** A chunk name that is source text (code loaded from a string without a
-** short name, mp_name_is_text()) is shown as "function_alias_N"; the numbers are given in the order the names are
-** first shown (mp_strtab_alias()), the way Tarantool's parser numbers them.
+** short name, mp_name_is_text()) is shown as "function_alias_N"; the
+** numbers are given in the order the names are first shown
+** (mp_strtab_alias()), the way Tarantool's parser numbers them.
 */
 
 #ifndef MP_STRTAB_H
