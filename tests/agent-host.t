@@ -33,6 +33,23 @@ is "$(allocs_of "$TMPD/host.ljm" INTERNAL)" 0 "no allocation is INTERNAL"
 is "$($BUILD/ljmemprof events "$TMPD/host.ljm" | grep '"event":"alloc"' | grep -c '"source":"lua"')" 2 \
   "the chunk's two tables on its lines"
 
+# Builtins the host calls (directly, or tail-called by a Lua function it
+# called) are the host's in both streams: nothing but the builtin is on
+# the stack, and the stacks mode puts the host below it.
+for st in 0 64; do
+  timeout $T $H tail "$TMPD/tail$st.ljm" $st > "$TMPD/out"; ok $? "tail mode runs (stacks $st)"
+  checks "tail $st" < "$TMPD/out"
+  $BUILD/ljmemprof report "$TMPD/tail$st.ljm" | sed -n '/^ALLOCATIONS/,/^$/p' | sed 1d > "$TMPD/tail$st.allocs"
+done
+is "$(grep -c . "$TMPD/tail64.allocs")" 1 "stacks 64: one source allocates..."
+n=$(sed -n 's/^HOST (agent_host): \([0-9]*\) events.*/\1/p' "$TMPD/tail64.allocs")
+[ "${n:-0}" -ge 200 ]; ok $? "...the host: string.rep's 200 strings and its buffer ($n events)"
+is "$(cat "$TMPD/tail64.allocs")" "$(cat "$TMPD/tail0.allocs")" "the same as in the one-frame stream"
+$BUILD/ljmemprof report --format collapsed --metric alloc-count "$TMPD/tail64.ljm" > "$TMPD/tail.folded"
+is "$(grep -c '^string\.rep' "$TMPD/tail.folded")" 0 "no stack has the builtin at its root"
+n=$(sed -n 's/^HOST (agent_host);string\.rep \([0-9]*\)$/\1/p' "$TMPD/tail.folded")
+[ "${n:-0}" -ge 200 ]; ok $? "the host calls string.rep in the collapsed stacks ($n)"
+
 timeout $T $H fresh "$TMPD/fresh.ljm" > "$TMPD/out"; ok $? "fresh mode runs"
 checks fresh < "$TMPD/out"
 is "$($BUILD/ljmemprof events "$TMPD/fresh.ljm" | grep -c '"source":"trace"')" 0 \

@@ -104,6 +104,8 @@ local keep = {}
 for i = 1, 50 do keep[i] = { i } end
 keep.s = cjson.encode({ a = string.rep("x", 100) })
 keep.f = f(); keep.g = g()
+-- A builtin at the bottom of a coroutine: called from nowhere, internal.
+keep.co = coroutine.wrap(string.rep)("z", 300)
 keep = nil
 collectgarbage()
 assert(mp.stop())

@@ -638,10 +638,26 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
   mp_scache *c = st->c;
   mp_frame fr;
   unsigned n = 0, keep = 0;
-  int j = (int)st->nc - 1, cut = 0;
+  int j = (int)st->nc - 1, cut = 0, all_builtins = 1;
   if (j >= 0 && (const TValue *)c[0].slot <= w->bot) j = -1;	/* Another stack. */
-  while (mp_walk_next(w, &fr)) {
+  for (;;) {
     mp_wframe *f = &st->walk[n];
+    if (!mp_walk_next(w, &fr)) {
+      /* Builtins alone on the main thread's stack were called by the
+      ** host, directly or as a tail call of a Lua function it called:
+      ** the host is below them, as in the one-frame stream (walk_loc()
+      ** in mp_hook.c). Such a stack is not cached (its host frame has no
+      ** slot). */
+      if (n && all_builtins && w->left && w->L == mainthread(G(w->L))) {
+	mp_sym_host(s);
+	f->frame.kind = MP_FK_HOST;
+	f->frame.a = 0;
+	f->frame.b = 0;
+	n++;
+	cut = 1;
+      }
+      break;
+    }
     if (n >= st->depth) {	/* Deeper than asked: cut, no cache. */
       f->frame.kind = MP_FK_CUT;
       f->frame.a = st->depth;
@@ -653,6 +669,7 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
     /* A pc the walk was given is in a prototype's bytecode (a trace's
     ** start: see locate()), and so is any frame's that equals it. */
     frame_of(s, &fr, fr.pc == w->toppc, f);
+    all_builtins &= f->frame.kind == MP_FK_BUILTIN;
     n++;
     while (j >= 0 && (const TValue *)c[j].slot > fr.slot) j--;
     if (j >= 0 && c[j].slot == fr.slot) {

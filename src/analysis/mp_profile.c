@@ -113,8 +113,10 @@ static int node_add(mp_profile *p, const mp_item *it)
     site = parent->site;
   } else {
     mp_loc s = l;
-    if (it->fkind == MP_FK_BUILTIN || it->fkind == MP_FK_CUT)
+    if (it->fkind == MP_FK_BUILTIN || it->fkind == MP_FK_CUT) {
       memset(&s, 0, sizeof(s));	/* Called from nowhere: internal. */
+      s.src = MP_SRC_INTERNAL;
+    }
     if ((site = site_find(p, &s)) > SITE_MAX) return MP_ERR_NOMEM;
   }
   n = &p->node[p->nnode++];

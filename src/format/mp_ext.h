@@ -55,7 +55,8 @@
 **                                       line inside it, when known, is a
 **                                       MP_FK_LUA node under it
 **     MP_FK_HOST      (nothing)         the host program, outside any
-**                                       Lua call
+**                                       Lua call, or below builtins it
+**                                       called on the main thread
 **     MP_FK_CUT       depth             more frames below, not recorded
 **                                       (the stack was deeper than the
 **                                       limit, which `depth` gives)

@@ -6,6 +6,8 @@
 **
 **   agent_host host FILE           allocations from C outside any Lua call
 **   agent_host fresh FILE          start before the VM has ever run
+**   agent_host tail FILE STACKS    builtins the host calls, directly and as
+**                                  a Lua function's tail call
 **   agent_host samepath FILE OTHER two VMs on one file: the second refused
 **   agent_host wrap FILE           something wraps the hook after start
 **   agent_host threads N PREFIX MS N threads, each a VM profiled into
@@ -83,6 +85,34 @@ static void mode_host(const char *path)
   host_work(L);
   check(luaL_dostring(L, "local t = {}\nlocal u = { t }\nreturn u"), 0,
 	"a chunk runs");
+  check(ljmp_stop(L), 0, "stop");
+  lua_close(L);
+}
+
+/* tail: the host calls string.rep itself, and a Lua function whose tail
+** call it is, 100 times each (JIT off: one event a string); nothing but
+** the builtin is on the stack then. */
+static void mode_tail(const char *path, unsigned stacks)
+{
+  lua_State *L = new_vm();
+  ljmp_options o = LJMP_OPTIONS_INIT;
+  int i;
+  check(luaL_dostring(L, "jit.off() function f(n) return string.rep('x', n) end"),
+	0, "f is defined");
+  o.path = path;
+  o.stacks = stacks;
+  check(ljmp_start(L, &o), 0, "start");
+  for (i = 0; i < 100; i++) {
+    lua_getglobal(L, "f");
+    lua_pushinteger(L, 1000 + i);
+    lua_call(L, 1, 0);
+    lua_getglobal(L, "string");
+    lua_getfield(L, -1, "rep");
+    lua_pushliteral(L, "y");
+    lua_pushinteger(L, 1000 + i);
+    lua_call(L, 2, 0);
+    lua_settop(L, 0);
+  }
   check(ljmp_stop(L), 0, "stop");
   lua_close(L);
 }
@@ -332,6 +362,8 @@ int main(int argc, char **argv)
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "host") && argc == 3) mode_host(argv[2]);
   else if (!strcmp(mode, "fresh") && argc == 3) mode_fresh(argv[2]);
+  else if (!strcmp(mode, "tail") && argc == 4)
+    mode_tail(argv[2], (unsigned)atoi(argv[3]));
   else if (!strcmp(mode, "samepath") && argc == 4)
     mode_samepath(argv[2], argv[3]);
   else if (!strcmp(mode, "wrap") && argc == 3) mode_wrap(argv[2]);
@@ -343,7 +375,7 @@ int main(int argc, char **argv)
     mode_parallel(atoi(argv[2]), argv[3], 0);
   else {
     fprintf(stderr, "usage: agent_host host|fresh|wrap FILE | samepath FILE "
-	    "OTHER | threads N PREFIX MS | shared|files N PREFIX\n");
+	    "OTHER | tail FILE STACKS | threads N PREFIX MS | shared|files N PREFIX\n");
     return 2;
   }
   return failed;
