@@ -1590,6 +1590,20 @@ static int unsample(mp_state *s, void *ptr)
   return 1;
 }
 
+/* Append that the sampled block at ptr left the sample: a reallocation
+** that is not sampled moved it (MP_X_DROP). Not a free: the reader only
+** takes the block out of the live heap. */
+static void put_drop(mp_state *s, void *ptr)
+{
+  uint8_t *p = s->pos, *q = p + 3;
+  q = mp_put_uleb(q, (uint64_t)(uintptr_t)ptr);
+  p[0] = MP_XREC;
+  p[1] = MP_X_DROP;
+  p[2] = (uint8_t)(q - p - 3);
+  s->pos = q;
+  mp_settle(s);
+}
+
 /* A sampled event: the allocation was chosen (take), or its old block was
 ** (old), or both. The stack is captured before forwarding, as in the
 ** full hook; the event is written once the allocator succeeded. */
@@ -1615,16 +1629,16 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
   tick(s);
   if (old) unsample(s, ptr);
   if (!take) {	/* The sampled block moved to one that is not. */
-    put_free(s, ptr, osize);
+    put_drop(s, ptr);
     mp_leave(s);
     return res;
   }
   h = s->pos;
-  if (old) {
+  if (ptr) {	/* A reallocation, whether its old block was sampled or not. */
     p = put_where(st, h, MP_AEV_REALLOC, node);
     p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, (uint64_t)(uintptr_t)ptr);
     p = mp_put_uleb_near(p, osize);
-  } else {	/* A new block, or one that was not sampled moved. */
+  } else {
     p = put_where(st, h, MP_AEV_ALLOC, node);
   }
   p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, (uint64_t)(uintptr_t)res);

@@ -405,8 +405,13 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
     if (full == 2) {	/* What the recorded event stands for. */
       if (k & MP_AEV_ALLOC) wn = mp_sample_weight(p->sample, e->naddr,
 						  e->nsize);
-      if (k & MP_AEV_FREE) wo = mp_sample_weight(p->sample, e->oaddr,
-						 e->osize);
+      if (k == MP_AEV_FREE) wo = mp_sample_weight(p->sample, e->oaddr,
+						  e->osize);
+      /* A reallocation was recorded for its new block (or because its old
+      ** one was sampled, and then its old one's weight leaves the live
+      ** heap below): its old bytes count as its new ones do. */
+      else if (k == MP_AEV_REALLOC)
+	wo.bytes = mp_sample_scale(p->sample, e->nsize, e->osize);
       cnt = k & MP_AEV_ALLOC ? wn.n : wo.n;
       nb = k & MP_AEV_ALLOC ? wn.bytes : 0;
       ob = wo.bytes;
@@ -440,7 +445,8 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
     if (full) {
       mp_live *l = owner_live(p, owner);
       if (full == 2)	/* The block's size, as it was weighed. */
-	w = size == e->osize ? wo : block_weight(p, e->oaddr, size, 1);
+	w = size == e->osize && k == MP_AEV_FREE ? wo :
+	    block_weight(p, e->oaddr, size, 1);
       live_change(p, l, -w.n, -w.bytes);
       /* The allocations since the block's own (that one excluded). */
       if (p->heap.stamped &&
@@ -477,6 +483,18 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
 }
 
 /* Aggregate one item from mp_reader_next(); MP_OK or MP_ERR_NOMEM. */
+/* A sampled block left the sample (MP_X_DROP): it is no longer live, and
+** no event happened to it that the sections count. */
+static void drop(mp_profile *p, uint64_t addr)
+{
+  uint64_t size;
+  uint32_t owner;
+  mp_weight w;
+  if (!p->sample || !mp_heap_take(&p->heap, addr, &size, &owner)) return;
+  w = block_weight(p, addr, size, 1);
+  live_change(p, owner_live(p, owner), -w.n, -w.bytes);
+}
+
 static int on_item(mp_profile *p, const mp_item *it)
 {
   int rc;
@@ -504,6 +522,9 @@ static int on_item(mp_profile *p, const mp_item *it)
     return (rc = info_add(p, it)) == MP_OK ? MP_OK : nomem(p, it->offset);
   case MP_SRC_TIME:
     mark_add(p, it->id);
+    return MP_OK;
+  case MP_SRC_DROP:
+    drop(p, it->oaddr);
     return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);

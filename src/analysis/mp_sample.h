@@ -73,4 +73,16 @@ static inline mp_weight mp_sample_weight(double rate, uint64_t addr,
   return w;
 }
 
+/* bytes scaled by what a recorded event of size bytes stands for (1/p(size),
+** unrounded): the old size of a reallocation, which was recorded for its
+** new size. */
+static inline uint64_t mp_sample_scale(double rate, uint64_t size,
+				       uint64_t bytes)
+{
+  double p, v;
+  if (!size || (p = mp_sample_p(rate, size)) >= 1.0) return bytes;
+  v = (double)bytes / p;
+  return v < 0x1p62 ? (uint64_t)llround(v) : (uint64_t)1 << 62;
+}
+
 #endif

@@ -170,6 +170,9 @@ int mp_cmd_events(int argc, char **argv)
 	snprintf(r.err, sizeof(r.err), "memory for the symbols");
 	break;
       }
+      if (it.src == MP_SRC_DROP)	/* A sampled block left the sample. */
+	fprintf(out, "{\"event\":\"drop\",\"oaddr\":%llu}\n",
+		(unsigned long long)it.oaddr);
       continue;
     }
     n++;

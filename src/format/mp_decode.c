@@ -344,6 +344,12 @@ static int get_xrec(mp_reader *r, mp_item *it)
     if ((rc = get_uleb_in(r, &q, end, &it->id, "time mark")) != MP_OK)
       return rc;
     break;
+  case MP_X_DROP:
+    it->src = MP_SRC_DROP;
+    if ((rc = get_uleb_in(r, &q, end, &it->oaddr, "dropped address")) !=
+	MP_OK)
+      return rc;
+    break;
   default:	/* A later record: skipped. */
     r->p = end;
     return NO_ITEM;

@@ -44,6 +44,10 @@
 **                                       profile started (monotonic clock),
 **                                       written every few thousand events
 **                                       and at the end
+**   MP_X_DROP     address               sampling: the recorded block at
+**                                       address left the sample (it was
+**                                       resized into a block that is not
+**                                       sampled): no longer live, not freed
 **   frame       := kind payload
 **     MP_FK_LUA       proto-addr line   a Lua function at a line
 **     MP_FK_BUILTIN   builtin-id        a builtin, named by MP_X_BUILTIN: its
@@ -90,17 +94,20 @@
 
 /* What a decoded item (mp_item.src, kind MP_AEV_SYMTAB) of an extended
 ** record is: a node (MP_SRC_STACK), a builtin's name, a setting, a time
-** mark. The last three are not sources on the wire. */
+** mark, a block that left the sample. The last four are not sources on
+** the wire. */
 #define MP_SRC_BUILTIN		(6 << 2)
 #define MP_SRC_INFO		(7 << 2)
 #define MP_SRC_TIME		(8 << 2)	/* A time mark: id is its ns. */
+#define MP_SRC_DROP		(9 << 2)	/* A block left the sample: oaddr. */
 
 /* Extended record types. */
 enum {
   MP_X_NODE = 1,
   MP_X_BUILTIN = 2,
   MP_X_INFO = 3,
-  MP_X_TIME = 4
+  MP_X_TIME = 4,
+  MP_X_DROP = 5
 };
 
 #define MP_LJN_MAGIC		"ljn"	/* The trailer of notes. */
