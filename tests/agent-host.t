@@ -41,10 +41,13 @@ for st in 0 64; do
   checks "tail $st" < "$TMPD/out"
   $BUILD/ljmemprof report "$TMPD/tail$st.ljm" | sed -n '/^ALLOCATIONS/,/^$/p' | sed 1d > "$TMPD/tail$st.allocs"
 done
-is "$(grep -c . "$TMPD/tail64.allocs")" 1 "stacks 64: one source allocates..."
-n=$(sed -n 's/^HOST (agent_host): \([0-9]*\) events.*/\1/p' "$TMPD/tail64.allocs")
-[ "${n:-0}" -ge 200 ]; ok $? "...the host: string.rep's 200 strings and its buffer ($n events)"
-is "$(cat "$TMPD/tail64.allocs")" "$(cat "$TMPD/tail0.allocs")" "the same as in the one-frame stream"
+# (The string table may grow in one run and not in the other: the counts
+# of two runs can differ by one.)
+for st in 0 64; do
+  is "$(grep -c . "$TMPD/tail$st.allocs")" 1 "stacks $st: one source allocates..."
+  n=$(sed -n 's/^HOST (agent_host): \([0-9]*\) events.*/\1/p' "$TMPD/tail$st.allocs")
+  [ "${n:-0}" -ge 200 ]; ok $? "...the host: string.rep's 200 strings and its buffer ($n events)"
+done
 $BUILD/ljmemprof report --format collapsed --metric alloc-count "$TMPD/tail64.ljm" > "$TMPD/tail.folded"
 is "$(grep -c '^string\.rep' "$TMPD/tail.folded")" 0 "no stack has the builtin at its root"
 n=$(sed -n 's/^HOST (agent_host);string\.rep \([0-9]*\)$/\1/p' "$TMPD/tail.folded")

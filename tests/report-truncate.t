@@ -101,7 +101,7 @@ for len = 0, #data - 1 do
                         "of the profile %(expected [^\n]+%); reporting what " ..
                         "came before\n$")
   if prc ~= 3 then fail(len, "exit status " .. tostring(prc))
-  elseif not at or tonumber(at) > len then fail(len, "stderr " .. perr)
+  elseif not at or tonumber(at) ~= len then fail(len, "stderr " .. perr)
   elseif not obj then fail(len, "output is not JSON")
   elseif obj.complete ~= false or obj.truncated_at ~= tonumber(at) then
     fail(len, "complete/truncated_at wrong")

@@ -19,9 +19,12 @@
 
 #define NO_ITEM		3	/* A step of the grammar that made no item. */
 
-/* Record an error of kind rc at at; returns rc. */
+/* Record an error of kind rc at at; returns rc. The data ending in the
+** middle of an item (MP_ERR_TRUNC) is reported where it ends: what says
+** what was being read. */
 static int fail(mp_reader *r, int rc, const uint8_t *at, const char *what)
 {
+  if (rc == MP_ERR_TRUNC) at = r->end;
   r->err_offset = r->origin + (size_t)(at - r->base);
   snprintf(r->err, sizeof(r->err), "%s", what);
   r->phase = MP_PH_DONE;
