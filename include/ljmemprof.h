@@ -7,6 +7,7 @@
 **
 ** All functions return 0 or a negative LJMP_E* code; ljmp_strerror() turns a
 ** code into a message. An I/O error is reported as -(errno) < LJMP_E_BASE.
+** A NULL lua_State or options pointer is LJMP_EARG (ljmp_running(): 0).
 */
 
 #ifndef LJMEMPROF_H

@@ -291,7 +291,7 @@ void mp_sentinel_install(lua_State *L)
 /* See ljmemprof.h. */
 int ljmp_running(lua_State *L)
 {
-  mp_state *s = mp_state_find(L);
+  mp_state *s = L ? mp_state_find(L) : NULL;
   return s && !s->finished && !s->limited;
 }
 
@@ -539,8 +539,10 @@ int ljmp_stop(lua_State *L)
 ** stream, free. */
 int ljmp_stop_with(lua_State *L, unsigned flags)
 {
-  mp_state *s = state_of(L);
+  mp_state *s;
   int err;
+  if (!L) return LJMP_EARG;
+  s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
       (s->collect || (flags & LJMP_STOP_COLLECT))) {
     lua_gc(L, LUA_GCCOLLECT, 0);	/* Recorded: the hook is still in. */

@@ -121,6 +121,19 @@ int main(void)
   luaL_openlibs(L);
   luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
 
+  /* A NULL state is a bad argument, never a crash. */
+  memset(&opt, 0, sizeof(opt));
+  opt.writer = sink_write;
+  is_int(ljmp_start(NULL, &opt), LJMP_EARG, "start(NULL)");
+  is_int(ljmp_stop(NULL), LJMP_EARG, "stop(NULL)");
+  is_int(ljmp_stop_with(NULL, 0), LJMP_EARG, "stop_with(NULL, 0)");
+  is_int(ljmp_stop_with(NULL, LJMP_STOP_COLLECT), LJMP_EARG,
+	 "stop_with(NULL, LJMP_STOP_COLLECT)");
+  is_int(ljmp_running(NULL), 0, "running(NULL)");
+  opt.writer = NULL; opt.path = "/tmp/ljmp-capi-arm.bin";
+  is_int(ljmp_arm(NULL, SIGUSR2, &opt), LJMP_EARG, "arm(NULL, ...)");
+  is_int(ljmp_arm(L, SIGUSR2, NULL), LJMP_EARG, "arm with NULL options");
+
   is_int(ljmp_stop(L), LJMP_ENOTRUN, "stop before start");
   is_int(ljmp_running(L), 0, "not running");
   memset(&opt, 0, sizeof(opt));
