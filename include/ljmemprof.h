@@ -72,8 +72,9 @@ typedef struct ljmp_options {
   ljmp_writer writer;	/* Or: a callback that receives the stream. */
   void *ctx;		/* Passed to writer and on_stop. */
   ljmp_on_stop on_stop;	/* Optional end-of-stream notification. */
-  size_t bufsize;	/* Chunk size: 0 = 1 MiB, else >= 4096, rounded up to
-			   a multiple of 4 KiB (4 chunks for a file). */
+  size_t bufsize;	/* Chunk size: 0 = 1 MiB, else 4096 to
+			   LJMP_BUFSIZE_MAX (1 GiB), rounded up to a
+			   multiple of 4 KiB (4 chunks for a file). */
   unsigned mode;	/* Permissions of a file the profiler creates: 0 =
 			   0600 (a profile reveals addresses and source
 			   text), else e.g. 0644 (before the umask); at
@@ -105,6 +106,9 @@ typedef struct ljmp_options {
 				  0, 0, 0 }
 #define LJMP_SAMPLE_DEFAULT	524288	/* What `sample = true` asks for. */
 #define LJMP_MAX_SIZE_MIN	65536
+#define LJMP_BUFSIZE_MAX	((size_t)1 << 30)	/* Also the cap of the
+							   Lua and LJMEMPROF
+							   bufsize. */
 #define LJMP_STACKS_DEFAULT	64	/* What `stacks = true` asks for. */
 #define LJMP_STACKS_MAX		10000
 

@@ -310,7 +310,8 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user)
   return o->mode > 0777 || (o->path && !*o->path) ||
 	 o->stacks > LJMP_STACKS_MAX ||
 	 (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN) ||
-	 (o->bufsize && o->bufsize < MP_BUFSIZE_MIN) ? LJMP_EARG : 0;
+	 (o->bufsize && (o->bufsize < MP_BUFSIZE_MIN ||
+			 o->bufsize > LJMP_BUFSIZE_MAX)) ? LJMP_EARG : 0;
 }
 
 /* Recordings started in this process: the %n of a path. */

@@ -289,7 +289,8 @@ static const struct env_key {
 				 "(2^50; 0: one drawn from the clock)" },
   { "max_size", K_SIZE, LJMP_MAX_SIZE_MIN, 1ll << 50, "bytes, at least 64K "
 						     "(e.g. 100M), or 0" },
-  { "bufsize", K_SIZE, 4096, 1ll << 30, "bytes from 4K to 1G" },
+  { "bufsize", K_SIZE, 4096, (long long)LJMP_BUFSIZE_MAX,
+    "bytes from 4K to 1G" },
   { "mode", K_OCTAL, 0, 0777, "octal permissions from 0 to 0777, e.g. "
 			      "0644" },
   { "collect", K_BOOL, 0, 1, "yes or no" },

@@ -118,6 +118,7 @@ int main(void)
   ljmp_options opt;
   long long before, after;
   totals t;
+  setvbuf(stdout, NULL, _IOLBF, 0);	/* What passed shows if one crashes. */
   luaL_openlibs(L);
   luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
 
@@ -143,6 +144,13 @@ int main(void)
   is_int(ljmp_start(L, &opt), LJMP_EARG, "options with two sinks");
   opt.path = NULL; opt.bufsize = 100;
   is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer below 4096 bytes");
+  /* Above 1 GiB: a size near SIZE_MAX would wrap when rounded up. */
+  opt.bufsize = LJMP_BUFSIZE_MAX + 1;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer of 2^30 + 1 bytes");
+  is_int(ljmp_running(L), 0, "not running after 2^30 + 1");
+  opt.bufsize = (size_t)-1;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer of SIZE_MAX bytes");
+  is_int(ljmp_running(L), 0, "not running after SIZE_MAX");
   opt.path = "/nonexistent-dir/p.bin"; opt.writer = NULL; opt.bufsize = 0;
   is_int(ljmp_start(L, &opt), -ENOENT, "path in a missing directory");
   /* Modes: 0 to 0777; setuid, setgid and sticky bits are refused before
