@@ -133,7 +133,9 @@ LJMP_API int ljmp_stop_with(struct lua_State *L, unsigned flags);
 
 /* Non-zero while the VM of L is being profiled. 0 once recording stopped
 ** at max_size: the profile is complete, ljmp_stop() returns 0 and
-** ljmp_start() may begin another. After fork(), a child does not inherit
+** ljmp_start() may begin another. 0 too once a write error ended
+** recording: ljmp_stop() returns its -errno, and until it is called
+** ljmp_start() says LJMP_ERUNNING. After fork(), a child does not inherit
 ** the recording: running() is 0 there, stop() says LJMP_ENOTRUN, start()
 ** begins a profile of the child's own; the parent's file is left to the
 ** parent. */

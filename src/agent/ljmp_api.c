@@ -292,7 +292,8 @@ void mp_sentinel_install(lua_State *L)
 int ljmp_running(lua_State *L)
 {
   mp_state *s = L ? mp_state_find(L) : NULL;
-  return s && !s->finished && !s->limited;
+  return s && !s->finished && !s->limited &&
+	 !__atomic_load_n(&s->err, __ATOMIC_RELAXED);
 }
 
 /* Copy the caller's options into *o, whatever the size of the struct it

@@ -127,8 +127,10 @@ static void toggle(lua_State *L, mp_arm *a)
 {
   char tmpl[4096 + 4];
   ljmp_options opt = a->opt;
+  mp_state *s = mp_state_find(L);
   int rc;
-  if (ljmp_running(L)) {
+  /* A recording that a write error ended is stopped too: that reports it. */
+  if (s && !s->finished && !s->limited) {
     rc = ljmp_stop_with(L, a->opt.collect ? LJMP_STOP_COLLECT : 0);
     if (rc && rc != LJMP_ENOTRUN)
       fprintf(stderr, "ljmemprof: stopping at a signal: %s\n",

@@ -35,12 +35,14 @@ static void is_int(long long got, long long want, const char *name)
 typedef struct sink {
   unsigned char *data;
   size_t len, cap, fail_after;
+  int calls, fail_at_call;	/* Calls made; fail from this one (1..). */
   int stopped, stop_err;
 } sink;
 
 static int sink_write(void *ctx, const void *data, size_t len)
 {
   sink *s = ctx;
+  if (s->fail_at_call && ++s->calls >= s->fail_at_call) return ENOSPC;
   if (s->fail_after && s->len + len > s->fail_after) return ENOSPC;
   if (s->len + len > s->cap) {
     s->cap = (s->len + len) * 2;
@@ -211,6 +213,22 @@ int main(void)
   t = decode(&s, 1);
   is_int(t.complete, 0, "the stream is a prefix");
   is_int(s.len > 60000 && t.events > 1000, 1, "the prefix holds the events written");
+
+  /* A writer that fails on its third call (4 KiB chunks): running()
+  ** is 0 from then on; stop() still reports the errno. */
+  memset(&s, 0, sizeof(s));
+  s.fail_at_call = 3;
+  opt.bufsize = 4096;
+  is_int(ljmp_start(L, &opt), 0, "start with a writer failing at call 3");
+  is_int(ljmp_running(L), 1, "running before the writer failed");
+  run(L, churn);
+  is_int(s.calls, 3, "the writer was called 3 times, not after it failed");
+  is_int(ljmp_running(L), 0, "not running once the writer failed");
+  is_int(ljmp_start(L, &opt), LJMP_ERUNNING, "start before stop reported it");
+  is_int(ljmp_stop(L), -ENOSPC, "stop reports the third call's ENOSPC");
+  is_int(ljmp_running(L), 0, "not running after stop");
+  is_int(s.stop_err, ENOSPC, "on_stop gets ENOSPC");
+  free(s.data);
 
   /* lua_close while running: the stream is finalised. */
   memset(&s, 0, sizeof(s));
