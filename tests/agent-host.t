@@ -33,6 +33,13 @@ is "$(allocs_of "$TMPD/host.ljm" INTERNAL)" 0 "no allocation is INTERNAL"
 is "$($BUILD/ljmemprof events "$TMPD/host.ljm" | grep '"event":"alloc"' | grep -c '"source":"lua"')" 2 \
   "the chunk's two tables on its lines"
 
+# A program's name longer than the kernel's 15 bytes of comm is whole.
+cp $H "$TMPD/agent_host_with_a_long_name"
+timeout $T "$TMPD/agent_host_with_a_long_name" host "$TMPD/long.ljm" > "$TMPD/out"
+ok $? "host mode runs as agent_host_with_a_long_name"
+n=$(allocs_of "$TMPD/long.ljm" "HOST (agent_host_with_a_long_name)")
+[ "$n" -ge 8 ]; ok $? "the host's allocations are HOST (agent_host_with_a_long_name) ($n)"
+
 timeout $T $H fresh "$TMPD/fresh.ljm" > "$TMPD/out"; ok $? "fresh mode runs"
 checks fresh < "$TMPD/out"
 is "$($BUILD/ljmemprof events "$TMPD/fresh.ljm" | grep -c '"source":"trace"')" 0 \

@@ -393,22 +393,36 @@ fail:
   return rc;
 }
 
-/* "HOST (program)": the program's name from the kernel (/proc/self/comm,
-** at most 15 bytes), which programs that rewrite their argv for a process
-** title (nginx: "worker process") leave alone; else the name it was run
-** by. */
+#define MP_COMM_MAX	15	/* The kernel keeps this much of a name. */
+
+/* "HOST (program)": the program's name from the kernel (/proc/self/comm),
+** which programs that rewrite their argv for a process title (nginx:
+** "worker process") leave alone; else the name it was run by. comm is
+** cut to 15 bytes: a name that long is completed from the executable's
+** (/proc/self/exe) when that begins with it. */
 static void host_label(char *out, size_t size)
 {
-  char comm[64];
-  ssize_t n = 0;
+  char comm[64], exe[4096];
+  const char *name = program_invocation_short_name, *base;
+  ssize_t n = 0, m;
   int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     n = read(fd, comm, sizeof(comm) - 1);
     close(fd);
   }
   while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == '\0')) n--;
-  if (n > 0) comm[n] = '\0';
-  snprintf(out, size, "HOST (%s)", n > 0 ? comm : program_invocation_short_name);
+  if (n > 0) {
+    comm[n] = '\0';
+    name = comm;
+  }
+  if (n >= MP_COMM_MAX &&
+      (m = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+    exe[m] = '\0';
+    base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (!strncmp(base, comm, (size_t)n)) name = base;
+  }
+  snprintf(out, size, "HOST (%.*s)", (int)(size - sizeof("HOST ()")), name);
 }
 
 /* Allocate the stacks mode's tables for stacks of up to depth frames; 0
