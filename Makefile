@@ -260,7 +260,8 @@ install: all
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
 	  'includedir=$${prefix}/include' '' \
 	  'Name: ljmemprof' 'Description: Memory profiler for LuaJIT: the agent, for programs that embed LuaJIT' \
-	  'Version: $(VERSION)' 'Libs: -L$${libdir} -lljmemprof -ldl -lpthread' \
+	  'Version: $(VERSION)' 'Requires: luajit' \
+	  'Libs: -L$${libdir} -lljmemprof -ldl -lpthread' \
 	  'Cflags: -I$${includedir}' > $(DESTDIR)$(LIBDIR)/pkgconfig/ljmemprof.pc
 
 uninstall:

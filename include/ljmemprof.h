@@ -7,6 +7,7 @@
 **
 ** All functions return 0 or a negative LJMP_E* code; ljmp_strerror() turns a
 ** code into a message. An I/O error is reported as -(errno) < LJMP_E_BASE.
+** A NULL lua_State or options pointer is LJMP_EARG (ljmp_running(): 0).
 */
 
 #ifndef LJMEMPROF_H
@@ -71,8 +72,9 @@ typedef struct ljmp_options {
   ljmp_writer writer;	/* Or: a callback that receives the stream. */
   void *ctx;		/* Passed to writer and on_stop. */
   ljmp_on_stop on_stop;	/* Optional end-of-stream notification. */
-  size_t bufsize;	/* Chunk size: 0 = 1 MiB, else >= 4096, rounded up to
-			   a multiple of 4 KiB (4 chunks for a file). */
+  size_t bufsize;	/* Chunk size: 0 = 1 MiB, else 4096 to
+			   LJMP_BUFSIZE_MAX (1 GiB), rounded up to a
+			   multiple of 4 KiB (4 chunks for a file). */
   unsigned mode;	/* Permissions of a file the profiler creates: 0 =
 			   0600 (a profile reveals addresses and source
 			   text), else e.g. 0644 (before the umask); at
@@ -104,6 +106,9 @@ typedef struct ljmp_options {
 				  0, 0, 0 }
 #define LJMP_SAMPLE_DEFAULT	524288	/* What `sample = true` asks for. */
 #define LJMP_MAX_SIZE_MIN	65536
+#define LJMP_BUFSIZE_MAX	((size_t)1 << 30)	/* Also the cap of the
+							   Lua and LJMEMPROF
+							   bufsize. */
 #define LJMP_STACKS_DEFAULT	64	/* What `stacks = true` asks for. */
 #define LJMP_STACKS_MAX		10000
 
@@ -128,7 +133,9 @@ LJMP_API int ljmp_stop_with(struct lua_State *L, unsigned flags);
 
 /* Non-zero while the VM of L is being profiled. 0 once recording stopped
 ** at max_size: the profile is complete, ljmp_stop() returns 0 and
-** ljmp_start() may begin another. After fork(), a child does not inherit
+** ljmp_start() may begin another. 0 too once a write error ended
+** recording: ljmp_stop() returns its -errno, and until it is called
+** ljmp_start() says LJMP_ERUNNING. After fork(), a child does not inherit
 ** the recording: running() is 0 there, stop() says LJMP_ENOTRUN, start()
 ** begins a profile of the child's own; the parent's file is left to the
 ** parent. */

@@ -53,6 +53,13 @@ is "$(grep -c '^string\.rep' "$TMPD/tail.folded")" 0 "no stack has the builtin a
 n=$(sed -n 's/^HOST (agent_host);string\.rep \([0-9]*\)$/\1/p' "$TMPD/tail.folded")
 [ "${n:-0}" -ge 200 ]; ok $? "the host calls string.rep in the collapsed stacks ($n)"
 
+# A program's name longer than the kernel's 15 bytes of comm is whole.
+cp $H "$TMPD/agent_host_with_a_long_name"
+timeout $T "$TMPD/agent_host_with_a_long_name" host "$TMPD/long.ljm" > "$TMPD/out"
+ok $? "host mode runs as agent_host_with_a_long_name"
+n=$(allocs_of "$TMPD/long.ljm" "HOST (agent_host_with_a_long_name)")
+[ "$n" -ge 8 ]; ok $? "the host's allocations are HOST (agent_host_with_a_long_name) ($n)"
+
 timeout $T $H fresh "$TMPD/fresh.ljm" > "$TMPD/out"; ok $? "fresh mode runs"
 checks fresh < "$TMPD/out"
 is "$($BUILD/ljmemprof events "$TMPD/fresh.ljm" | grep -c '"source":"trace"')" 0 \

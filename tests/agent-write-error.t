@@ -31,11 +31,12 @@ out=$( (ulimit -f 8192; P="$TMPD/big.bin" LUA_CPATH="$BUILD/?.so;;" timeout 60 l
   local mp = require("ljmemprof")
   assert(mp.start(os.getenv("P")))
   '"$churn"'
+  print(mp.running())
   print(mp.stop())
   print(mp.running())') 2>&1)
 is "$?" 0 "program exits normally after EFBIG"
-is "$out" "$(printf 'nil\t%s: File too large\t27\nfalse' "$TMPD/big.bin")" \
-  "stop() returns the EFBIG error with path and errno"
+is "$out" "$(printf 'false\nnil\t%s: File too large\t27\nfalse' "$TMPD/big.bin")" \
+  "running() is false once EFBIG ended recording; stop() returns the error with path and errno"
 sz=$(stat -c %s "$TMPD/big.bin")
 ok $([ "$sz" -ge 4194304 ] && echo 0 || echo 1) "written up to the limit ($sz bytes)"
 is "$(complete "$TMPD/big.bin")" false "the file is a readable prefix"

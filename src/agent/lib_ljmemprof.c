@@ -136,7 +136,8 @@ static void read_options(lua_State *L, int idx, const char *fname,
       if (lua_type(L, -1) != LUA_TSTRING) bad_option(L, key, "must be a string");
       opt->path = lua_tostring(L, -1);
     } else if (!strcmp(key, "bufsize")) {
-      opt->bufsize = (size_t)int_option(L, key, 4096, (double)(1u << 30));
+      opt->bufsize = (size_t)int_option(L, key, 4096,
+					   (double)LJMP_BUFSIZE_MAX);
     } else if (!strcmp(key, "mode")) {
       opt->mode = mode_option(L, key);
     } else if (!strcmp(key, "collect")) {

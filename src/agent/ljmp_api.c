@@ -291,8 +291,9 @@ void mp_sentinel_install(lua_State *L)
 /* See ljmemprof.h. */
 int ljmp_running(lua_State *L)
 {
-  mp_state *s = mp_state_find(L);
-  return s && !s->finished && !s->limited;
+  mp_state *s = L ? mp_state_find(L) : NULL;
+  return s && !s->finished && !s->limited &&
+	 !__atomic_load_n(&s->err, __ATOMIC_RELAXED);
 }
 
 /* Copy the caller's options into *o, whatever the size of the struct it
@@ -310,7 +311,8 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user)
   return o->mode > 0777 || (o->path && !*o->path) ||
 	 o->stacks > LJMP_STACKS_MAX ||
 	 (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN) ||
-	 (o->bufsize && o->bufsize < MP_BUFSIZE_MIN) ? LJMP_EARG : 0;
+	 (o->bufsize && (o->bufsize < MP_BUFSIZE_MIN ||
+			 o->bufsize > LJMP_BUFSIZE_MAX)) ? LJMP_EARG : 0;
 }
 
 /* Recordings started in this process: the %n of a path. */
@@ -391,22 +393,36 @@ fail:
   return rc;
 }
 
-/* "HOST (program)": the program's name from the kernel (/proc/self/comm,
-** at most 15 bytes), which programs that rewrite their argv for a process
-** title (nginx: "worker process") leave alone; else the name it was run
-** by. */
+#define MP_COMM_MAX	15	/* The kernel keeps this much of a name. */
+
+/* "HOST (program)": the program's name from the kernel (/proc/self/comm),
+** which programs that rewrite their argv for a process title (nginx:
+** "worker process") leave alone; else the name it was run by. comm is
+** cut to 15 bytes: a name that long is completed from the executable's
+** (/proc/self/exe) when that begins with it. */
 static void host_label(char *out, size_t size)
 {
-  char comm[64];
-  ssize_t n = 0;
+  char comm[64], exe[4096];
+  const char *name = program_invocation_short_name, *base;
+  ssize_t n = 0, m;
   int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     n = read(fd, comm, sizeof(comm) - 1);
     close(fd);
   }
   while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == '\0')) n--;
-  if (n > 0) comm[n] = '\0';
-  snprintf(out, size, "HOST (%s)", n > 0 ? comm : program_invocation_short_name);
+  if (n > 0) {
+    comm[n] = '\0';
+    name = comm;
+  }
+  if (n >= MP_COMM_MAX &&
+      (m = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+    exe[m] = '\0';
+    base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (!strncmp(base, comm, (size_t)n)) name = base;
+  }
+  snprintf(out, size, "HOST (%.*s)", (int)(size - sizeof("HOST ()")), name);
 }
 
 /* Allocate the stacks mode's tables for stacks of up to depth frames; 0
@@ -539,8 +555,10 @@ int ljmp_stop(lua_State *L)
 ** stream, free. */
 int ljmp_stop_with(lua_State *L, unsigned flags)
 {
-  mp_state *s = state_of(L);
+  mp_state *s;
   int err;
+  if (!L) return LJMP_EARG;
+  s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
       (s->collect || (flags & LJMP_STOP_COLLECT))) {
     lua_gc(L, LUA_GCCOLLECT, 0);	/* Recorded: the hook is still in. */

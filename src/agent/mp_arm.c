@@ -127,8 +127,10 @@ static void toggle(lua_State *L, mp_arm *a)
 {
   char tmpl[4096 + 4];
   ljmp_options opt = a->opt;
+  mp_state *s = mp_state_find(L);
   int rc;
-  if (ljmp_running(L)) {
+  /* A recording that a write error ended is stopped too: that reports it. */
+  if (s && !s->finished && !s->limited) {
     rc = ljmp_stop_with(L, a->opt.collect ? LJMP_STOP_COLLECT : 0);
     if (rc && rc != LJMP_ENOTRUN)
       fprintf(stderr, "ljmemprof: stopping at a signal: %s\n",
@@ -289,7 +291,8 @@ static const struct env_key {
 				 "(2^50; 0: one drawn from the clock)" },
   { "max_size", K_SIZE, LJMP_MAX_SIZE_MIN, 1ll << 50, "bytes, at least 64K "
 						     "(e.g. 100M), or 0" },
-  { "bufsize", K_SIZE, 4096, 1ll << 30, "bytes from 4K to 1G" },
+  { "bufsize", K_SIZE, 4096, (long long)LJMP_BUFSIZE_MAX,
+    "bytes from 4K to 1G" },
   { "mode", K_OCTAL, 0, 0777, "octal permissions from 0 to 0777, e.g. "
 			      "0644" },
   { "collect", K_BOOL, 0, 1, "yes or no" },

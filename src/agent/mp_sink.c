@@ -123,7 +123,8 @@ static void *writer_main(void *arg)
       pthread_mutex_unlock(&s->mu);
       err = chunk_write(s, s->chunk[i], s->chunk_len[i]);
       pthread_mutex_lock(&s->mu);
-      if (err && !s->err) s->err = err;
+      if (err && !s->err)	/* ljmp_running() reads it unlocked. */
+	__atomic_store_n(&s->err, err, __ATOMIC_RELAXED);
     }
     s->tail = (s->tail + 1) % MP_NCHUNK;
     s->queued--;

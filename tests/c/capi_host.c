@@ -35,12 +35,14 @@ static void is_int(long long got, long long want, const char *name)
 typedef struct sink {
   unsigned char *data;
   size_t len, cap, fail_after;
+  int calls, fail_at_call;	/* Calls made; fail from this one (1..). */
   int stopped, stop_err;
 } sink;
 
 static int sink_write(void *ctx, const void *data, size_t len)
 {
   sink *s = ctx;
+  if (s->fail_at_call && ++s->calls >= s->fail_at_call) return ENOSPC;
   if (s->fail_after && s->len + len > s->fail_after) return ENOSPC;
   if (s->len + len > s->cap) {
     s->cap = (s->len + len) * 2;
@@ -118,8 +120,22 @@ int main(void)
   ljmp_options opt;
   long long before, after;
   totals t;
+  setvbuf(stdout, NULL, _IOLBF, 0);	/* What passed shows if one crashes. */
   luaL_openlibs(L);
   luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+
+  /* A NULL state is a bad argument, never a crash. */
+  memset(&opt, 0, sizeof(opt));
+  opt.writer = sink_write;
+  is_int(ljmp_start(NULL, &opt), LJMP_EARG, "start(NULL)");
+  is_int(ljmp_stop(NULL), LJMP_EARG, "stop(NULL)");
+  is_int(ljmp_stop_with(NULL, 0), LJMP_EARG, "stop_with(NULL, 0)");
+  is_int(ljmp_stop_with(NULL, LJMP_STOP_COLLECT), LJMP_EARG,
+	 "stop_with(NULL, LJMP_STOP_COLLECT)");
+  is_int(ljmp_running(NULL), 0, "running(NULL)");
+  opt.writer = NULL; opt.path = "/tmp/ljmp-capi-arm.bin";
+  is_int(ljmp_arm(NULL, SIGUSR2, &opt), LJMP_EARG, "arm(NULL, ...)");
+  is_int(ljmp_arm(L, SIGUSR2, NULL), LJMP_EARG, "arm with NULL options");
 
   is_int(ljmp_stop(L), LJMP_ENOTRUN, "stop before start");
   is_int(ljmp_running(L), 0, "not running");
@@ -130,6 +146,13 @@ int main(void)
   is_int(ljmp_start(L, &opt), LJMP_EARG, "options with two sinks");
   opt.path = NULL; opt.bufsize = 100;
   is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer below 4096 bytes");
+  /* Above 1 GiB: a size near SIZE_MAX would wrap when rounded up. */
+  opt.bufsize = LJMP_BUFSIZE_MAX + 1;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer of 2^30 + 1 bytes");
+  is_int(ljmp_running(L), 0, "not running after 2^30 + 1");
+  opt.bufsize = (size_t)-1;
+  is_int(ljmp_start(L, &opt), LJMP_EARG, "buffer of SIZE_MAX bytes");
+  is_int(ljmp_running(L), 0, "not running after SIZE_MAX");
   opt.path = "/nonexistent-dir/p.bin"; opt.writer = NULL; opt.bufsize = 0;
   is_int(ljmp_start(L, &opt), -ENOENT, "path in a missing directory");
   /* Modes: 0 to 0777; setuid, setgid and sticky bits are refused before
@@ -190,6 +213,22 @@ int main(void)
   t = decode(&s, 1);
   is_int(t.complete, 0, "the stream is a prefix");
   is_int(s.len > 60000 && t.events > 1000, 1, "the prefix holds the events written");
+
+  /* A writer that fails on its third call (4 KiB chunks): running()
+  ** is 0 from then on; stop() still reports the errno. */
+  memset(&s, 0, sizeof(s));
+  s.fail_at_call = 3;
+  opt.bufsize = 4096;
+  is_int(ljmp_start(L, &opt), 0, "start with a writer failing at call 3");
+  is_int(ljmp_running(L), 1, "running before the writer failed");
+  run(L, churn);
+  is_int(s.calls, 3, "the writer was called 3 times, not after it failed");
+  is_int(ljmp_running(L), 0, "not running once the writer failed");
+  is_int(ljmp_start(L, &opt), LJMP_ERUNNING, "start before stop reported it");
+  is_int(ljmp_stop(L), -ENOSPC, "stop reports the third call's ENOSPC");
+  is_int(ljmp_running(L), 0, "not running after stop");
+  is_int(s.stop_err, ENOSPC, "on_stop gets ENOSPC");
+  free(s.data);
 
   /* lua_close while running: the stream is finalised. */
   memset(&s, 0, sizeof(s));
