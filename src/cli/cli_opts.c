@@ -85,7 +85,8 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     o->metric_set = 1;
     return MP_OPT_TAKEN;
   }
-  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--stacks", MP_STACKS_VIEW,
+  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--stacks", o->bare_stacks ?
+			    o->bare_stacks : MP_STACKS_VIEW,
 			    &o->render.stacks))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!o->render.stacks) o->render.stacks = UINT32_MAX;	/* 0: all. */

@@ -62,6 +62,10 @@ typedef struct mp_cli_opts {
   unsigned want;		/* What the pass keeps (MP_WANT_*). */
   uint32_t window;		/* --temporary N, or 0: the default. */
   const char *html;		/* run --html FILE: also the HTML report. */
+  uint32_t bare_stacks;		/* What a bare --stacks means, set by the
+				   command before parsing (diff: 10); 0:
+				   MP_STACKS_VIEW. Resolved as it is parsed,
+				   so that no number given means "bare". */
 } mp_cli_opts;
 
 #define MP_STACKS_VIEW	3	/* Stacks per source of a bare --stacks. */
