@@ -188,8 +188,9 @@ EOF
 ok $? "the JIT program runs twice"
 run $MP report --format json "$TMPD/j1.ljm"
 one=$out
-run $MP report --format json "$TMPD/j1.ljm" "$TMPD/j1.ljm"
-is "$rc:$(num "$out" alloc_bytes)" "0:$(( $(num "$one" alloc_bytes) * 2 ))" "a profile merged with itself: twice its allocated bytes"
+cp "$TMPD/j1.ljm" "$TMPD/j1copy.ljm"	# One file given twice is refused.
+run $MP report --format json "$TMPD/j1.ljm" "$TMPD/j1copy.ljm"
+is "$rc:$(num "$out" alloc_bytes)" "0:$(( $(num "$one" alloc_bytes) * 2 ))" "a profile merged with a copy of itself: twice its allocated bytes"
 run $MP report "$TMPD/j1.ljm" "$TMPD/j2.ljm"
 echo "$out" | grep -q '^TRACE started at @jit.lua:5: '
 ok $? "merged traces are named by where they started: 'TRACE started at @jit.lua:5'"

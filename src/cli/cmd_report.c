@@ -94,6 +94,8 @@ const char mp_help_report[] =
 "    and reported as one, by source: a Lua line by chunk, function and\n"
 "    line; a C function by name and offset; a trace by where it started\n"
 "    (`TRACE started at ...`). Their peaks add up; there is no timeline.\n"
+"    A profile given twice (by one name or two, a link, or - twice) is\n"
+"    refused (status 2): it would be counted twice.\n"
 "\n"
 "OPTIONS\n"
 "    --format FORMAT\n"
