@@ -327,6 +327,24 @@ t.ok(drc == 3 and okd and ddoc.complete == false and ddoc.damaged == true and
 t.ok(okd and #validate(ddoc) == 0, "and it matches the schema",
      okd and table.concat(validate(ddoc), "\n") or "")
 
+-- A merge of profiles sampled at different rates and not at all: each
+-- rate in `rates`, no one `rate`, and the schema holds.
+write(TMP .. "/sm.lua", "jit.off() local k = {} for i = 1, 5000 do k[i] = {i} end\n")
+local sm = {}
+for _, s in ipairs({ "--sample 4K", "--sample 64K", "" }) do
+  sm[#sm + 1] = TMP .. "/sm" .. #sm .. ".ljm"
+  run(t.build .. "/ljmemprof run " .. s .. " -o '" .. sm[#sm] .. "' '" .. TMP ..
+      "/sm.lua' >/dev/null")
+end
+local mjs, mrc = run(t.build .. "/ljmemprof report --format json '" ..
+                    table.concat(sm, "' '") .. "'")
+local okm, mdoc = pcall(cjson.decode, mjs)
+t.ok(mrc == 0 and okm and mdoc.sampled and mdoc.sampled.rate == nil and
+     table.concat(mdoc.sampled.rates, ",") == "4096,65536,0",
+     "a merge of 4K, 64K and unsampled: rates 4096,65536,0 and no rate", mjs)
+t.ok(okm and #validate(mdoc) == 0, "and it matches the schema",
+     okm and table.concat(validate(mdoc), "\n") or "")
+
 -- The validator is not a rubber stamp.
 local bad = cjson.decode((run(t.build .. "/ljmemprof report --format json '" ..
                               kinds .. "'")))
