@@ -276,6 +276,39 @@ for n in 3 4; do
   is "$rc:$(printf '%s\n' "$out" | grep -c '^	[0-9]')" "0:$n" "report --stacks $n: $n stacks of the one source"
 done
 
+# -- Two functions on one line: distinct labels --------------------------------
+
+# f and the main chunk share line 1: their labels say which is which in
+# every output (they were both "@one.lua:1", two rows and two Overrides
+# lines alike, and one frame of the flame graphs).
+printf 'local function f(i) return {i} end local t={} for i=1,100 do t[i]=f(i) end\n' >"$TMPD/one.lua"
+(cd "$TMPD" && with_timeout 60 $MP run --stacks -o one.ljm -- luajit -joff one.lua >/dev/null)
+ok $? "the one-line program runs"
+run $MP report "$TMPD/one.ljm"
+is "$rc:$(printf '%s\n' "$out" | grep '^@one' | sed 's/	.*//')" "0:@one.lua:1 (function at line 1): 100 events
+@one.lua:1 (main chunk): 3 events
+@one.lua:1 (main chunk): 6 events" "text: the function's rows and the main chunk's say which"
+is "$(printf '%s\n' "$out" | sed -n '/^DEALLOCATIONS/,$p' | grep '^		@')" "		@one.lua:1 (function at line 1)
+		@one.lua:1 (main chunk)" "text: Overrides names each once"
+run $MP report --format collapsed "$TMPD/one.ljm"
+is "$rc:$(printf '%s\n' "$out" | grep '@one' | sed 's/^[^;]*;//; s/ [0-9]*$//')" "0:@one.lua:1 (main chunk)
+@one.lua:1 (main chunk);@one.lua:1 (function at line 1)" \
+  "collapsed: the main chunk's frame calls the function's"
+run $MP report --format json "$TMPD/one.ljm"
+is "$rc:$(echo "$out" | luajit -e '
+  local d, s = require("cjson").decode(io.read("*a")), {}
+  for _, r in ipairs(d.allocations) do
+    s[#s + 1] = r.source.label .. "=" .. r.source.function_line .. ":" .. r.events
+  end
+  print(table.concat(s, " "))')" "0:@one.lua:1 (function at line 1)=1:100 @one.lua:1 (main chunk)=0:3" \
+  "json: the labels, with function_line"
+run $MP report --format svg "$TMPD/one.ljm"
+is "$rc:$(printf '%s\n' "$out" | grep -o '@one.lua:1 ([a-z ]*[0-9]*)' | sort -u | tr '\n' ';')" \
+  "0:@one.lua:1 (function at line 1);@one.lua:1 (main chunk);" "svg: both frames, told apart"
+run $MP report --format collapsed "$TMPD/two.ljm"
+is "$(printf '%s\n' "$out" | sed 's/ .*//')" "@two.lua:6
+@two.lua:8" "a line of one function keeps its short label"
+
 # -- events: the frames of each event of a stack profile ---------------------
 
 # b (line 4) makes the 5 tables, called by a (line 5), called at line 7.
