@@ -188,8 +188,9 @@ EOF
 ok $? "the JIT program runs twice"
 run $MP report --format json "$TMPD/j1.ljm"
 one=$out
-run $MP report --format json "$TMPD/j1.ljm" "$TMPD/j1.ljm"
-is "$rc:$(num "$out" alloc_bytes)" "0:$(( $(num "$one" alloc_bytes) * 2 ))" "a profile merged with itself: twice its allocated bytes"
+cp "$TMPD/j1.ljm" "$TMPD/j1copy.ljm"	# One file given twice is refused.
+run $MP report --format json "$TMPD/j1.ljm" "$TMPD/j1copy.ljm"
+is "$rc:$(num "$out" alloc_bytes)" "0:$(( $(num "$one" alloc_bytes) * 2 ))" "a profile merged with a copy of itself: twice its allocated bytes"
 run $MP report "$TMPD/j1.ljm" "$TMPD/j2.ljm"
 echo "$out" | grep -q '^TRACE started at @jit.lua:5: '
 ok $? "merged traces are named by where they started: 'TRACE started at @jit.lua:5'"
@@ -199,6 +200,45 @@ tm=$(echo "$out" | sed -n '/^ALLOCATIONS/,/^$/s/^TRACE started at @jit.lua:5: \(
 is "$tm" "$((t1 + t2))" "the merged trace's allocations are the sum of each profile's traces started there ($t1 + $t2)"
 run $MP report "$TMPD/j1.ljm" "$TMPD/nonexistent.ljm"
 is "$rc:$out" "2:" "a merge with a missing file: nothing reported"
+
+# A merge of profiles sampled at different rates, or some not sampled,
+# says each rate in the order given (it said the last rate for all); one
+# rate shared by all is said as of one profile.
+cat >"$TMPD/sm.lua" <<'EOF'
+jit.off()
+local keep = {}
+for i = 1, 20000 do keep[i] = { i, i } end
+EOF
+(cd "$TMPD" && with_timeout 60 $MP run --sample 4K -o s4.ljm sm.lua &&
+ with_timeout 60 $MP run --sample 64K -o s64.ljm sm.lua &&
+ with_timeout 60 $MP run -o full.ljm sm.lua && cp s4.ljm s4b.ljm) >/dev/null
+ok $? "the sampled program runs three times"
+# sampled FILE...: the "sampled" object of the JSON report of FILE...
+sampled() { with_timeout 60 $MP report --format json "$@" | sed -n 's/.*"sampled":\({[^}]*}\).*/\1/p'; }
+ev() { sampled "$@" | sed -n 's/.*"recorded_events":\([0-9]*\).*/\1/p'; }
+n4=$(ev "$TMPD/s4.ljm"); n64=$(ev "$TMPD/s64.ljm")
+is "$(sampled "$TMPD/s4.ljm" "$TMPD/s64.ljm")" "{\"rates\":[4096,65536],\"recorded_events\":$((n4 + n64))}" \
+  "json, 4K and 64K merged: each rate, no one rate"
+run $MP report "$TMPD/s4.ljm" "$TMPD/s64.ljm"
+is "$rc:$(echo "$out" | head -n 1)" "0:SAMPLED: the profiles merged were sampled at different rates, in their order: one sample every 4096 bytes, every 65536 bytes; the counts and bytes below are estimates from $((n4 + n64)) events recorded" \
+  "text, 4K and 64K merged: each rate"
+nf=$(ev "$TMPD/full.ljm" "$TMPD/s4.ljm")
+is "$(sampled "$TMPD/full.ljm" "$TMPD/s4.ljm")" "{\"rates\":[0,4096],\"recorded_events\":$nf}" \
+  "json, a full profile and a sampled one merged: 0 for the full one"
+run $MP report "$TMPD/full.ljm" "$TMPD/s4.ljm"
+is "$rc:$(echo "$out" | head -n 1)" "0:SAMPLED: the profiles merged were sampled at different rates, in their order: one sample every event, every 4096 bytes; the counts and bytes below are estimates from $nf events recorded" \
+  "text, a full profile and a sampled one merged: every event, then the rate"
+is "$(sampled "$TMPD/s4.ljm" "$TMPD/s4b.ljm")" "{\"rate\":4096,\"rates\":[4096,4096],\"recorded_events\":$((2 * n4))}" \
+  "json, two profiles at 4K merged: the one rate, and each"
+run $MP report "$TMPD/s4.ljm" "$TMPD/s4b.ljm"
+is "$rc:$(echo "$out" | head -n 1)" "0:SAMPLED: one sample every 4096 bytes allocated on average; the counts and bytes below are estimates from $((2 * n4)) events recorded" \
+  "text, two profiles at 4K merged: the one rate"
+run $MP report --format html "$TMPD/s4.ljm" "$TMPD/s64.ljm" "$TMPD/full.ljm"
+is "$rc:$(echo "$out" | grep -o '"sample":[0-9]*,"rates":[^,]*,[^,]*,[^,]*,')" '0:"sample":0,"rates":[4096,65536,0],' \
+  "html, three rates merged: the page's data has each and no one rate"
+run $MP report --format html "$TMPD/s4.ljm"
+is "$rc:$(echo "$out" | grep -o '"sample":[0-9]*,"rates":[a-z]*,')" '0:"sample":4096,"rates":null,' \
+  "html, one profile: its rate"
 # pprof of a merge, read by Go's pprof: its total is the sum of both.
 if command -v go >/dev/null 2>&1; then
   export GOCACHE="$TMPD/gocache" HOME="${HOME:-$TMPD}"

@@ -160,6 +160,46 @@ run $MP report --leak-only -o "$TMPD/new.txt" "$TMPD/in.ljm"
 is "$rc:$out:$err:$(cat "$TMPD/new.txt")" "0:::HEAP SUMMARY:" \
   "an output that does not exist yet is written"
 
+# An input given twice: refused by the file's identity (the same name,
+# a hard or a symbolic link, standard input twice or redirected from a
+# file also named), not counted twice (report merged it with itself),
+# nor read twice from one pipe (diff - - said "0 sources changed").
+cp "$good" "$TMPD/other.ljm"
+# twice WANT_ERROR ARGS...: `ljmemprof ARGS`, run in $TMPD with in.ljm on
+# standard input, fails with status 2, nothing on stdout, that error line.
+twice() {
+  e=$1
+  shift
+  (cd "$TMPD" && with_timeout 60 $MP "$@" <in.ljm >out 2>err)
+  is "$?:$(cat "$TMPD/out"):$(cat "$TMPD/err")" "2::$e" "$*: refused"
+}
+twice "ljmemprof report: in.ljm is given twice (give each profile once)" \
+  report in.ljm in.ljm
+twice "ljmemprof report: in.ljm and sym.ljm are the same file (give each profile once)" \
+  report in.ljm other.ljm sym.ljm
+twice "ljmemprof report: hard.ljm and ./in.ljm are the same file (give each profile once)" \
+  report --format json hard.ljm ./in.ljm
+twice "ljmemprof report: standard input ('-') is given twice (give each profile once)" \
+  report - -
+twice "ljmemprof report: standard input ('-') and in.ljm are the same file (give each profile once)" \
+  report --format collapsed - in.ljm
+twice "ljmemprof diff: in.ljm is given twice (give each profile once)" \
+  diff in.ljm in.ljm
+twice "ljmemprof diff: in.ljm and sym.ljm are the same file (give each profile once)" \
+  diff --format json in.ljm sym.ljm
+twice "ljmemprof diff: standard input ('-') is given twice (give each profile once)" \
+  diff - -
+twice "ljmemprof events: one FILE expected, got 'in.ljm' and 'in.ljm' (see 'ljmemprof events --help')" \
+  events in.ljm in.ljm
+twice "ljmemprof info: one FILE expected, got '-' and '-' (see 'ljmemprof info --help')" \
+  info - -
+out=$(cat "$good" | with_timeout 60 $MP report - - 2>&1)
+is "$?:$out" "2:ljmemprof report: standard input ('-') is given twice (give each profile once)" \
+  "report - - from a pipe: refused"
+(cd "$TMPD" && with_timeout 60 $MP report - other.ljm <in.ljm >out 2>err)
+is "$?:$(cat "$TMPD/err"):$(sed -n 2p "$TMPD/out")" "0::INTERNAL: 2 events	+64B	-0B" \
+  "two files with the same bytes are two profiles: one allocation each"
+
 # An existing output is truncated only when the report is written: a bad
 # input leaves it as it was, and makes no new file.
 printf 'precious\n' >"$TMPD/keep.txt"
@@ -177,8 +217,8 @@ run $MP report --leak-only -o "$TMPD/long.txt" "$good"
 is "$rc:$(cat "$TMPD/long.txt")" "0:HEAP SUMMARY:" \
   "report: a longer existing -o file is truncated when written"
 seq 1 1000 >"$TMPD/long.txt"
-run $MP diff -o "$TMPD/long.txt" "$good" "$good"
-is "$rc:$(cat "$TMPD/long.txt")" "0:DIFF: $good -> $good, by the largest change of allocated bytes
+run $MP diff -o "$TMPD/long.txt" "$good" "$TMPD/other.ljm"
+is "$rc:$(cat "$TMPD/long.txt")" "0:DIFF: $good -> $TMPD/other.ljm, by the largest change of allocated bytes
 TOTAL: allocated 32B -> 32B (+0B) in 1 -> 1 events (+0); freed 32B -> 32B (+0B) in 1 -> 1 events (+0); held at the end 0B -> 0B (+0B) in 0 -> 0 blocks (+0)
 0 sources changed, 1 did not" "diff: a longer existing -o file is truncated when written"
 

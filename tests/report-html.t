@@ -87,7 +87,9 @@ DH = TMP + "/diff.html"
 ok(run(MP, "diff", "--format", "html", "-o", DH, TMP + "/base.ljm",
        TMP + "/new.ljm") is not None, "diff --format html")
 MH = TMP + "/merged.html"
-ok(run(MP, "report", "--format", "html", "-o", MH, EX, EX) is not None,
+EX2 = TMP + "/ex2.ljm"  # A copy: one file given twice is refused.
+shutil.copyfile(EX, EX2)
+ok(run(MP, "report", "--format", "html", "-o", MH, EX, EX2) is not None,
    "report --format html of two profiles")
 
 

@@ -211,7 +211,8 @@ for _, p in ipairs(profiles) do
   local name = p:match("[^/]*$")
   for _, opts in ipairs({ "", "--leak-only", "--sort count --top 2",
                           "--stacks --metric leak-count",
-                          "--peak --temporary 5" }) do
+                          "--peak --temporary 5", "--peak --stacks",
+                          "--stacks --metric peak-count" }) do
     local js, rc = run(t.build .. "/ljmemprof report --format json " .. opts ..
                        " '" .. p .. "'")
     local okj, doc = pcall(cjson.decode, js)
@@ -233,7 +234,7 @@ for _, p in ipairs(profiles) do
         t.ok(doc.allocations == nil and doc.deallocations == nil,
              name .. " --leak-only: no event sections")
       end
-      if opts:match("^%-%-peak") then
+      if opts == "--peak --temporary 5" then
         t.ok(#doc.peak_sources > 0 and doc.temporary.window == 5,
              name .. " --peak --temporary 5: both views, the window")
       end
@@ -327,6 +328,24 @@ t.ok(drc == 3 and okd and ddoc.complete == false and ddoc.damaged == true and
      js)
 t.ok(okd and #validate(ddoc) == 0, "and it matches the schema",
      okd and table.concat(validate(ddoc), "\n") or "")
+
+-- A merge of profiles sampled at different rates and not at all: each
+-- rate in `rates`, no one `rate`, and the schema holds.
+write(TMP .. "/sm.lua", "jit.off() local k = {} for i = 1, 5000 do k[i] = {i} end\n")
+local sm = {}
+for _, s in ipairs({ "--sample 4K", "--sample 64K", "" }) do
+  sm[#sm + 1] = TMP .. "/sm" .. #sm .. ".ljm"
+  run(t.build .. "/ljmemprof run " .. s .. " -o '" .. sm[#sm] .. "' '" .. TMP ..
+      "/sm.lua' >/dev/null")
+end
+local mjs, mrc = run(t.build .. "/ljmemprof report --format json '" ..
+                    table.concat(sm, "' '") .. "'")
+local okm, mdoc = pcall(cjson.decode, mjs)
+t.ok(mrc == 0 and okm and mdoc.sampled and mdoc.sampled.rate == nil and
+     table.concat(mdoc.sampled.rates, ",") == "4096,65536,0",
+     "a merge of 4K, 64K and unsampled: rates 4096,65536,0 and no rate", mjs)
+t.ok(okm and #validate(mdoc) == 0, "and it matches the schema",
+     okm and table.concat(validate(mdoc), "\n") or "")
 
 -- The validator is not a rubber stamp.
 local bad = cjson.decode((run(t.build .. "/ljmemprof report --format json '" ..

@@ -30,7 +30,7 @@ is "$(version s64.ljm):$(setting 64 s64.ljm)" "4c:1" "run --stacks SCRIPT: 64 fr
 
 with_timeout 60 "$MP" run -o s0.ljm --stacks=0 --leak-only a.lua >out 2>err
 is "$?:$(version s0.ljm)" "0:03" "run --stacks=0: the one-frame v3 stream"
-grep -q '^@a.lua:1 holds' out
+grep -q '^@a.lua:1 (function at line 1) holds' out	# The main chunk's line too.
 ok $? "run --stacks=0: the usual report"
 
 with_timeout 60 "$MP" run -o s3.ljm --stacks 3 -- luajit -joff a.lua >/dev/null 2>&1
@@ -51,7 +51,7 @@ ok $? "the stack profile reads"
 out=$(with_timeout 60 "$MP" run --stacks 8 --leak-only a.lua 2>&1)
 echo "$out" | grep -q '^CALL STACKS (bytes not freed, at most 3 per source):$'
 ok $? "run --stacks: the report has the CALL STACKS view"
-echo "$out" | grep -q '^		@a.lua:2$'
+echo "$out" | grep -q '^		@a.lua:2 (function at line 2)$'
 ok $? "run --stacks: the stacks show the caller of the allocating line"
 
 done_testing

@@ -4,8 +4,9 @@
 # and equal to the report's numbers for the example; the pprof profile's
 # totals as `go tool pprof -top` prints them equal to the report's; the SVG
 # is well-formed XML whose root stands for the total, and its script works
-# in headless Chromium; --stacks views of text and json; -o; bad options
-# and bad output paths get one clear error line.
+# in headless Chromium; --stacks views of text and json; diff --stacks N
+# shows at most N; -o; bad options and bad output paths get one clear
+# error line.
 . tests/lib/tap.sh
 MP=$BUILD/ljmemprof
 
@@ -216,6 +217,97 @@ else
 fi
 run $MP report --format pprof "$P"
 is "$rc:$(head -c 2 "$TMPD/out" | od -An -tx1 | tr -d ' ')" "0:1f8b" "pprof to a pipe or file: gzip data"
+
+# -- diff --stacks N: at most N stacks ---------------------------------------
+
+# f makes k * n tables when called with k, once from each of the lines 7 to
+# 18 (k = 1 to 12): 12 stacks; run twice (n = 1, 2), each changes by k
+# tables, the largest those of lines 18, 17, 16, ... A bare --stacks of diff
+# is 10; --stacks 3 was taken for a bare one (3 is what a bare --stacks of
+# report means) and showed 10.
+cat >"$TMPD/ds.lua" <<'EOF'
+jit.off(); collectgarbage("stop")
+local mp = require("ljmemprof")
+local n = tonumber(arg[2])
+local keep = require("table.new")(200, 0)
+local function f(k) for i = 1, k * n do keep[#keep + 1] = {} end end
+assert(mp.start{path = arg[1], stacks = 8})
+f(1)
+f(2)
+f(3)
+f(4)
+f(5)
+f(6)
+f(7)
+f(8)
+f(9)
+f(10)
+f(11)
+f(12)
+mp.stop()
+EOF
+(cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit ds.lua da.ljm 1 &&
+ LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit ds.lua db.ljm 2)
+ok $? "the diff stack program runs twice"
+# The lines that the stacks of a text diff were called from, in order.
+callers() {
+  printf '%s\n' "$1" | grep -A2 '^	[0-9]' |
+    sed -n 's/^		@ds.lua:\([0-9]*\)$/\1/p' | grep -v '^5$' | tr '\n' ' '
+}
+for n in 1 2 3 4; do
+  run $MP diff --stacks $n "$TMPD/da.ljm" "$TMPD/db.ljm"
+  want=$(seq 18 -1 $((19 - n)) | tr '\n' ' ')
+  is "$rc:$(callers "$out")" "0:$want" "diff --stacks $n: the $n largest changes (lines $want)"
+done
+run $MP diff --stacks "$TMPD/da.ljm" "$TMPD/db.ljm"
+is "$rc:$(callers "$out")" "0:$(seq 18 -1 9 | tr '\n' ' ')" "diff --stacks: 10 stacks"
+run $MP diff --stacks=0 "$TMPD/da.ljm" "$TMPD/db.ljm"
+is "$rc:$(callers "$out")" "0:$(seq 18 -1 7 | tr '\n' ' ')" "diff --stacks=0: all 12 stacks"
+run $MP diff --format json --stacks 3 "$TMPD/da.ljm" "$TMPD/db.ljm"
+is "$rc:$(echo "$out" | luajit -e '
+  local s = {}
+  for _, x in ipairs(require("cjson").decode(io.read("*a")).call_stacks.stacks) do
+    s[#s + 1] = x.frames[2] .. "+" .. (x.new.alloc_events - x.base.alloc_events)
+  end
+  print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11 @ds.lua:16+10" \
+  "diff --format json --stacks 3: the 3 largest changes"
+for n in 3 4; do
+  run $MP report --stacks $n "$TMPD/db.ljm"
+  is "$rc:$(printf '%s\n' "$out" | grep -c '^	[0-9]')" "0:$n" "report --stacks $n: $n stacks of the one source"
+done
+
+# -- Two functions on one line: distinct labels --------------------------------
+
+# f and the main chunk share line 1: their labels say which is which in
+# every output (they were both "@one.lua:1", two rows and two Overrides
+# lines alike, and one frame of the flame graphs).
+printf 'local function f(i) return {i} end local t={} for i=1,100 do t[i]=f(i) end\n' >"$TMPD/one.lua"
+(cd "$TMPD" && with_timeout 60 $MP run --stacks -o one.ljm -- luajit -joff one.lua >/dev/null)
+ok $? "the one-line program runs"
+run $MP report "$TMPD/one.ljm"
+is "$rc:$(printf '%s\n' "$out" | grep '^@one' | sed 's/	.*//')" "0:@one.lua:1 (function at line 1): 100 events
+@one.lua:1 (main chunk): 3 events
+@one.lua:1 (main chunk): 6 events" "text: the function's rows and the main chunk's say which"
+is "$(printf '%s\n' "$out" | sed -n '/^DEALLOCATIONS/,$p' | grep '^		@')" "		@one.lua:1 (function at line 1)
+		@one.lua:1 (main chunk)" "text: Overrides names each once"
+run $MP report --format collapsed "$TMPD/one.ljm"
+is "$rc:$(printf '%s\n' "$out" | grep '@one' | sed 's/^[^;]*;//; s/ [0-9]*$//')" "0:@one.lua:1 (main chunk)
+@one.lua:1 (main chunk);@one.lua:1 (function at line 1)" \
+  "collapsed: the main chunk's frame calls the function's"
+run $MP report --format json "$TMPD/one.ljm"
+is "$rc:$(echo "$out" | luajit -e '
+  local d, s = require("cjson").decode(io.read("*a")), {}
+  for _, r in ipairs(d.allocations) do
+    s[#s + 1] = r.source.label .. "=" .. r.source.function_line .. ":" .. r.events
+  end
+  print(table.concat(s, " "))')" "0:@one.lua:1 (function at line 1)=1:100 @one.lua:1 (main chunk)=0:3" \
+  "json: the labels, with function_line"
+run $MP report --format svg "$TMPD/one.ljm"
+is "$rc:$(printf '%s\n' "$out" | grep -o '@one.lua:1 ([a-z ]*[0-9]*)' | sort -u | tr '\n' ';')" \
+  "0:@one.lua:1 (function at line 1);@one.lua:1 (main chunk);" "svg: both frames, told apart"
+run $MP report --format collapsed "$TMPD/two.ljm"
+is "$(printf '%s\n' "$out" | sed 's/ .*//')" "@two.lua:6
+@two.lua:8" "a line of one function keeps its short label"
 
 # -- events: the frames of each event of a stack profile ---------------------
 

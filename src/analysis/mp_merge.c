@@ -150,6 +150,12 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
     m->r.ljm_version = s->r.ljm_version;
   }
   m->len += s->len;
+  {	/* Each profile's rate, for the header: merged ones say theirs. */
+    double *r = realloc(m->rates, ((size_t)m->merged + 1) * sizeof(*r));
+    if (!r) goto done;
+    m->rates = r;
+    r[m->merged] = s->sample;
+  }
   m->merged++;
   if (map) memcpy(map, site, (size_t)s->nsite * sizeof(*map));
   rc = 0;

@@ -301,6 +301,7 @@ void mp_profile_free(mp_profile *p)
   free(p->slive);
   free(p->nlive);
   free(p->tl);
+  free(p->rates);
   memset(p, 0, sizeof(*p));
 }
 

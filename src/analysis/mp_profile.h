@@ -157,7 +157,10 @@ typedef struct mp_profile {
   unsigned stacks;	/* Frames the agent recorded at most (its "stacks"
 			   setting), 0 without stacks. */
   double sample;	/* Mean bytes between samples (its "sample"
-			   setting), 0 if every event was recorded. */
+			   setting), 0 if every event was recorded; a
+			   merge: of the last sampled profile. */
+  double *rates;	/* A merge: the "sample" of each profile (0: not
+			   sampled), in the order merged; else NULL. */
   /* Notes at the end (mp_ext.h). */
   int collect;		/* 1: a full collection ran before the end. */
   char stopped[64];	/* Why recording stopped early, or "". */

@@ -215,6 +215,28 @@ done:
   return rc;
 }
 
+/* Note the Lua lines of the sites and of the stack frames, so that labels
+** of a line two functions have say which (mp_label.h): the labels of
+** distinct sources are distinct. 0 or -1. */
+static int note_lines(mp_profile *p)
+{
+  mp_strtab *names = &p->syms.names;
+  uint32_t i;
+  for (i = 0; i < p->nsite; i++) {
+    const mp_loc *l = &p->site[i].loc;
+    if (l->src == MP_SRC_LFUNC && l->name &&
+	mp_strtab_lua_line(names, l->name, l->line, l->aux) < 0)
+      return -1;
+  }
+  for (i = 0; i < p->nnode; i++) {
+    const mp_loc *l = &p->node[i].loc;
+    if (p->node[i].kind == MP_FK_LUA && l->src == MP_SRC_LFUNC && l->name &&
+	mp_strtab_lua_line(names, l->name, l->line, l->aux) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 /* Label every site, in site order (which numbers the aliases in the order
 ** their chunks first had events). Sites of one chunk loaded many times
 ** have one label: a small cache of recent labels by hash lets them share
@@ -250,7 +272,7 @@ int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort)
   sec->sort = sort;
   mp_strtab_init(&sec->labels);
   if (!(sec->label = calloc(p->nsite ? p->nsite : 1, sizeof(char *))) ||
-      make_labels(sec) < 0)
+      note_lines(p) < 0 || make_labels(sec) < 0)
     goto err;
   if (!(sec->link = malloc(((size_t)p->nlink + 1) * sizeof(uint32_t))))
     goto err;

@@ -85,7 +85,8 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     o->metric_set = 1;
     return MP_OPT_TAKEN;
   }
-  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--stacks", MP_STACKS_VIEW,
+  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--stacks", o->bare_stacks ?
+			    o->bare_stacks : MP_STACKS_VIEW,
 			    &o->render.stacks))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!o->render.stacks) o->render.stacks = UINT32_MAX;	/* 0: all. */
@@ -188,8 +189,8 @@ int mp_cli_unknown_opt(const char *cmd, const char *opt)
   return MP_EXIT_ERROR;
 }
 
-int mp_cli_files_args(const char *cmd, int argc, char **argv,
-		      mp_cli_opts *o,
+/* mp_cli_files_args() without the check of the inputs. */
+static int files_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
 		      int (*opt)(const char *cmd, int argc, char **argv,
 				 int *i, void *ctx),
 		      void *ctx, const char ***paths, int *n)
@@ -230,13 +231,29 @@ int mp_cli_files_args(const char *cmd, int argc, char **argv,
   return -1;
 }
 
+int mp_cli_files_args(const char *cmd, int argc, char **argv,
+		      mp_cli_opts *o,
+		      int (*opt)(const char *cmd, int argc, char **argv,
+				 int *i, void *ctx),
+		      void *ctx, const char ***paths, int *n)
+{
+  int rc = files_args(cmd, argc, argv, o, opt, ctx, paths, n);
+  if (rc >= 0) return rc;
+  if (mp_cli_check_inputs(cmd, *paths, *n)) {
+    free(*paths);
+    *paths = NULL;
+    return MP_EXIT_ERROR;
+  }
+  return -1;
+}
+
 int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
 		     int (*opt)(const char *cmd, int argc, char **argv,
 				int *i, void *ctx),
 		     void *ctx, const char **path)
 {
   const char **paths;
-  int n, rc = mp_cli_files_args(cmd, argc, argv, o, opt, ctx, &paths, &n);
+  int n, rc = files_args(cmd, argc, argv, o, opt, ctx, &paths, &n);
   if (rc >= 0) return rc;
   *path = paths[0];
   if (n > 1) {

@@ -277,13 +277,65 @@ int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
   return status;
 }
 
+/* -- Same files ----------------------------------------------------------- */
+
+/* stat() an input path ("-": standard input); 0, or -1. */
+static int stat_input(const char *path, struct stat *st)
+{
+  return strcmp(path, "-") ? stat(path, st) : fstat(0, st);
+}
+
+/* Whether two stat() results are one file: the same device and inode. */
+static int same_id(const struct stat *a, const struct stat *b)
+{
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
 int mp_cli_same_file(const char *output, const char *input)
 {
   struct stat so, si;
   if (!output || !strcmp(output, "-") || stat(output, &so) < 0) return 0;
-  if (strcmp(input, "-") ? stat(input, &si) < 0 : fstat(0, &si) < 0)
-    return 0;
-  return so.st_dev == si.st_dev && so.st_ino == si.st_ino;
+  return stat_input(input, &si) == 0 && same_id(&so, &si);
+}
+
+/* The name of input path in an error line. */
+static const char *input_name(const char *path)
+{
+  return strcmp(path, "-") ? path : "standard input ('-')";
+}
+
+int mp_cli_check_inputs(const char *cmd, const char *const *paths, int n)
+{
+  struct stat *st;
+  int i, j, *ok;
+  if (n < 2) return 0;
+  st = malloc((size_t)n * sizeof(*st));
+  ok = malloc((size_t)n * sizeof(*ok));
+  if (!st || !ok) {
+    free(st);
+    free(ok);
+    fprintf(stderr, "ljmemprof %s: %s\n", cmd, strerror(ENOMEM));
+    return MP_EXIT_ERROR;
+  }
+  for (i = 0; i < n; i++) ok[i] = stat_input(paths[i], &st[i]) == 0;
+  for (j = 1; j < n; j++)
+    for (i = 0; i < j; i++) {
+      int dash = !strcmp(paths[i], "-") && !strcmp(paths[j], "-");
+      if (!dash && !(ok[i] && ok[j] && same_id(&st[i], &st[j]))) continue;
+      if (!strcmp(paths[i], paths[j]))
+	fprintf(stderr, "ljmemprof %s: %s is given twice (give each profile "
+		"once)\n", cmd, input_name(paths[i]));
+      else
+	fprintf(stderr, "ljmemprof %s: %s and %s are the same file (give "
+		"each profile once)\n", cmd, input_name(paths[i]),
+		input_name(paths[j]));
+      free(st);
+      free(ok);
+      return MP_EXIT_ERROR;
+    }
+  free(st);
+  free(ok);
+  return 0;
 }
 
 int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
@@ -300,6 +352,8 @@ int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
     }
   return 0;
 }
+
+/* -- Outputs ------------------------------------------------------------ */
 
 int mp_cli_out_open(mp_cli_out *o, const char *path)
 {

@@ -33,7 +33,8 @@ const char mp_help_diff[] =
 "    and the offset in it; a trace by where it started (trace numbers\n"
 "    and addresses are per process, so traces are labelled `TRACE started\n"
 "    at ...`). With --stacks, the call stacks whose own cost changed\n"
-"    most.\n"
+"    most. BASE and NEW must be two files (not one by two names or\n"
+"    links, nor - twice: status 2).\n"
 "\n"
 "    The formats: text (above); json (the same, with each source's\n"
 "    details and signed changes); collapsed, one line per call stack\n"
@@ -104,7 +105,6 @@ static int check(mp_cli_opts *o, const mp_renderer *r, int n)
 	    "formats; %s always shows every stack\n", r->name);
     return MP_EXIT_ERROR;
   }
-  if (o->render.stacks == MP_STACKS_VIEW) o->render.stacks = DIFF_STACKS;
   if (!o->metric_set && o->render.leak_only)
     o->render.metric = MP_METRIC_LEAK_BYTES;
   if (o->render.peak || o->render.metric >> 1 == MP_METRIC_PEAK_BYTES >> 1 ||
@@ -124,6 +124,7 @@ int mp_cmd_diff(int argc, char **argv)
   mp_cli_out out;
   int rc, n, st[2], status;
   memset(&o, 0, sizeof(o));
+  o.bare_stacks = DIFF_STACKS;
   if ((rc = mp_cli_files_args("diff", argc, argv, &o, mp_cli_output_opt, &o,
 			      &paths, &n)) >= 0)
     return rc;

@@ -62,6 +62,10 @@ typedef struct mp_cli_opts {
   unsigned want;		/* What the pass keeps (MP_WANT_*). */
   uint32_t window;		/* --temporary N, or 0: the default. */
   const char *html;		/* run --html FILE: also the HTML report. */
+  uint32_t bare_stacks;		/* What a bare --stacks means, set by the
+				   command before parsing (diff: 10); 0:
+				   MP_STACKS_VIEW. Resolved as it is parsed,
+				   so that no number given means "bare". */
 } mp_cli_opts;
 
 #define MP_STACKS_VIEW	3	/* Stacks per source of a bare --stacks. */
@@ -113,7 +117,8 @@ int mp_cli_file_args(const char *cmd, int argc, char **argv, mp_cli_opts *o,
 		     void *ctx, const char **path);
 
 /* Parse "[OPTIONS] FILE..." as mp_cli_file_args() does, taking one FILE
-** or more (*paths points into argv; free it). */
+** or more (*paths points into argv; free it), none of them twice
+** (mp_cli_check_inputs()). */
 int mp_cli_files_args(const char *cmd, int argc, char **argv,
 		      mp_cli_opts *o,
 		      int (*opt)(const char *cmd, int argc, char **argv,
@@ -189,6 +194,14 @@ int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
 ** hard or a symbolic link count. An output that does not exist yet, or
 ** standard output (NULL or "-"), is no input. */
 int mp_cli_same_file(const char *output, const char *input);
+
+/* Refuse an input profile that paths[0..n) name twice: "-" twice, or two
+** names of one file (the same device and inode: a hard or a symbolic
+** link, or "-" with standard input redirected from a FILE also named),
+** which would be counted twice, or read twice from one pipe. 0, or
+** MP_EXIT_ERROR after saying which. A path that cannot be stat()ed is
+** left for the read to report. Costs one stat() a path. */
+int mp_cli_check_inputs(const char *cmd, const char *const *paths, int n);
 
 /* Refuse an output (option opt, e.g. "-o") that is one of the input
 ** profiles paths[0..n), before anything is opened: 0, or MP_EXIT_ERROR

@@ -98,9 +98,18 @@ size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
   out[0] = '\0';
   switch (l->src) {
   case MP_SRC_LFUNC:
-    if (l->name) put_lua(names, l->name, l->line, out, size, &n);
-    else put(out, size, &n, "LFUNC 0x%llx:%llu", (unsigned long long)l->id,
-	     (unsigned long long)l->line);
+    if (!l->name) {
+      put(out, size, &n, "LFUNC 0x%llx:%llu", (unsigned long long)l->id,
+	  (unsigned long long)l->line);
+      break;
+    }
+    put_lua(names, l->name, l->line, out, size, &n);
+    if (!mp_strtab_line_shared(names, l->name, l->line)) break;
+    if (l->aux)	/* Two functions on the line: which one. */
+      put(out, size, &n, " (function at line %llu)",
+	  (unsigned long long)l->aux);
+    else
+      put(out, size, &n, " (main chunk)");
     break;
   case MP_SRC_CFUNC:
     if (!l->name) {

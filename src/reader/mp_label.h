@@ -4,6 +4,8 @@
 **
 **   INTERNAL                          the VM itself
 **   @app.lua:12                       a line of a Lua function
+**   @app.lua:7 (function at line 5)   a line that two functions have
+**   @app.lua:7 (main chunk)           (mp_loc below)
 **   [string "tbl"]:3                  a line of code loaded from a string
 **                                     with a short name (load(s, "tbl"))
 **   function_alias_1:3                a line of code loaded from a string
@@ -52,8 +54,11 @@
 ** again, at new or reused addresses); for a trace, the same number
 ** started at the same place; for C, the same address (two functions with
 ** one name are two sources). A prototype address or trace number reused by different code
-** is a different source. Two functions on one line are two sources with
-** equal labels (the JSON report tells them apart by function_line). */
+** is a different source. Two functions on one line are two sources,
+** labelled "@app.lua:7 (function at line 5)" and "@app.lua:7 (main
+** chunk)" once the profile notes that the line is shared
+** (mp_strtab_lua_line(), for the sites and frames of a profile before
+** they are labelled: mp_sections_build()). */
 typedef struct mp_loc {
   uint64_t id;		/* Proto/C address or trace number (a source's
 			   first one); 0: internal. */

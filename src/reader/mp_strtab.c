@@ -26,6 +26,7 @@ void mp_strtab_init(mp_strtab *t)
 {
   memset(t, 0, sizeof(*t));
   mp_hash_init_map(&t->map);
+  mp_hash_init_map(&t->lline);
 }
 
 void mp_strtab_free(mp_strtab *t)
@@ -39,6 +40,7 @@ void mp_strtab_free(mp_strtab *t)
   free(t->name);
   free(t->alias);
   mp_hash_free(&t->map);
+  mp_hash_free(&t->lline);
   memset(t, 0, sizeof(*t));
 }
 
@@ -121,6 +123,29 @@ int mp_name_is_string(const char *s, size_t len)
 {
   if (len == 0) return 1;
   return s[0] != '@' && s[0] != '=' && !mp_name_is_text(s, len);
+}
+
+/* The key of line of chunk in lline: exact, as Lua lines fit in 32 bits
+** (LuaJIT's BCLine). */
+static uint64_t line_key(uint32_t chunk, uint64_t line)
+{
+  return (uint64_t)chunk << 32 | (line & 0xffffffffu);
+}
+
+int mp_strtab_lua_line(mp_strtab *t, uint32_t chunk, uint64_t line,
+		       uint64_t fline)
+{
+  uint64_t k = line_key(chunk, line);
+  uint32_t *v = mp_hash_get(&t->lline, k);
+  if (!v) return mp_hash_put(&t->lline, k, (uint32_t)fline + 1) < 0 ? -1 : 0;
+  if (*v != (uint32_t)fline + 1) *v = 0;
+  return 0;
+}
+
+int mp_strtab_line_shared(const mp_strtab *t, uint32_t chunk, uint64_t line)
+{
+  uint32_t *v = mp_hash_get(&t->lline, line_key(chunk, line));
+  return v && !*v;
 }
 
 uint32_t mp_strtab_alias(mp_strtab *t, uint32_t i)

@@ -45,6 +45,9 @@ typedef struct mp_strtab {
   mp_hash map;		/* Hash of the kept bytes and length -> id. */
   uint32_t *alias;	/* Alias number -> id; alias[0] unused. */
   uint32_t nalias, capalias;
+  mp_hash lline;	/* Lua lines that sources have, by chunk << 32 |
+			   line: the first line of the function + 1, or
+			   0 once two functions have it (mp_label.h). */
   struct mp_strblock *block;	/* Storage, newest first. */
   size_t bytes;		/* Bytes of names stored. */
 } mp_strtab;
@@ -81,6 +84,15 @@ int mp_name_is_text(const char *s, size_t len);
 ** shown as [string "name"]: one that does not start with '@' or '=' and is
 ** not source text (mp_name_is_text()); the empty name too. */
 int mp_name_is_string(const char *s, size_t len);
+
+/* Note that line of chunk (a name) is a line of the function starting at
+** fline: the labels of that line say which function once two have it.
+** 0, or -1 when out of memory. */
+int mp_strtab_lua_line(mp_strtab *t, uint32_t chunk, uint64_t line,
+		       uint64_t fline);
+
+/* Whether two functions have line of chunk (mp_strtab_lua_line()). */
+int mp_strtab_line_shared(const mp_strtab *t, uint32_t chunk, uint64_t line);
 
 /* Alias number of name i, given now if it has none; 0 when out of memory. */
 uint32_t mp_strtab_alias(mp_strtab *t, uint32_t i);

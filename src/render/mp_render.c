@@ -42,6 +42,15 @@ int mp_metric_find(const char *name)
   return -1;
 }
 
+double mp_render_rate(const mp_profile *p)
+{
+  uint32_t i;
+  if (!p->rates) return p->sample;
+  for (i = 1; i < p->merged; i++)
+    if (p->rates[i] != p->rates[0]) return 0;
+  return p->rates[0];
+}
+
 int mp_render_with_tree(FILE *out, const mp_sections *sec,
 			const mp_render_opts *o, mp_render_tree_fn fn)
 {

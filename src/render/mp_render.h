@@ -160,6 +160,12 @@ extern const char *const mp_metric_names[MP_METRIC_N];
 extern const char *const mp_metric_what[MP_METRIC_N];
 int mp_metric_find(const char *name);
 
+/* The one rate p was sampled at (mean bytes between samples): its
+** "sample", or the rate every profile of a merge shares; 0 if it was not
+** sampled, or merged from profiles of different rates or some not
+** sampled (p->rates has each, and p->sample is not 0 then). */
+double mp_render_rate(const mp_profile *p);
+
 /* The section order of the text layout (Tarantool's): allocations,
 ** reallocations, deallocations. */
 extern const uint8_t mp_section_order[3];

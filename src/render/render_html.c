@@ -112,11 +112,11 @@ static const char script[] =
 "    row('Format', 'memprof, symtab version ' + s.versions[0] + ', events version ' +\n"
 "        s.versions[1] + s.version_note + (s.profiles > 1 ? ', ' + s.profiles + ' profiles merged' : ''));\n"
 "    row('Complete', s.complete ? 'yes' : 'no, cut or damaged at byte ' + s.truncated_at);\n"
-"    row(s.sample ? 'Events (estimated)' : 'Events',\n"
+"    row(s.sample || s.rates ? 'Events (estimated)' : 'Events',\n"
 "        num(s.alloc_events + s.realloc_events + s.free_events) +\n"
 "        ' (alloc ' + num(s.alloc_events) + ', realloc ' + num(s.realloc_events) +\n"
 "        ', free ' + num(s.free_events) + ')' +\n"
-"        (s.sample ? ', from ' + num(s.recorded_events) + ' recorded' : ''));\n"
+"        (s.sample || s.rates ? ', from ' + num(s.recorded_events) + ' recorded' : ''));\n"
 "    row('Allocated', num(s.alloc_bytes) + ' B (' + human(s.alloc_bytes) + ')');\n"
 "    row('Freed', num(s.free_bytes) + ' B (' + human(s.free_bytes) + ')');\n"
 "    row('Live at the end', num(s.live_bytes) + ' B in ' + num(s.live_blocks) + ' blocks');\n"
@@ -132,6 +132,9 @@ static const char script[] =
 "    row('Call stacks', s.stacks ? 'recorded, up to ' + s.stacks + ' frames' : 'not recorded (one frame per event)');\n"
 "    if (s.sample) row('Sampled', 'one sample every ' + num(s.sample) +\n"
 "                      ' bytes on average: counts and bytes are estimates');\n"
+"    if (s.rates) row('Sampled', 'at different rates, one sample every ' +\n"
+"        s.rates.map(function (r) { return r ? num(r) + ' bytes' : 'event'; }).join(', every ') +\n"
+"        ' (the profiles in their order): counts and bytes are estimates');\n"
 "    row('Temporary', num(s.temp_blocks) + ' of ' + num(s.made_blocks) + ' blocks (' +\n"
 "        pct(s.temp_blocks, s.made_blocks) + ') freed within ' + num(s.window) +\n"
 "        ' allocations after their own');\n"
@@ -714,9 +717,17 @@ static int json_report(FILE *out, const mp_sections *sec,
   fprintf(out, ",\"collected\":%s,\"stopped\":", p->collect ? "true" : "false");
   if (p->stopped[0]) mp_json_cstr(out, p->stopped);
   else fputs("null", out);
-  fprintf(out, ",\"sample\":%.0f,\"stacks\":%u,\"has_peak\":%s,"
+  fprintf(out, ",\"sample\":%.0f,\"rates\":", mp_render_rate(p));
+  if (p->sample && !mp_render_rate(p)) {	/* Different rates. */
+    for (i = 0; i < p->merged; i++)
+      fprintf(out, "%c%.0f", i ? ',' : '[', p->rates[i]);
+    fputc(']', out);
+  } else {
+    fputs("null", out);
+  }
+  fprintf(out, ",\"stacks\":%u,\"has_peak\":%s,"
 	  "\"window\":%u,\"temp_blocks\":%llu,\"temp_bytes\":%llu,"
-	  "\"made_blocks\":%llu,\"made_bytes\":%llu}", p->sample,
+	  "\"made_blocks\":%llu,\"made_bytes\":%llu}",
 	  p->stacks ? p->stacks : (unsigned)t.stacks, mp_profile_has_peak(p) ?
 	  "true" :
 	  "false", p->window, (unsigned long long)sec->temp_total.n,

@@ -159,9 +159,18 @@ void mp_render_json_summary(FILE *out, const mp_profile *p)
     fputs(",\"stopped\":", out);
     mp_json_cstr(out, p->stopped);
   }
-  if (p->sample)
-    fprintf(out, ",\"sampled\":{\"rate\":%.0f,\"recorded_events\":%llu}",
-	    p->sample, (unsigned long long)p->nev);
+  if (p->sample) {
+    uint32_t i;
+    fputs(",\"sampled\":{", out);
+    if (mp_render_rate(p)) fprintf(out, "\"rate\":%.0f,", p->sample);
+    if (p->rates) {	/* A merge: each profile's. */
+      fputs("\"rates\":[", out);
+      for (i = 0; i < p->merged; i++)
+	fprintf(out, "%s%.0f", i ? "," : "", p->rates[i]);
+      fputs("],", out);
+    }
+    fprintf(out, "\"recorded_events\":%llu}", (unsigned long long)p->nev);
+  }
 }
 
 int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)

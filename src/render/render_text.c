@@ -135,10 +135,20 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     free(links);
     return -1;
   }
-  if (p->sample)
+  if (mp_render_rate(p)) {
     fprintf(out, "SAMPLED: one sample every %.0f bytes allocated on average; "
 	    "the counts and bytes below are estimates from %llu events "
 	    "recorded\n\n", p->sample, (unsigned long long)p->nev);
+  } else if (p->sample) {	/* A merge of different rates. */
+    fputs("SAMPLED: the profiles merged were sampled at different rates, "
+	  "in their order: one sample", out);
+    for (i = 0; i < p->merged; i++)
+      if (p->rates[i]) fprintf(out, "%s every %.0f bytes", i ? "," : "",
+			       p->rates[i]);
+      else fprintf(out, "%s every event", i ? "," : "");
+    fprintf(out, "; the counts and bytes below are estimates from %llu "
+	    "events recorded\n\n", (unsigned long long)p->nev);
+  }
   for (x = 0; x < 3 && !o->leak_only; x++) {
     k = mp_section_order[x];
     fprintf(out, "%s\n", section[k]);
