@@ -253,11 +253,13 @@ static void discard_forked(lua_State *L, mp_state *s)
   state_free(s);
 }
 
-/* __gc of the registry sentinel: finalise a running profile at lua_close. */
+/* __gc of the registry sentinel: finalise a running profile at lua_close,
+** then un-arm (the stop puts back the allocator it wrapped, which may be
+** the arm's). */
 static int sentinel_gc(lua_State *L)
 {
-  mp_arm_closed(L);
   if (state_of(L) || wrapped_state(L)) ljmp_stop(L);
+  mp_arm_closed(L);
   return 0;
 }
 

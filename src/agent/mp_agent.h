@@ -349,7 +349,7 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user);
 int mp_path_check(const char *path);
 
 /* -- mp_arm.c ------------------------------------------------------------ */
-/* The VM of L is closing: its arm only forwards from now on. */
+/* The VM of L is closing, its profiler stopped: un-arm it. */
 void mp_arm_closed(lua_State *L);
 /* The number of a signal that may be armed, from its name ("USR2",
 ** "SIGUSR2", "RTMIN+3", "12"), or 0. */

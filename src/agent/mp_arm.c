@@ -14,8 +14,10 @@
 ** program's own hook, if any, and starts or stops recording there. So the
 ** switch never happens inside the handler, nor inside the allocator.
 **
-** An armed VM's record lives as long as the process: its allocator may be
-** called until the VM's memory is all freed, after lua_close().
+** At lua_close() (the registry sentinel's __gc, before LuaJIT frees the
+** VM's memory) the arm puts the VM's own allocator back and frees its
+** record: LuaJIT destroys its arena only when it finds its own allocator
+** there. The handler never reads the records, so freeing one is safe.
 */
 
 #include <errno.h>
@@ -196,12 +198,27 @@ static void *armed_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 
 /* -- Arming --------------------------------------------------------------- */
 
+/* Un-arm the closing VM of L (its profiler is stopped already, else its
+** stop would put armed_alloc back): restore the allocator under the arm
+** and free the record. If something else wrapped armed_alloc since, the
+** record stays, forwarding only, for whatever still calls it. */
 void mp_arm_closed(lua_State *L)
 {
-  mp_arm *a;
+  mp_arm **pp, *a;
+  void *ud;
+  lua_Alloc f = lua_getallocf(L, &ud);
   pthread_mutex_lock(&arm_lock);
-  for (a = arms; a; a = a->next)
-    if (a->g == G(L)) a->dead = 1;
+  for (pp = &arms; (a = *pp) != NULL; ) {
+    if (a->g != G(L) || a->dead) { pp = &a->next; continue; }
+    if (f == armed_alloc && ud == a) {
+      lua_setallocf(L, a->orig_f, a->orig_ud);
+      *pp = a->next;
+      free(a);
+    } else {
+      a->dead = 1;
+      pp = &a->next;
+    }
+  }
   pthread_mutex_unlock(&arm_lock);
 }
 

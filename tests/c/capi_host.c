@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lua.h"
 #include "lauxlib.h"
@@ -109,12 +110,52 @@ static void run(lua_State *L, const char *code)
   }
 }
 
+/* Resident set size in bytes (/proc/self/statm), or -1. */
+static long long rss_bytes(void)
+{
+  long long size, res = -1;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return -1;
+  if (fscanf(f, "%lld %lld", &size, &res) != 2) res = -1;
+  fclose(f);
+  return res < 0 ? -1 : res * sysconf(_SC_PAGESIZE);
+}
+
+/* Arm a fresh VM for SIGUSR2 and close it, cycles times; with record, a
+** signal starts a recording (into path) before the close. The RSS growth
+** from the end of the first 100 cycles to the end, in bytes; *recorded
+** counts the cycles whose signal started a recording. */
+static long long arm_close_cycles(int cycles, int record, const char *path,
+				  int *recorded)
+{
+  long long base = -1;
+  int i;
+  *recorded = 0;
+  for (i = 0; i < cycles; i++) {
+    lua_State *V = luaL_newstate();
+    ljmp_options o = LJMP_OPTIONS_INIT;
+    o.path = path;
+    o.bufsize = 4096;
+    luaL_openlibs(V);
+    if (ljmp_arm(V, SIGUSR2, &o)) return -1;
+    if (record) {
+      raise(SIGUSR2);
+      run(V, "local t = {} for i = 1, 10 do t[i] = { i } end");
+      *recorded += ljmp_running(V);
+    }
+    lua_close(V);
+    if (i == 99) base = rss_bytes();
+  }
+  return rss_bytes() - base;
+}
+
 static const char *churn =
   "local t = {} for i = 1, 100 do t[i] = { i } end\n"
   "local s = {} for i = 1, 20000 do s[i % 50 + 1] = { i } end\n";
 
-int main(void)
+int main(int argc, char **argv)
 {
+  char path[4096];
   lua_State *L = luaL_newstate();
   sink s;
   ljmp_options opt;
@@ -273,6 +314,25 @@ int main(void)
     lua_close(B);
     free(sa.data);
     free(sb.data);
+  }
+
+  /* An armed VM closed gives back all it had: LuaJIT's arena (20 KB, freed
+  ** only when the VM's own allocator is back in place) and the arm's
+  ** record. 2000 cycles leaked 53 MB; 4 MB allows for malloc's caches. */
+  {
+    long long grown;
+    int recorded;
+    snprintf(path, sizeof(path), "%s/arm.ljm", argc > 1 ? argv[1] : "/tmp");
+    grown = arm_close_cycles(2000, 0, path, &recorded);
+    printf("# RSS grew %lld bytes in 1900 arm+close cycles\n", grown);
+    is_int(grown >= 0 && grown < 4 << 20, 1,
+	   "arm + lua_close 2000 times: RSS grows by less than 4 MB");
+    grown = arm_close_cycles(2000, 1, path, &recorded);
+    printf("# RSS grew %lld bytes in 1900 arm+record+close cycles\n", grown);
+    is_int(recorded, 2000, "each signal started a recording");
+    is_int(grown >= 0 && grown < 4 << 20, 1,
+	   "arm, record at a signal, lua_close 2000 times: RSS grows by "
+	   "less than 4 MB");
   }
   printf("1..%d\n", n_test);
   return n_failed ? 1 : 0;
