@@ -149,11 +149,15 @@ LJMP_API int ljmp_running(struct lua_State *L);
 ** only counts signals; the switch happens at a safe point soon after,
 ** when the VM next allocates while running Lua code (never in compiled
 ** code or the garbage collector). One signal per process; the options
-** are checked as ljmp_start() checks them when the VM is armed, and
-** errors of a start or stop at a signal (a file that cannot be created)
-** go to stderr. Returns 0, LJMP_EARG,
-** LJMP_ENOMEM, LJMP_ERUNNING (armed already) or LJMP_ESIGNAL (the
-** program handles that signal itself, or another signal is armed). */
+** are checked as ljmp_start() checks them when the VM is armed, and so
+** is the directory of the path: it must exist and be writable and
+** searchable by this process (access(W_OK | X_OK)), and hold no %p or %n.
+** Errors of a start or stop at a signal (a file that cannot be created
+** there all the same) go to stderr. Returns 0, LJMP_EARG (also: %p or %n
+** in the directory), -errno (the directory's access() failed: -ENOENT,
+** -EACCES, ...), LJMP_ENOMEM, LJMP_ERUNNING (armed already) or
+** LJMP_ESIGNAL (the program handles that signal itself, or another
+** signal is armed). */
 LJMP_API int ljmp_arm(struct lua_State *L, int signo, const ljmp_options *opt);
 
 /* Message for an error code returned above (never NULL). */

@@ -77,6 +77,10 @@ bad "$TMPD/b.ljm,signal=KILL" "signal=KILL: a signal that can toggle the profile
 bad "$TMPD/b.ljm,signal=RTMIN+99" "signal=RTMIN+99: a signal that can toggle the profiler (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n)"
 bad "$TMPD/b%d.ljm" "path '$TMPD/b%d.ljm': % must be followed by p (the pid), n (the number of the start) or %"
 bad "$TMPD/none/b.ljm" "$TMPD/none/b.ljm: No such file or directory"
+# Armed without a start: the directory is checked when armed, not at the
+# signal (whose errors only reach stderr).
+bad "$TMPD/none/b-%p.ljm,signal=USR2,start=no" "directory $TMPD/none: No such file or directory"
+bad "$TMPD/%p/b.ljm,signal=USR2,start=no" "path '$TMPD/%p/b.ljm': the directory must not hold %p or %n: it is checked when the signal is armed"
 is "$(ls "$TMPD" | grep -c '^b')" "0" "no file left by the refused values"
 
 # 5. A signal toggles recording. The script signals itself (kill from a
@@ -137,6 +141,8 @@ print(pcall(mp.signal, "KILL"))
 print(pcall(mp.signal, 9))
 print(pcall(mp.signal, "USR2", { path = dir .. "/x%q" }))
 print(pcall(mp.signal, "USR2", { paht = "x" }))
+print(mp.signal("USR2", "/nonexistent/dir/x-%p.ljm"))
+print(pcall(mp.signal, "USR2", dir .. "/%n/x.ljm"))
 print(mp.signal("RTMIN+1", { path = dir .. "/r-%n.ljm", stacks = 2 }))
 print(mp.signal("USR2", dir .. "/y.ljm"))
 assert(mp.start(dir .. "/started.ljm"))
@@ -149,6 +155,8 @@ expect="false	bad argument #1 to 'signal' (a signal that can toggle the profiler
 false	bad argument #1 to 'signal' (a signal that can toggle the profiler expected (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n, or its number))
 false	bad argument #2 to 'signal' (path '$TMPD/x%q': % must be followed by p (the pid), n (the number of the start) or %)
 false	bad argument #2 to 'signal' (unknown option 'paht'; options are path, bufsize, mode, stacks, sample, seed, max_size, collect)
+nil	directory /nonexistent/dir: No such file or directory	2
+false	bad argument #2 to 'signal' (path '$TMPD/%n/x.ljm': the directory must not hold %p or %n: it is checked when the signal is armed)
 true
 nil	a signal is armed for this VM already	16
 false"

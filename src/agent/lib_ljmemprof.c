@@ -216,6 +216,7 @@ static int mp_lua_start(lua_State *L)
 static int mp_lua_signal(lua_State *L)
 {
   ljmp_options opt = LJMP_OPTIONS_INIT;
+  char dir[4096];
   int signo = 0, rc;
   opt.path = MP_DEFAULT_PATH;
   if (lua_type(L, 1) == LUA_TSTRING)
@@ -242,7 +243,16 @@ static int mp_lua_signal(lua_State *L)
 		      "options table expected)");
   }
   check_path(L, 2, "signal", opt.path);
+  if (mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
+    return luaL_error(L, "bad argument #2 to 'signal' (path '%s': %s)",
+		      opt.path, MP_DIR_PCT);
   rc = ljmp_arm(L, signo, &opt);
+  if (rc < 0 && rc > LJMP_E_BASE) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "directory %s: %s", dir, ljmp_strerror(rc));
+    lua_pushinteger(L, -rc);
+    return 3;
+  }
   if (rc == LJMP_ERUNNING) {
     lua_pushnil(L);
     lua_pushstring(L, "a signal is armed for this VM already");

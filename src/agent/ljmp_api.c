@@ -360,6 +360,24 @@ int mp_path_check(const char *path)
   return path_expand(path, out, sizeof(out), 0);
 }
 
+int mp_path_dir(const char *path, char *dir, size_t size)
+{
+  const char *slash = strrchr(path, '/'), *p;
+  size_t k = 0;
+  if (!slash) {
+    snprintf(dir, size, ".");
+    return 0;
+  }
+  for (p = path; p < slash || (p == path && p == slash); p++) {
+    if (*p == '%' && p[1] != '%') return -1;
+    if (k + 1 >= size) return -1;
+    dir[k++] = *p;
+    if (*p == '%') p++;
+  }
+  dir[k] = '\0';
+  return 0;
+}
+
 /* Open the profile file for s: created with mode (0600 unless given) or,
 ** if it exists, truncated once no other profiler of this process is found
 ** writing it. Returns 0, -errno or LJMP_EBUSY; *created says whether this

@@ -348,6 +348,14 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user);
 ** and it fits, else -1. */
 int mp_path_check(const char *path);
 
+/* The directory of a profile's path (before its last '/'; "." if it has
+** none) into dir, %% made %: 0, or -1 if it holds %p or %n (what a
+** signal's recording would expand differently: the pid changes at fork)
+** or does not fit. */
+int mp_path_dir(const char *path, char *dir, size_t size);
+#define MP_DIR_PCT	"the directory must not hold %p or %n: it is checked " \
+			"when the signal is armed"
+
 /* -- mp_arm.c ------------------------------------------------------------ */
 /* The VM of L is closing, its profiler stopped: un-arm it. */
 void mp_arm_closed(lua_State *L);

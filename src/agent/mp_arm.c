@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lj_obj.h"
 #include "lj_jit.h"
@@ -228,11 +229,17 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   ljmp_options opt;
   struct sigaction sa, old;
   mp_arm *a;
+  char dir[4096], probe[4096 + 2];
   int rc = 0;
   if (!L || !user || mp_options_read(&opt, user) < 0 || !opt.path ||
       opt.writer || strlen(opt.path) >= sizeof(a->path) ||
-      mp_path_check(opt.path) || !mp_signal_ok(signo))
+      mp_path_check(opt.path) || !mp_signal_ok(signo) ||
+      mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
     return LJMP_EARG;
+  /* A start at a signal can only report to stderr: find out now ("/."
+  ** makes a file that is no directory ENOTDIR). */
+  snprintf(probe, sizeof(probe), "%s/.", dir);
+  if (access(probe, W_OK | X_OK) < 0) return -errno;
   if (!(a = calloc(1, sizeof(*a)))) return LJMP_ENOMEM;
   a->g = G(L);
   a->opt = opt;
@@ -422,9 +429,15 @@ int mp_env_start(lua_State *L, char *err, size_t errsize)
 		errsize) < 0)
     return -1;
   if (signo && (rc = ljmp_arm(L, signo, &opt)) != 0) {
+    char dir[4096];
     if (rc == LJMP_ERUNNING) return 0;	/* Loaded again: done before. */
-    snprintf(err, errsize, "signal %s: %s", strsignal(signo),
-	     ljmp_strerror(rc));
+    if (mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
+      snprintf(err, errsize, "path '%s': %s", opt.path, MP_DIR_PCT);
+    else if (rc < 0 && rc > LJMP_E_BASE)
+      snprintf(err, errsize, "directory %s: %s", dir, ljmp_strerror(rc));
+    else
+      snprintf(err, errsize, "signal %s: %s", strsignal(signo),
+	       ljmp_strerror(rc));
     return -1;
   }
   if (!start || ljmp_running(L)) return 0;

@@ -219,7 +219,18 @@ int main(int argc, char **argv)
   is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with max_size too small");
   opt.max_size = 0; opt.bufsize = 100;
   is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG, "arm with a 100-byte buffer");
-  opt.bufsize = 0; opt.path = NULL;
+  /* The directory of the path is checked when armed: a signal's start
+  ** could only say on stderr that it cannot create the file. */
+  opt.bufsize = 0; opt.path = "/nonexistent/dir/x-%p.ljm";
+  is_int(ljmp_arm(L, SIGUSR2, &opt), -ENOENT,
+	 "arm with a path in a missing directory");
+  opt.path = "/dev/null/x.ljm";	/* Not EACCES: the tests may run as root. */
+  is_int(ljmp_arm(L, SIGUSR2, &opt), -ENOTDIR,
+	 "arm with a path under a file that is no directory");
+  opt.path = "/tmp/%p/x.ljm";
+  is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG,
+	 "arm with %p in the directory");
+  opt.path = NULL;
   is_int(strcmp(ljmp_strerror(LJMP_ERUNNING), "profiler is running already"),
 	 0, "message of LJMP_ERUNNING");
 
