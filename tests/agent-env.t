@@ -61,6 +61,8 @@ bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: stacks, sample, seed, 
 bad ",stacks=8" "no path before the first ','; the form is path[,key=value]..."
 bad "," "no path before the first ','; the form is path[,key=value]..."
 bad "$TMPD/b.ljm,stacks" "'stacks' is not key=value"
+bad "$TMPD/b.ljm,stacks=5,stacks=6" "key 'stacks' is given twice"
+bad "$TMPD/b.ljm,signal=USR2,start=no,sample=4K,start=yes" "key 'start' is given twice"
 bad "$TMPD/b.ljm,stacks=lots" "stacks=lots: frames from 0 to 10000, or yes/no"
 bad "$TMPD/b.ljm,stacks=10001" "stacks=10001: frames from 0 to 10000, or yes/no"
 bad "$TMPD/b.ljm,sample=-1" "sample=-1: mean bytes between samples (e.g. 512K), or yes/no"

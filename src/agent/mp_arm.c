@@ -363,6 +363,7 @@ static int env_parse(const char *env, char *buf, size_t size,
 		     size_t errsize)
 {
   char *p, *item, *save = NULL;
+  unsigned given = 0;	/* Keys seen, by index in env_keys. */
   if (strlen(env) >= size) {
     snprintf(err, errsize, "the value is too long");
     return -1;
@@ -401,6 +402,12 @@ static int env_parse(const char *env, char *buf, size_t size,
 	       "max_size, bufsize, mode, collect, signal, start)", item);
       return -1;
     }
+    /* The last one would win unnoticed: which did the user mean? */
+    if (given & 1u << (k - env_keys)) {
+      snprintf(err, errsize, "key '%s' is given twice", item);
+      return -1;
+    }
+    given |= 1u << (k - env_keys);
     if ((n = env_value(k, v)) < 0) {
       snprintf(err, errsize, "%s=%s: %s", item, v, k->want);
       return -1;
