@@ -92,8 +92,11 @@ typedef struct ljmp_options {
 			   1 - exp(-size / sample), so that each allocated
 			   byte is recorded with chance 1/sample, and the
 			   frees of recorded blocks; `ljmemprof` scales the
-			   counts back. Implies stacks (LJMP_STACKS_DEFAULT
-			   unless set). 0 = record every event. */
+			   counts back. Implies stacks: stacks = 0 here is
+			   LJMP_STACKS_DEFAULT, since C cannot tell it from
+			   unset (Lua, LJMEMPROF and `ljmemprof run` refuse
+			   an explicit 0 with sampling). 0 = record every
+			   event. */
   unsigned long long seed;	/* The sampler's random seed; 0 = one
 				   drawn from the clock and the pid. */
   size_t max_size;	/* Stop recording before the profile grows past

@@ -100,6 +100,17 @@ t.is(errmsg(mp.signal, "USR2", ""),
      "bad argument #2 to 'signal' (path is empty)", "signal('USR2', '')")
 t.is(errmsg(mp.signal, "USR2", { path = "" }),
      "bad argument #2 to 'signal' (path is empty)", "signal('USR2', {path = ''})")
+-- Sampled profiles record stacks: an explicit stacks = 0 (which would
+-- record 64 frames) is refused, whichever key comes first.
+local no_stacks = "(options.stacks = 0 cannot go with sample: sampled " ..
+  "profiles record call stacks (leave stacks out for 64 frames, or give 1 " ..
+  "to 10000))"
+t.is(err_of({ path = "x.ljm", sample = 4096, stacks = 0 }),
+     "bad argument #1 to 'start' " .. no_stacks, "start{sample = 4096, stacks = 0}")
+t.is(err_of({ path = "x.ljm", stacks = false, sample = true }),
+     "bad argument #1 to 'start' " .. no_stacks, "start{stacks = false, sample = true}")
+t.is(errmsg(mp.signal, "USR2", { path = "x.ljm", sample = 4096, stacks = 0 }),
+     "bad argument #2 to 'signal' " .. no_stacks, "signal('USR2', {sample = 4096, stacks = 0})")
 t.is(mp.running(), false, "not running after bad arguments")
 
 -- Default path: memprof.bin in the current directory.

@@ -36,6 +36,13 @@ ok $? "run --stacks=0: the usual report"
 with_timeout 60 "$MP" run -o s3.ljm --stacks 3 -- luajit -joff a.lua >/dev/null 2>&1
 is "$(version s3.ljm):$(setting 3 s3.ljm)" "4c:1" "run --stacks 3 -- luajit -joff: stacks = 3"
 
+# Sampling records stacks: --stacks 0 with it would record 64 frames.
+out=$(with_timeout 60 "$MP" run -o ss.ljm --sample 4K --stacks 0 a.lua 2>&1)
+is "$?:$out:$(ls ss.ljm 2>/dev/null)" "2:ljmemprof run: --stacks 0 cannot go with --sample: sampled profiles record call stacks (leave --stacks out for 64 frames, or give 1 to 10000):" \
+  "run --sample 4K --stacks 0: refused before the script runs"
+out=$(with_timeout 60 "$MP" run --stacks=0 --sample=4K a.lua 2>&1)
+is "$?" "2" "run --stacks=0 --sample=4K: refused too"
+
 out=$(with_timeout 60 "$MP" run --stacks 10001 a.lua 2>&1)
 is "$?:$out" "2:ljmemprof run: --stacks 10001: at most 10000 frames" "run --stacks 10001: refused"
 out=$(with_timeout 60 "$MP" run --stacks=many a.lua 2>&1)

@@ -123,6 +123,7 @@ static unsigned mode_option(lua_State *L, const char *key)
 static void read_options(lua_State *L, int idx, const char *fname,
 			 ljmp_options *opt)
 {
+  int no_stacks = 0;	/* stacks = 0 or false was given. */
   opt_fname = fname;
   opt_arg = idx;
   lua_pushnil(L);
@@ -162,6 +163,7 @@ static void read_options(lua_State *L, int idx, const char *fname,
 	opt->stacks = (unsigned)int_option(L, key, 0, LJMP_STACKS_MAX);
       else
 	bad_option(L, key, "must be a number of frames or a boolean");
+      no_stacks = !opt->stacks;
     } else {
       luaL_error(L, "bad argument #%d to '%s' (unknown option '%s'; "
 		 "options are path, bufsize, mode, stacks, sample, seed, "
@@ -169,6 +171,9 @@ static void read_options(lua_State *L, int idx, const char *fname,
     }
     lua_pop(L, 1);
   }
+  /* ljmp_options cannot say "0 given": it would mean 64 frames. */
+  if (no_stacks && opt->sample)
+    bad_option(L, "stacks", "= 0 cannot go with sample: " MP_SAMPLE_STACKS);
 }
 
 /* A path must not be empty (open() would say only "No such file or

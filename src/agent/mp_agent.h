@@ -356,6 +356,10 @@ int mp_path_dir(const char *path, char *dir, size_t size);
 #define MP_DIR_PCT	"the directory must not hold %p or %n: it is checked " \
 			"when the signal is armed"
 
+/* Why stacks = 0 is refused with sampling (Lua and LJMEMPROF). */
+#define MP_SAMPLE_STACKS	"sampled profiles record call stacks (leave " \
+				"stacks out for 64 frames, or give 1 to 10000)"
+
 /* -- mp_arm.c ------------------------------------------------------------ */
 /* The VM of L is closing, its profiler stopped: un-arm it. */
 void mp_arm_closed(lua_State *L);

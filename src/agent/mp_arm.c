@@ -364,6 +364,7 @@ static int env_parse(const char *env, char *buf, size_t size,
 {
   char *p, *item, *save = NULL;
   unsigned given = 0;	/* Keys seen, by index in env_keys. */
+  int no_stacks = 0;	/* stacks=0 or stacks=no was given. */
   if (strlen(env) >= size) {
     snprintf(err, errsize, "the value is too long");
     return -1;
@@ -412,7 +413,7 @@ static int env_parse(const char *env, char *buf, size_t size,
       snprintf(err, errsize, "%s=%s: %s", item, v, k->want);
       return -1;
     }
-    if (!strcmp(item, "stacks")) opt->stacks = (unsigned)n;
+    if (!strcmp(item, "stacks")) no_stacks = !(opt->stacks = (unsigned)n);
     else if (!strcmp(item, "sample")) opt->sample = (size_t)n;
     else if (!strcmp(item, "seed")) opt->seed = (unsigned long long)n;
     else if (!strcmp(item, "max_size")) opt->max_size = (size_t)n;
@@ -421,6 +422,12 @@ static int env_parse(const char *env, char *buf, size_t size,
     else if (!strcmp(item, "collect")) opt->collect = (int)n;
     else if (!strcmp(item, "signal")) *signo = (int)n;
     else *start = (int)n;
+  }
+  /* ljmp_options cannot say "0 given": it would mean 64 frames. */
+  if (no_stacks && opt->sample) {
+    snprintf(err, errsize, "stacks=0 cannot go with sample: %s",
+	     MP_SAMPLE_STACKS);
+    return -1;
   }
   return 0;
 }

@@ -118,7 +118,8 @@ const char mp_help_run[] =
 "        (512K if not given; K, M and G multiply by 1024), as\n"
 "        mp.start{sample = BYTES} does. The report scales the counts\n"
 "        back to estimates and says it is sampled. Sampling records call\n"
-"        stacks (--stacks sets their depth, 64 by default).\n"
+"        stacks (--stacks sets their depth, 64 by default; --stacks 0 is\n"
+"        refused with it).\n"
 "    --max-size BYTES, --max-size=BYTES\n"
 "        Stop recording before the profile grows past BYTES (at least 64K;\n"
 "        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
@@ -412,6 +413,7 @@ int mp_cmd_run(int argc, char **argv)
   char tmp[PATH_MAX] = "", note[PATH_MAX], **cmd;
   int i, n, status, rstatus, dashdash = 0;
   uint32_t stacks = 0;
+  int stacks_given = 0;	/* --stacks 0 means one frame, not 64. */
   long long sample = 0, max_size = 0;
   struct stat st;
   memset(&o, 0, sizeof(o));
@@ -445,6 +447,7 @@ int mp_cmd_run(int argc, char **argv)
 	return MP_EXIT_ERROR;
       }
       o.render.stacks = stacks ? MP_STACKS_VIEW : 0;
+      stacks_given = 1;
       continue;
     }
     if (!strcmp(a, "--sample") || !strncmp(a, "--sample=", 9)) {
@@ -482,6 +485,12 @@ int mp_cmd_run(int argc, char **argv)
   if (dashdash && luajit) {
     fprintf(stderr, "ljmemprof run: --luajit and a command after -- both "
 	    "name the LuaJIT to run (see 'ljmemprof run --help')\n");
+    return MP_EXIT_ERROR;
+  }
+  if (stacks_given && !stacks && sample) {
+    fprintf(stderr, "ljmemprof run: --stacks 0 cannot go with --sample: "
+	    "sampled profiles record call stacks (leave --stacks out for 64 "
+	    "frames, or give 1 to 10000)\n");
     return MP_EXIT_ERROR;
   }
   if (mp_cli_check_opts("run", &o)) return MP_EXIT_ERROR;
