@@ -41,6 +41,17 @@ sz=$(stat -c %s "$TMPD/big.bin")
 ok $([ "$sz" -ge 4194304 ] && echo 0 || echo 1) "written up to the limit ($sz bytes)"
 is "$(complete "$TMPD/big.bin")" false "the file is a readable prefix"
 
+# Started by LJMEMPROF, no code of the program's calls stop(): the error
+# is said on stderr, once, when it ends recording (the Lua caller above
+# heard it from stop() and got no such line).
+out=$( (ulimit -f 8192; LJMEMPROF="$TMPD/env.bin" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit -l ljmemprof -e '
+  '"$churn"'
+  io.stderr:write("script ends\n")') 2>&1)
+is "$?" 0 "LJMEMPROF: program exits normally after EFBIG"
+is "$out" "$(printf 'ljmemprof: %s: File too large: recording stopped, the profile is cut short\nscript ends' "$TMPD/env.bin")" \
+  "LJMEMPROF: one line on stderr names the file and the error, when it happens"
+is "$(complete "$TMPD/env.bin")" false "LJMEMPROF: the file is a readable prefix"
+
 # A disk that fills up after 4 MiB: a small tmpfs (needs root and mount;
 # skipped where not allowed).
 mkdir "$TMPD/small"

@@ -304,6 +304,9 @@ typedef struct mp_state {
   void *ctx;
   ljmp_on_stop on_stop;
   int err;			/* Sticky errno of the sink; 0 if none. */
+  int announce;			/* Say on stderr when err ends recording
+				   (atomic): no caller's stop() reports it
+				   (LJMEMPROF started the recording). */
   int finished;			/* Epilogue written (stop, close or exit). */
   size_t max_size;		/* The size limit of the profile, or 0... */
   size_t sent;			/* ...bytes handed to the sink before buf... */

@@ -456,6 +456,8 @@ int mp_env_start(lua_State *L, char *err, size_t errsize)
   }
   if (!start || ljmp_running(L)) return 0;
   rc = ljmp_start(L, &opt);
+  if (!rc)	/* No code of the program's stops it: none hears its errors. */
+    __atomic_store_n(&mp_state_find(L)->announce, 1, __ATOMIC_RELAXED);
   if (rc == LJMP_ETHREAD)
     snprintf(err, errsize, "%s: %s", ljmp_strerror(rc), strerror(errno));
   else if (rc)

@@ -106,6 +106,23 @@ static int chunk_write(mp_state *s, const uint8_t *data, size_t len)
   return fd_write(s->fd, data, len);
 }
 
+/* The write error err ends recording: say so on stderr if no caller
+** will hear it from stop(). In the writer thread (a file sink's), not in
+** a signal handler or the hook, holding no lock: one write(2) of a
+** formatted line, no stdio lock that the program's thread, waiting on
+** this one for a chunk, might hold. */
+static void announce(mp_state *s, int err)
+{
+  char line[4096 + 256], msg[128];
+  int n;
+  if (!__atomic_load_n(&s->announce, __ATOMIC_RELAXED)) return;
+  n = snprintf(line, sizeof(line), "ljmemprof: %s: %s: recording stopped, "
+	       "the profile is cut short\n", s->path,
+	       strerror_r(err, msg, sizeof(msg)));
+  if (n > (int)sizeof(line) - 1) n = (int)sizeof(line) - 1;
+  if (write(STDERR_FILENO, line, (size_t)n) < 0) {}	/* Nowhere else. */
+}
+
 /* Write queued chunks in order until told to quit with an empty queue. */
 static void *writer_main(void *arg)
 {
@@ -122,6 +139,7 @@ static void *writer_main(void *arg)
     if (!s->err) {
       pthread_mutex_unlock(&s->mu);
       err = chunk_write(s, s->chunk[i], s->chunk_len[i]);
+      if (err) announce(s, err);	/* The first: only we set s->err. */
       pthread_mutex_lock(&s->mu);
       if (err && !s->err)	/* ljmp_running() reads it unlocked. */
 	__atomic_store_n(&s->err, err, __ATOMIC_RELAXED);
