@@ -277,9 +277,13 @@ local function argv_of(w, jit_on, prof, stacks, sample)
   local a = { LUAJIT }
   if not jit_on then a[#a + 1] = "-joff" end
   if prof then
+    -- Only the options asked for: sampling takes its default stacks, and
+    -- refuses stacks = 0.
+    local o = ("path = %q"):format(prof)
+    if stacks and stacks > 0 then o = o .. (", stacks = %d"):format(stacks) end
+    if sample and sample > 0 then o = o .. (", sample = %d"):format(sample) end
     a[#a + 1] = "-e"
-    a[#a + 1] = ('local mp = require"ljmemprof"; assert(mp.start{ path = %q, stacks = %d, sample = %d })')
-      :format(prof, stacks or 0, sample or 0)
+    a[#a + 1] = 'local mp = require"ljmemprof"; assert(mp.start{ ' .. o .. ' })'
   end
   a[#a + 1] = w.script
   a[#a + 1] = tostring(w.size[opt.size])
