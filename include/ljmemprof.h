@@ -121,6 +121,16 @@ typedef struct ljmp_options {
 ** file the call created is removed. */
 LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
 
+/* Check options as ljmp_start() checks them (ljmp_arm() too, which also
+** wants a path), without a VM: 0, or LJMP_EARG with a one-line message in
+** msg naming the field and what it must be, e.g. "bufsize must be 0 or
+** from 4096 to 1073741824 (1 GiB), not 100". msg is NUL-terminated, cut to
+** size; with msg NULL or size 0 only the code is returned. A NULL opt is
+** LJMP_EARG. What only a start can find (a file that cannot be opened, a
+** path too long once %n is a larger number) is not checked. */
+LJMP_API int ljmp_options_check(const ljmp_options *opt, char *msg,
+				size_t size);
+
 /* Stop profiling and finalise the stream. Returns 0, LJMP_ENOTRUN, the
 ** -errno of the write error that ended recording early, or LJMP_EWRAPPED
 ** when something else replaced the VM's allocator after ljmp_start() (the
@@ -163,7 +173,9 @@ LJMP_API int ljmp_running(struct lua_State *L);
 ** signal is armed). */
 LJMP_API int ljmp_arm(struct lua_State *L, int signo, const ljmp_options *opt);
 
-/* Message for an error code returned above (never NULL). */
+/* Message for an error code returned above (never NULL). For LJMP_EARG
+** it is "bad profiler options": call ljmp_options_check for which
+** option. */
 LJMP_API const char *ljmp_strerror(int code);
 
 /* Lua entry point: require("ljmemprof"). */

@@ -137,7 +137,7 @@ static void read_options(lua_State *L, int idx, const char *fname,
       if (lua_type(L, -1) != LUA_TSTRING) bad_option(L, key, "must be a string");
       opt->path = lua_tostring(L, -1);
     } else if (!strcmp(key, "bufsize")) {
-      opt->bufsize = (size_t)int_option(L, key, 4096,
+      opt->bufsize = (size_t)int_option(L, key, (double)MP_BUFSIZE_MIN,
 					   (double)LJMP_BUFSIZE_MAX);
     } else if (!strcmp(key, "mode")) {
       opt->mode = mode_option(L, key);
@@ -181,12 +181,12 @@ static void read_options(lua_State *L, int idx, const char *fname,
 static void check_path(lua_State *L, int idx, const char *fname,
 		       const char *path)
 {
+  int rc = mp_path_check(path);
   if (!*path)
     luaL_error(L, "bad argument #%d to '%s' (path is empty)", idx, fname);
-  if (mp_path_check(path))
-    luaL_error(L, "bad argument #%d to '%s' (path '%s': %% must be followed "
-	       "by p (the pid), n (the number of the start) or %%)", idx,
-	       fname, path);
+  if (rc)
+    luaL_error(L, "bad argument #%d to '%s' (path '%s': %s)", idx, fname,
+	       path, mp_path_why(rc));
 }
 
 /* mp.start([path | options]) */

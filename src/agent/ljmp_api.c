@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,6 @@
 #include "../format/mp_format.h"
 
 #define MP_BUFSIZE_DEFAULT	((size_t)1 << 20)
-#define MP_BUFSIZE_MIN		((size_t)4096)
 #define MP_QUIESCE_NS		2000000000L	/* Longest wait at exit for a
 						   hook in another thread. */
 
@@ -298,31 +298,70 @@ int ljmp_running(lua_State *L)
 	 !__atomic_load_n(&s->err, __ATOMIC_RELAXED);
 }
 
-/* Copy the caller's options into *o, whatever the size of the struct it
-** was built with, and check what start and arm both need of them; 0 or
+/* Say in msg (if it has room; cut to fit) why options are bad: returns
 ** LJMP_EARG. */
-int mp_options_read(ljmp_options *o, const ljmp_options *user)
+static int bad_option(char *msg, size_t size, const char *fmt, ...)
+{
+  va_list ap;
+  if (msg && size) {
+    va_start(ap, fmt);
+    vsnprintf(msg, size, fmt, ap);
+    va_end(ap);
+  }
+  return LJMP_EARG;
+}
+
+/* Copy the caller's options into *o, whatever the size of the struct it
+** was built with, and check everything ljmp_start() takes of them: the
+** one definition of good options (ljmp_options_check() says it, start and
+** arm obey it); 0 or LJMP_EARG with why in msg. */
+int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
+		    size_t size)
 {
   size_t n = user->size ? user->size : sizeof(*o), i;
+  int rc;
   memset(o, 0, sizeof(*o));
-  if (n < offsetof(ljmp_options, path)) return LJMP_EARG;
+  if (n < offsetof(ljmp_options, path))
+    return bad_option(msg, size, "size must be 0 or at least %zu, not %zu",
+		      offsetof(ljmp_options, path), n);
   for (i = sizeof(*o); i < n; i++)	/* Options this library lacks. */
-    if (((const unsigned char *)user)[i]) return LJMP_EARG;
+    if (((const unsigned char *)user)[i])
+      return bad_option(msg, size, "size %zu is past this library's "
+			"ljmp_options (%zu bytes): the options it lacks must "
+			"be 0, and byte %zu is 0x%02x", n, sizeof(*o), i,
+			((const unsigned char *)user)[i]);
   memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
   o->size = sizeof(*o);
-  return o->mode > 0777 || (o->path && !*o->path) ||
-	 o->stacks > LJMP_STACKS_MAX ||
-	 (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN) ||
-	 (o->bufsize && (o->bufsize < MP_BUFSIZE_MIN ||
-			 o->bufsize > LJMP_BUFSIZE_MAX)) ? LJMP_EARG : 0;
+  if (!o->path == !o->writer)
+    return bad_option(msg, size, o->path ? "path and writer must not both "
+		      "be set" : "path or writer must be set");
+  if (o->path && !*o->path)
+    return bad_option(msg, size, "path must not be empty");
+  if (o->path && (rc = mp_path_check(o->path)) != 0)
+    return bad_option(msg, size, "path '%s': %s", o->path, mp_path_why(rc));
+  if (o->bufsize && (o->bufsize < MP_BUFSIZE_MIN ||
+		     o->bufsize > LJMP_BUFSIZE_MAX))
+    return bad_option(msg, size, "bufsize must be 0 or from %zu to %zu "
+		      "(1 GiB), not %zu", MP_BUFSIZE_MIN, LJMP_BUFSIZE_MAX,
+		      o->bufsize);
+  if (o->mode > 0777)
+    return bad_option(msg, size, "mode must be at most 0777 (no setuid, "
+		      "setgid or sticky bit), not %#o", o->mode);
+  if (o->stacks > LJMP_STACKS_MAX)
+    return bad_option(msg, size, "stacks must be from 0 to %u, not %u",
+		      (unsigned)LJMP_STACKS_MAX, o->stacks);
+  if (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN)
+    return bad_option(msg, size, "max_size must be 0 or at least %u, not "
+		      "%zu", (unsigned)LJMP_MAX_SIZE_MIN, o->max_size);
+  return 0;
 }
 
 /* Recordings started in this process: the %n of a path. */
 static unsigned long starts;
 
 /* Path with %p (the process id), %n (the number of this start in the
-** process: 1, 2, ...: n) and %% replaced, into out; 0, or -1 if the path
-** has another % sequence or does not fit. */
+** process: 1, 2, ...: n) and %% replaced, into out; 0, -1 if the path
+** has another % sequence, -2 if it does not fit. */
 static int path_expand(const char *path, char *out, size_t size,
 		       unsigned long n)
 {
@@ -346,7 +385,7 @@ static int path_expand(const char *path, char *out, size_t size,
       return -1;
     }
     for (; *add; add++) {
-      if (k + 1 >= size) return -1;
+      if (k + 1 >= size) return -2;
       out[k++] = *add;
     }
   }
@@ -356,8 +395,14 @@ static int path_expand(const char *path, char *out, size_t size,
 
 int mp_path_check(const char *path)
 {
-  char out[4096];
+  char out[MP_PATH_MAX];
   return path_expand(path, out, sizeof(out), 0);
+}
+
+const char *mp_path_why(int rc)
+{
+  return rc == -1 ? MP_PATH_PCT : "it must be shorter than 4096 bytes with "
+				  "%p and %n expanded";
 }
 
 int mp_path_dir(const char *path, char *dir, size_t size)
@@ -478,10 +523,10 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_state *s;
   size_t size;
   uint8_t head[2 * MP_PROLOGUE_SIZE + 1], *p;
-  char path[4096];
+  char path[MP_PATH_MAX];
   int rc, created = 0;
-  if (!L || !user || mp_options_read(&opt, user) < 0) return LJMP_EARG;
-  if (!opt.path == !opt.writer) return LJMP_EARG;
+  if (!L || !user || mp_options_read(&opt, user, NULL, 0) < 0)
+    return LJMP_EARG;
   if (opt.sample && !opt.stacks) opt.stacks = LJMP_STACKS_DEFAULT;
   if ((s = state_of(L)) != NULL) {
     if (s->limited && !s->forked) ljmp_stop(L);	/* Ended at max_size. */
@@ -609,6 +654,15 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
   if (!err && s->err) err = -s->err;
   state_free(s);
   return err;
+}
+
+/* See ljmemprof.h. */
+int ljmp_options_check(const ljmp_options *opt, char *msg, size_t size)
+{
+  ljmp_options o;
+  if (msg && size) *msg = '\0';
+  if (!opt) return bad_option(msg, size, "options are NULL");
+  return mp_options_read(&o, opt, msg, size);
 }
 
 /* See ljmemprof.h. */

@@ -343,13 +343,22 @@ void mp_sentinel_install(lua_State *L);
 ** or NULL. */
 mp_state *mp_state_find(lua_State *L);
 
-/* Copy the caller's options into *o (see ljmp_options.size) and check the
-** values start and arm both take (mode, a path not empty, stacks,
-** max_size, bufsize): 0 or LJMP_EARG. */
-int mp_options_read(ljmp_options *o, const ljmp_options *user);
-/* 0 if the % sequences of a profile's path are all known (%p, %n, %%)
-** and it fits, else -1. */
+#define MP_BUFSIZE_MIN	((size_t)4096)	/* The least bufsize but 0. */
+#define MP_PATH_MAX	4096	/* A profile's path, expanded, and its NUL. */
+
+/* Copy the caller's options into *o (see ljmp_options.size) and check all
+** ljmp_start() takes of them (one sink, the path and its % sequences,
+** bufsize, mode, stacks, max_size); ljmp_arm() checks the same: 0, or
+** LJMP_EARG with a one-line message into msg (NULL: none; cut to size). */
+int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
+		    size_t size);
+/* 0 if the % sequences of a profile's path are all known (%p, %n, %%),
+** -1 if not, -2 if the path expanded does not fit in MP_PATH_MAX. */
 int mp_path_check(const char *path);
+/* What is wrong with a path, for mp_path_check()'s -1 or -2. */
+const char *mp_path_why(int rc);
+#define MP_PATH_PCT	"% must be followed by p (the pid), n (the number " \
+			"of the start) or %"
 
 /* The directory of a profile's path (before its last '/'; "." if it has
 ** none) into dir, %% made %: 0, or -1 if it holds %p or %n (what a

@@ -231,10 +231,9 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   mp_arm *a;
   char dir[4096], probe[4096 + 2];
   int rc = 0;
-  if (!L || !user || mp_options_read(&opt, user) < 0 || !opt.path ||
-      opt.writer || strlen(opt.path) >= sizeof(a->path) ||
-      mp_path_check(opt.path) || !mp_signal_ok(signo) ||
-      mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
+  if (!L || !user || mp_options_read(&opt, user, NULL, 0) < 0 ||
+      !opt.path || strlen(opt.path) >= sizeof(a->path) ||
+      !mp_signal_ok(signo) || mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
     return LJMP_EARG;
   /* A start at a signal can only report to stderr: find out now ("/."
   ** makes a file that is no directory ENOTDIR). */
@@ -315,7 +314,7 @@ static const struct env_key {
 				 "(2^50; 0: one drawn from the clock)" },
   { "max_size", K_SIZE, LJMP_MAX_SIZE_MIN, 1ll << 50, "bytes, at least 64K "
 						     "(e.g. 100M), or 0" },
-  { "bufsize", K_SIZE, 4096, (long long)LJMP_BUFSIZE_MAX,
+  { "bufsize", K_SIZE, MP_BUFSIZE_MIN, (long long)LJMP_BUFSIZE_MAX,
     "bytes from 4K to 1G" },
   { "mode", K_OCTAL, 0, 0777, "octal permissions from 0 to 0777, e.g. "
 			      "0644" },
@@ -365,6 +364,7 @@ static int env_parse(const char *env, char *buf, size_t size,
   char *p, *item, *save = NULL;
   unsigned given = 0;	/* Keys seen, by index in env_keys. */
   int no_stacks = 0;	/* stacks=0 or stacks=no was given. */
+  int rc;
   if (strlen(env) >= size) {
     snprintf(err, errsize, "the value is too long");
     return -1;
@@ -377,9 +377,8 @@ static int env_parse(const char *env, char *buf, size_t size,
 	     "path[,key=value]...");
     return -1;
   }
-  if (mp_path_check(buf)) {
-    snprintf(err, errsize, "path '%s': %% must be followed by p (the pid), "
-	     "n (the number of the start) or %%", buf);
+  if ((rc = mp_path_check(buf)) != 0) {
+    snprintf(err, errsize, "path '%s': %s", buf, mp_path_why(rc));
     return -1;
   }
   opt->path = buf;

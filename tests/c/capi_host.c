@@ -32,6 +32,16 @@ static void is_int(long long got, long long want, const char *name)
 	 want, got);
 }
 
+/* Report whether two strings are equal; on failure print both. */
+static void is_str(const char *got, const char *want, const char *name)
+{
+  n_test++;
+  if (!strcmp(got, want)) { printf("ok %d - %s\n", n_test, name); return; }
+  n_failed++;
+  printf("not ok %d - %s\n# expected: '%s'\n#   actual: '%s'\n", n_test,
+	 name, want, got);
+}
+
 /* An in-memory sink that can be told to fail after a number of bytes. */
 typedef struct sink {
   unsigned char *data;
@@ -149,6 +159,127 @@ static long long arm_close_cycles(int cycles, int record, const char *path,
   return rss_bytes() - base;
 }
 
+/* One bad options struct: what ljmp_options_check() must say of it. */
+typedef struct bad_case {
+  const char *name, *want;
+  ljmp_options *opt;
+} bad_case;
+
+/* Check every bad case: LJMP_EARG and its exact message from
+** ljmp_options_check(), and LJMP_EARG from ljmp_start() (they agree). */
+static void check_bad(lua_State *L, const bad_case *c, int n)
+{
+  char msg[512], name[256];
+  int i, rc;
+  for (i = 0; i < n; i++) {
+    memset(msg, 'z', sizeof(msg));
+    snprintf(name, sizeof(name), "options_check: %s", c[i].name);
+    is_int(ljmp_options_check(c[i].opt, msg, sizeof(msg)), LJMP_EARG, name);
+    snprintf(name, sizeof(name), "options_check: %s, its message",
+	     c[i].name);
+    is_str(msg, c[i].want, name);
+    snprintf(name, sizeof(name), "start agrees: %s", c[i].name);
+    rc = ljmp_start(L, c[i].opt);
+    is_int(rc, LJMP_EARG, name);
+    if (!rc) ljmp_stop(L);
+  }
+}
+
+/* ljmp_options_check(): each bad option named, the good ones passed, and
+** its message buffer used safely. */
+static void test_options_check(lua_State *L)
+{
+  struct { ljmp_options o; unsigned char more[8]; } big;
+  ljmp_options good = LJMP_OPTIONS_INIT, o[12];
+  char msg[64], want_big[256], want_small[64], longpath[5000];
+  sink s;
+  int i;
+  static char longmsg[8192], wantlong[8192];
+  bad_case c[12];
+  memset(&s, 0, sizeof(s));
+  good.writer = sink_write; good.ctx = &s;
+  for (i = 0; i < 12; i++) o[i] = good;
+  o[0].writer = NULL; o[0].path = "/tmp/ljmp-capi-check.bin"; o[0].mode = 04755;
+  c[0] = (bad_case){ "mode 04755", "mode must be at most 0777 (no setuid, "
+		     "setgid or sticky bit), not 04755", &o[0] };
+  o[1].stacks = LJMP_STACKS_MAX + 1;
+  c[1] = (bad_case){ "stacks 10001", "stacks must be from 0 to 10000, not "
+		     "10001", &o[1] };
+  o[2].bufsize = 100;
+  c[2] = (bad_case){ "bufsize 100", "bufsize must be 0 or from 4096 to "
+		     "1073741824 (1 GiB), not 100", &o[2] };
+  o[3].bufsize = LJMP_BUFSIZE_MAX + 1;
+  c[3] = (bad_case){ "bufsize 2^30 + 1", "bufsize must be 0 or from 4096 "
+		     "to 1073741824 (1 GiB), not 1073741825", &o[3] };
+  o[4].max_size = 100;
+  c[4] = (bad_case){ "max_size 100", "max_size must be 0 or at least "
+		     "65536, not 100", &o[4] };
+  o[5].writer = NULL; o[5].path = "";
+  c[5] = (bad_case){ "an empty path", "path must not be empty", &o[5] };
+  o[6].path = "/tmp/ljmp-capi-check.bin";
+  c[6] = (bad_case){ "path and writer", "path and writer must not both be "
+		     "set", &o[6] };
+  o[7].writer = NULL;
+  c[7] = (bad_case){ "neither path nor writer", "path or writer must be set",
+		     &o[7] };
+  o[8].writer = NULL; o[8].path = "/tmp/x-%q.bin";
+  c[8] = (bad_case){ "path with %q", "path '/tmp/x-%q.bin': % must be "
+		     "followed by p (the pid), n (the number of the start) "
+		     "or %", &o[8] };
+  o[9].writer = NULL; o[9].path = "/tmp/x-%";
+  c[9] = (bad_case){ "path ending in %", "path '/tmp/x-%': % must be "
+		     "followed by p (the pid), n (the number of the start) "
+		     "or %", &o[9] };
+  memset(&big, 0, sizeof(big));
+  big.o = good;
+  big.o.size = sizeof(big);
+  big.more[3] = 0x5a;
+  snprintf(want_big, sizeof(want_big), "size %zu is past this library's "
+	   "ljmp_options (%zu bytes): the options it lacks must be 0, and "
+	   "byte %zu is 0x5a", sizeof(big), sizeof(ljmp_options),
+	   sizeof(ljmp_options) + 3);
+  c[10] = (bad_case){ "non-zero bytes past the struct", want_big, &big.o };
+  o[10].size = 4;
+  snprintf(want_small, sizeof(want_small), "size must be 0 or at least %zu, "
+	   "not 4", sizeof(size_t));
+  c[11] = (bad_case){ "size 4", want_small, &o[10] };
+  memset(longpath, 'a', sizeof(longpath) - 1);
+  longpath[0] = '/';
+  longpath[sizeof(longpath) - 1] = '\0';
+  o[11].writer = NULL; o[11].path = longpath;
+  check_bad(L, c, 12);
+  is_int(ljmp_options_check(&o[11], longmsg, sizeof(longmsg)), LJMP_EARG,
+	 "options_check: path of 4999 bytes");
+  snprintf(wantlong, sizeof(wantlong), "path '%s': it must be shorter than "
+	   "4096 bytes with %%p and %%n expanded", longpath);
+  is_str(longmsg, wantlong, "options_check: path of 4999 bytes, message");
+  is_int(ljmp_start(L, &o[11]), LJMP_EARG, "start agrees: path of 4999 bytes");
+  is_int(ljmp_running(L), 0, "not running after the bad options");
+
+  /* The good ones, and the message buffer's edges. */
+  memset(msg, 'z', sizeof(msg));
+  is_int(ljmp_options_check(&good, msg, sizeof(msg)), 0, "good options: 0");
+  is_str(msg, "", "good options: an empty message");
+  big.more[3] = 0;
+  is_int(ljmp_options_check(&big.o, msg, sizeof(msg)), 0,
+	 "zero bytes past the struct: 0");
+  o[10].size = 0;
+  is_int(ljmp_options_check(&o[10], msg, sizeof(msg)), 0, "size 0: 0");
+  memset(msg, 'z', sizeof(msg));
+  is_int(ljmp_options_check(NULL, msg, sizeof(msg)), LJMP_EARG, "NULL opt");
+  is_str(msg, "options are NULL", "NULL opt: its message");
+  is_int(ljmp_options_check(&o[2], NULL, 100), LJMP_EARG, "msg NULL");
+  is_int(ljmp_options_check(NULL, NULL, 0), LJMP_EARG, "NULL opt, msg NULL");
+  memset(msg, 'z', sizeof(msg));
+  is_int(ljmp_options_check(&o[2], msg, 0), LJMP_EARG, "size 0");
+  is_int(msg[0], 'z', "size 0: msg untouched");
+  is_int(ljmp_options_check(&o[2], msg, 8), LJMP_EARG, "size 8");
+  is_str(msg, "bufsize", "size 8: the message cut to 7 bytes and a NUL");
+  is_int(msg[8], 'z', "size 8: nothing written past it");
+  is_int(ljmp_options_check(&o[2], msg, 1), LJMP_EARG, "size 1");
+  is_str(msg, "", "size 1: only the NUL");
+}
+
 static const char *churn =
   "local t = {} for i = 1, 100 do t[i] = { i } end\n"
   "local s = {} for i = 1, 20000 do s[i % 50 + 1] = { i } end\n";
@@ -231,6 +362,7 @@ int main(int argc, char **argv)
   is_int(ljmp_arm(L, SIGUSR2, &opt), LJMP_EARG,
 	 "arm with %p in the directory");
   opt.path = NULL;
+  test_options_check(L);
   is_int(strcmp(ljmp_strerror(LJMP_ERUNNING), "profiler is running already"),
 	 0, "message of LJMP_ERUNNING");
 
