@@ -458,6 +458,11 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
     }
     if (link_note(p, k, si, mp_owner_site(p, owner), w.n, nb, w.bytes) < 0)
       return MP_ERR_NOMEM;
+  } else if (full == 2 && k == MP_AEV_REALLOC) {
+    /* A sampled resize of a block that was not sampled: the new block
+    ** enters the sample, charged to the site as its allocation would
+    ** be (the heap summary's accounting). */
+    if (link_note(p, k, si, si, cnt, nb, 0) < 0) return MP_ERR_NOMEM;
   }
   if ((k & MP_AEV_ALLOC) && e->naddr) {
     if (full) p->heap.now = p->nalloc;
@@ -485,15 +490,21 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
 
 /* Aggregate one item from mp_reader_next(); MP_OK or MP_ERR_NOMEM. */
 /* A sampled block left the sample (MP_X_DROP): it is no longer live, and
-** no event happened to it that the sections count. */
-static void drop(mp_profile *p, uint64_t addr)
+** no event happened to it that the sections count; the heap summary
+** credits its owner with it, as a resize by the owner. MP_OK or
+** MP_ERR_NOMEM. */
+static int drop(mp_profile *p, uint64_t addr)
 {
   uint64_t size;
-  uint32_t owner;
+  uint32_t owner, site;
   mp_weight w;
-  if (!p->sample || !mp_heap_take(&p->heap, addr, &size, &owner)) return;
+  if (!p->sample || !mp_heap_take(&p->heap, addr, &size, &owner))
+    return MP_OK;
   w = block_weight(p, addr, size, 1);
   live_change(p, owner_live(p, owner), -w.n, -w.bytes);
+  site = mp_owner_site(p, owner);
+  return link_note(p, MP_AEV_REALLOC, site, site, 0, 0, w.bytes) < 0 ?
+	 MP_ERR_NOMEM : MP_OK;
 }
 
 static int on_item(mp_profile *p, const mp_item *it)
@@ -525,8 +536,7 @@ static int on_item(mp_profile *p, const mp_item *it)
     mark_add(p, it->id);
     return MP_OK;
   case MP_SRC_DROP:
-    drop(p, it->oaddr);
-    return MP_OK;
+    return (rc = drop(p, it->oaddr)) == MP_OK ? MP_OK : nomem(p, it->offset);
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;
