@@ -187,16 +187,21 @@ for i = 1, 40000 do keep[i] = { i, i, i } end
 for i = 1, 4000 do keep[i] = string.rep("s", 1000) .. i end
 assert(mp.stop())
 ]]
-local function line_bytes(opts)
+-- Run workload child (a chunk) recording with opts (the fields of a Lua
+-- table, as in record()); the JSON report of its profile, decoded.
+local function json_report(child, opts)
   local path = T.tmpname("est")
   local cmd = "OPTS=" .. t.shq("{ path = '" .. path .. "', " .. opts .. " }") ..
-              " LUA_CPATH='" .. t.build .. "/?.so;;' luajit -e " .. t.shq(est_child)
-  assert(os.execute(t.timeout(cmd, 60)) == 0, "the estimate workload failed")
+              " LUA_CPATH='" .. t.build .. "/?.so;;' luajit -e " .. t.shq(child)
+  assert(os.execute(t.timeout(cmd, 60)) == 0, "the workload failed: " .. cmd)
   local f = assert(io.popen(t.timeout(T.cli .. " report --format json " .. path, 60)))
   local json = f:read("*a")
   f:close()
   os.remove(path)
-  local r = require("cjson").decode(json)
+  return require("cjson").decode(json)
+end
+local function line_bytes(opts)
+  local r = json_report(est_child, opts)
   local by = {}
   for _, sec in ipairs({ "allocations", "reallocations" }) do
     for _, row in ipairs(r[sec]) do
@@ -254,23 +259,16 @@ end
 assert(mp.stop())
 ]]
 local function grow_figures(opts)
-  local path = T.tmpname("grow")
-  local cmd = "OPTS=" .. t.shq("{ path = '" .. path .. "', " .. opts .. " }") ..
-              " LUA_CPATH='" .. t.build .. "/?.so;;' luajit -e " .. t.shq(grow_child)
-  assert(os.execute(t.timeout(cmd, 60)) == 0, "the growth workload failed")
-  local f = assert(io.popen(t.timeout(T.cli .. " report --format json " .. path, 60)))
-  local r = require("cjson").decode(f:read("*a"))
-  f:close()
-  os.remove(path)
+  local r = json_report(grow_child, opts)
   local v = { alloc = 0, realloc = 0, rplus = 0, rminus = 0, free = 0 }
-  local function line7(row)
+  local function line8(row)
     return row.source.chunk == "=(command line)" and row.source.line == 8
   end
   for _, row in ipairs(r.allocations) do
-    if line7(row) then v.alloc = v.alloc + row.events end
+    if line8(row) then v.alloc = v.alloc + row.events end
   end
   for _, row in ipairs(r.reallocations) do
-    if line7(row) then
+    if line8(row) then
       v.realloc = v.realloc + row.events
       v.rplus = v.rplus + row.alloc_bytes
       v.rminus = v.rminus + row.free_bytes

@@ -221,7 +221,7 @@ static int mp_lua_start(lua_State *L)
 static int mp_lua_signal(lua_State *L)
 {
   ljmp_options opt = LJMP_OPTIONS_INIT;
-  char dir[4096];
+  char dir[MP_PATH_MAX];
   int signo = 0, rc;
   opt.path = MP_DEFAULT_PATH;
   if (lua_type(L, 1) == LUA_TSTRING)

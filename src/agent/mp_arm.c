@@ -229,7 +229,7 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   ljmp_options opt;
   struct sigaction sa, old;
   mp_arm *a;
-  char dir[4096], probe[4096 + 2];
+  char dir[MP_PATH_MAX], probe[MP_PATH_MAX + 2];
   int rc = 0;
   if (!L || !user || mp_options_read(&opt, user, NULL, 0) < 0 ||
       !opt.path || strlen(opt.path) >= sizeof(a->path) ||
@@ -442,7 +442,7 @@ int mp_env_start(lua_State *L, char *err, size_t errsize)
 		errsize) < 0)
     return -1;
   if (signo && (rc = ljmp_arm(L, signo, &opt)) != 0) {
-    char dir[4096];
+    char dir[MP_PATH_MAX];
     if (rc == LJMP_ERUNNING) return 0;	/* Loaded again: done before. */
     if (mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
       snprintf(err, errsize, "path '%s': %s", opt.path, MP_DIR_PCT);

@@ -1595,12 +1595,7 @@ static int unsample(mp_state *s, void *ptr)
 ** takes the block out of the live heap. */
 static void put_drop(mp_state *s, void *ptr)
 {
-  uint8_t *p = s->pos, *q = p + 3;
-  q = mp_put_uleb(q, (uint64_t)(uintptr_t)ptr);
-  p[0] = MP_XREC;
-  p[1] = MP_X_DROP;
-  p[2] = (uint8_t)(q - p - 3);
-  s->pos = q;
+  s->pos = mp_put_xuleb(s->pos, MP_X_DROP, (uint64_t)(uintptr_t)ptr);
   mp_settle(s);
 }
 

@@ -215,25 +215,25 @@ done:
   return rc;
 }
 
+/* Note the line of location l if it is a Lua function's; 0 or -1. */
+static int note_line(mp_strtab *names, const mp_loc *l)
+{
+  return l->src == MP_SRC_LFUNC && l->name ?
+	 mp_strtab_lua_line(names, l->name, l->line, l->aux) : 0;
+}
+
 /* Note the Lua lines of the sites and of the stack frames, so that labels
 ** of a line two functions have say which (mp_label.h): the labels of
 ** distinct sources are distinct. 0 or -1. */
 static int note_lines(mp_profile *p)
 {
-  mp_strtab *names = &p->syms.names;
   uint32_t i;
-  for (i = 0; i < p->nsite; i++) {
-    const mp_loc *l = &p->site[i].loc;
-    if (l->src == MP_SRC_LFUNC && l->name &&
-	mp_strtab_lua_line(names, l->name, l->line, l->aux) < 0)
+  for (i = 0; i < p->nsite; i++)
+    if (note_line(&p->syms.names, &p->site[i].loc) < 0) return -1;
+  for (i = 0; i < p->nnode; i++)
+    if (p->node[i].kind == MP_FK_LUA &&
+	note_line(&p->syms.names, &p->node[i].loc) < 0)
       return -1;
-  }
-  for (i = 0; i < p->nnode; i++) {
-    const mp_loc *l = &p->node[i].loc;
-    if (p->node[i].kind == MP_FK_LUA && l->src == MP_SRC_LFUNC && l->name &&
-	mp_strtab_lua_line(names, l->name, l->line, l->aux) < 0)
-      return -1;
-  }
   return 0;
 }
 
