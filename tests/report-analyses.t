@@ -121,16 +121,49 @@ run $MP report --format json --temporary 100 "$P"
 echo "$out" | grep -q '^ {"source":{"kind":"lua","label":"@temp.lua:4".*"blocks":50,"bytes":'$((50 * T))',"made_blocks":100,"made_bytes":'"$C"'}'
 ok $? "json --temporary 100: the same line"
 
-# The frees of run's final collection count like any other (REPORT.md,
-# "Caveat: the final collection"): the stream does not say where it
-# starts, so a short run's tables, held to the end, are all temporary.
+# The frees of run's final collection are no temporaries: the agent marks
+# where it starts (FORMAT.md, "The final collection's start"), so a short
+# run's tables, held to the end, are not temporary. With the mark renamed
+# (a C symbol like any other, as in a profile without it), its frees
+# count like any other and the same tables are.
 printf 'jit.off()\nlocal a, b, c = {}, {}, {}\n' >"$TMPD/short.lua"
-(cd "$TMPD" && with_timeout 60 $MP run -o short.ljm --temporary short.lua >short.out)
-ok $? "run --temporary of a short program"
-A=$(sed -n 's/^@short\.lua:2: 3 events	+\([0-9]*\)B	-0B$/\1/p' "$TMPD/short.out")
-got=$(sed -n '/^TEMPORARY/,/^$/p' "$TMPD/short.out" | grep '^@short')
-is "$got" "@short.lua:2: 3 of 3 blocks	${A}B of ${A}B" \
-  "run --temporary: tables held to the end, freed by the final collection, are temporary"
+for stk in "" "--stacks"; do
+  (cd "$TMPD" && with_timeout 60 $MP run -o short.ljm $stk --temporary short.lua >short.out)
+  ok $? "run $stk --temporary of a short program"
+  A=$(sed -n 's/^@short\.lua:2: 3 events	+\([0-9]*\)B	-0B$/\1/p' "$TMPD/short.out")
+  [ -n "$A" ]
+  ok $? "run $stk: the three tables of line 2 ($A bytes)"
+  got=$(sed -n '/^TEMPORARY/,/^$/p' "$TMPD/short.out")
+  case "$got" in "TEMPORARY: 0 of "*) r=0 ;; *) r=1 ;; esac
+  is "$r:$(echo "$got" | grep -c '^@short')" "0:0" \
+    "run $stk --temporary: tables freed only by the final collection are not temporary"
+  run $MP events "$TMPD/short.ljm"
+  is "$(echo "$out" | grep '"final_collection"\|"source":"lua"\|"source":"stack"' | sed 's/^{"event":"\([a-z_]*\)".*/\1/' | tr '\n' ' ')" \
+    "alloc alloc alloc final_collection " "events $stk: the mark once, after the program's three allocations and before the collection"
+  python3 - "$TMPD/short.ljm" "$TMPD/renamed.ljm" <<'PY'
+import sys
+d = open(sys.argv[1], 'rb').read()
+m = b'\x0c\x01\x12(final collection)'
+assert d.count(m) == 1
+open(sys.argv[2], 'wb').write(d.replace(m, m[:-1] + b']'))
+PY
+  ok $? "run $stk: the mark is the C symbol for address 1, once"
+  run $MP report --temporary "$TMPD/renamed.ljm"
+  is "$rc:$(echo "$out" | sed -n '/^TEMPORARY/,/^$/p' | grep '^@short')" "0:@short.lua:2: 3 of 3 blocks	${A}B of ${A}B" \
+    "without the mark, the final collection's frees count: the tables are temporary"
+  run $MP events "$TMPD/renamed.ljm"
+  is "$(echo "$out" | grep -c final_collection)" 0 "events: a renamed mark is no mark"
+done
+# Without a final collection, no mark.
+cat >"$TMPD/nocollect.lua" <<'EOF'
+local mp = require("ljmemprof")
+assert(mp.start(arg[1]))
+local t = {}
+assert(mp.stop())
+EOF
+(cd "$TMPD" && with_timeout 60 luajit nocollect.lua nc.ljm)
+run $MP events "$TMPD/nc.ljm"
+is "$rc:$(echo "$out" | grep -c final_collection)" "0:0" "stop() without collect: no mark"
 
 # -- Diff --------------------------------------------------------------------------
 

@@ -238,14 +238,12 @@ is "$(echo "$out" | sed -n '/^    --metric /,/^    --peak$/p' | tail -n 3)" \
 is "$(echo "$out" | sed -n '/^    --temporary /,/^    -o FILE/p')" \
 "    --temporary [N]
         Text and json: add TEMPORARY, with a window of N allocations
-        (10000 without N; at least 1). Caveat: the frees of a final
-        full collection (\`run\`, stop{collect = true}: the note
-        collect=1) count like any other, and the stream does not say
-        where that collection starts. A block that lived to the end
-        and was freed only by it is temporary if the program made fewer
-        than N allocations after it: in a run of fewer than N
-        allocations, every block the collection frees is.
-    -o FILE, --output FILE" "report --help: --temporary says only its own, with the caveat of the final collection"
+        (10000 without N; at least 1). The frees of a final full
+        collection (\`run\`, stop{collect = true}) are not counted: they
+        end blocks that lived to the end. In a profile that does not
+        mark where that collection starts (Tarantool's, or from an
+        older ljmemprof) they count like any other.
+    -o FILE, --output FILE" "report --help: --temporary says only its own, and what the final collection's frees are"
 run $MP help report
 is "$rc:$(echo "$out" | head -n 2 | tail -n 1)" "0:    ljmemprof report - print where a LuaJIT program allocated memory" \
   "ljmemprof help report"

@@ -37,6 +37,7 @@
 
 #include "mp_agent.h"
 #include "mp_check.h"
+#include "mp_sym.h"
 #include "../format/mp_format.h"
 
 #define MP_BUFSIZE_DEFAULT	((size_t)1 << 20)
@@ -626,7 +627,9 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
   s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
       (s->collect || (flags & LJMP_STOP_COLLECT))) {
-    lua_gc(L, LUA_GCCOLLECT, 0);	/* Recorded: the hook is still in. */
+    /* Recorded, as the hook is still in; readers learn where it starts. */
+    if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) mp_sym_gcstart(s);
+    lua_gc(L, LUA_GCCOLLECT, 0);
     s->notes |= MP_NOTE_COLLECT;
   }
   if (s && s->forked) {	/* A child's copy of the parent's profiler. */

@@ -191,6 +191,17 @@ void mp_sym_host(mp_state *s)
   mp_settle(s);
 }
 
+/* See mp_sym.h. */
+void mp_sym_gcstart(mp_state *s)
+{
+  uint8_t *p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
+  p = mp_put_uleb(p, MP_GCSTART_ADDR);
+  p = mp_put_uleb(p, sizeof(MP_GCSTART_NAME) - 1);
+  memcpy(p, MP_GCSTART_NAME, sizeof(MP_GCSTART_NAME) - 1);
+  s->pos = p + sizeof(MP_GCSTART_NAME) - 1;
+  mp_settle(s);
+}
 
 /* -- The end of the stream ------------------------------------------------ */
 

@@ -97,6 +97,9 @@ static inline uint8_t *mp_put_time(mp_state *s, uint8_t *p)
 /* Write the host's symbol (a C function at address 0) once. */
 MP_NOINLINE void mp_sym_host(mp_state *s);
 
+/* Write the marker of the final collection's start (mp_ext.h). */
+void mp_sym_gcstart(mp_state *s);
+
 /* Make sure the symbol of pt is written; the same prototype as last time
 ** is the common case and costs one comparison. */
 static inline void mp_want_proto(mp_state *s, const GCproto *pt)

@@ -450,7 +450,7 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
 	    block_weight(p, e->oaddr, size, 1);
       live_change(p, l, -w.n, -w.bytes);
       /* The allocations since the block's own (that one excluded). */
-      if (p->heap.stamped &&
+      if (p->heap.stamped && !p->gcstart &&
 	  (uint32_t)(p->nalloc - p->heap.took - w.n) < p->window) {
 	l->tn += w.n;
 	l->tbytes += w.bytes;
@@ -537,6 +537,9 @@ static int on_item(mp_profile *p, const mp_item *it)
     return MP_OK;
   case MP_SRC_DROP:
     return (rc = drop(p, it->oaddr)) == MP_OK ? MP_OK : nomem(p, it->offset);
+  case MP_SRC_GCSTART:
+    p->gcstart = 1;
+    return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;

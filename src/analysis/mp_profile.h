@@ -163,6 +163,8 @@ typedef struct mp_profile {
 			   sampled), in the order merged; else NULL. */
   /* Notes at the end (mp_ext.h). */
   int collect;		/* 1: a full collection ran before the end. */
+  int gcstart;		/* 1: past the start of that collection (its
+			   frees are no temporaries). */
   char stopped[64];	/* Why recording stopped early, or "". */
   /* What the pass computes beyond the report (set before it). */
   unsigned want;	/* MP_WANT_*. */

@@ -173,6 +173,8 @@ int mp_cmd_events(int argc, char **argv)
       if (it.src == MP_SRC_DROP)	/* A sampled block left the sample. */
 	fprintf(out, "{\"event\":\"drop\",\"oaddr\":%llu}\n",
 		(unsigned long long)it.oaddr);
+      else if (it.src == MP_SRC_GCSTART)
+	fprintf(out, "{\"event\":\"final_collection\"}\n");
       continue;
     }
     n++;

@@ -186,6 +186,15 @@ static int get_symbol(mp_reader *r, mp_item *it, int src)
   return MP_OK;
 }
 
+/* Whether C function symbol it is the marker of the final collection's
+** start (mp_ext.h). */
+static int is_gcstart(const mp_item *it)
+{
+  return it->id == MP_GCSTART_ADDR &&
+	 it->name_len == sizeof(MP_GCSTART_NAME) - 1 &&
+	 !memcmp(it->name, MP_GCSTART_NAME, it->name_len);
+}
+
 /* Decode one symbol of the symtab header; NO_ITEM at its end marker (the
 ** event stream's prologue comes next). */
 static int next_header_sym(mp_reader *r, mp_item *it)
@@ -409,9 +418,13 @@ static int next_event(mp_reader *r, mp_item *it)
   }
   if (h == MP_XREC && r->ext) return get_xrec(r, it);
   if ((h & MP_AEV_MASK) == MP_AEV_SYMTAB) {
+    int rc;
     r->p++;
     it->in_header = 0;
-    return get_symbol(r, it, (int)(h & MP_SRC_MASK));
+    rc = get_symbol(r, it, (int)(h & MP_SRC_MASK));
+    if (rc == MP_OK && it->src == MP_SRC_CFUNC && is_gcstart(it))
+      it->src = MP_SRC_GCSTART;
+    return rc;
   }
   if (left >= MP_EVENT_LONGEST) {
     q = mp_event_decode(at, &e, r->headers);

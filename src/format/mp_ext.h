@@ -79,6 +79,13 @@
 ** trailer after its epilogue, which readers of memprof never look at:
 **
 **   trailer     := 'l' 'j' 'n' 1 0 0 0  xrec*  (to the end of the data)
+**
+** The final collection's start: before that collection runs, both kinds
+** of stream get a C function symbol at address MP_GCSTART_ADDR named
+** MP_GCSTART_NAME, which no event refers to (no C function lives at
+** address 1). Readers of memprof take it as a symbol nobody uses; ours
+** as the point after which frees end blocks that lived to the end
+** (item source MP_SRC_GCSTART).
 */
 
 #ifndef MP_EXT_H
@@ -94,12 +101,17 @@
 
 /* What a decoded item (mp_item.src, kind MP_AEV_SYMTAB) of an extended
 ** record is: a node (MP_SRC_STACK), a builtin's name, a setting, a time
-** mark, a block that left the sample. The last four are not sources on
-** the wire. */
+** mark, a block that left the sample; or the marker of the final
+** collection (a C function symbol on the wire). The last five are not
+** sources on the wire. */
 #define MP_SRC_BUILTIN		(6 << 2)
 #define MP_SRC_INFO		(7 << 2)
 #define MP_SRC_TIME		(8 << 2)	/* A time mark: id is its ns. */
 #define MP_SRC_DROP		(9 << 2)	/* A block left the sample: oaddr. */
+#define MP_SRC_GCSTART		(10 << 2)	/* The final collection starts. */
+
+#define MP_GCSTART_ADDR		1
+#define MP_GCSTART_NAME		"(final collection)"
 
 /* Extended record types. */
 enum {
