@@ -54,6 +54,26 @@ is "$(printf '%s\n' "$out" | sort)" "$(printf 'ljmemprof: %s: File too large: re
   "LJMEMPROF: one line on stderr names the file and the error"
 is "$(complete "$TMPD/env.bin")" false "LJMEMPROF: the file is a readable prefix"
 
+# Started by a signal: no code of the program's stops it either. The error
+# is said on stderr when it ends recording, not only at the next signal's
+# stop (which then says nothing more).
+cat >"$TMPD/sigfull.lua" <<'EOF'
+local mp = require("ljmemprof")
+os.execute("kill -USR2 $PPID")
+local t = {}
+for i = 1, 2e6 do t[i % 1000 + 1] = { i }; if mp.running() then break end end
+io.stderr:write("recording: ", tostring(mp.running()), "\n")
+for i = 1, 2e7 do t[i % 1000 + 1] = { i }; if not mp.running() then break end end
+io.stderr:write("ended: ", tostring(not mp.running()), "\n")
+os.execute("kill -USR2 $PPID")
+for i = 1, 1e5 do t[i % 1000 + 1] = { i } end
+io.stderr:write("script ends\n")
+EOF
+out=$( (ulimit -f 8192; LJMEMPROF="$TMPD/sig.bin,signal=USR2,start=no" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit -l ljmemprof "$TMPD/sigfull.lua") 2>&1)
+is "$?:$out" "$(printf '0:recording: true\nljmemprof: %s: File too large: recording stopped, the profile is cut short\nended: true\nscript ends' "$TMPD/sig.bin")" \
+  "signal: one line on stderr when the write fails, none at the stop"
+is "$(complete "$TMPD/sig.bin")" false "signal: the file is a readable prefix"
+
 # A disk that fills up after 4 MiB: a small tmpfs (needs root and mount;
 # skipped where not allowed).
 mkdir "$TMPD/small"

@@ -132,10 +132,11 @@ static void toggle(lua_State *L, mp_arm *a)
   ljmp_options opt = a->opt;
   mp_state *s = mp_state_find(L);
   int rc;
-  /* A recording that a write error ended is stopped too: that reports it. */
+  /* A recording that a write error ended is stopped too (the error was
+  ** said on stderr when it happened). */
   if (s && !s->finished && !s->limited) {
     rc = ljmp_stop_with(L, a->opt.collect ? LJMP_STOP_COLLECT : 0);
-    if (rc && rc != LJMP_ENOTRUN)
+    if (rc && rc != LJMP_ENOTRUN && !(rc < 0 && rc > LJMP_E_BASE))
       fprintf(stderr, "ljmemprof: stopping at a signal: %s\n",
 	      ljmp_strerror(rc));
     return;
@@ -146,6 +147,8 @@ static void toggle(lua_State *L, mp_arm *a)
 	   a->starts && !strstr(a->path, "%n") ? ".%n" : "");
   opt.path = tmpl;
   rc = ljmp_start(L, &opt);
+  if (!rc)	/* No code of the program's stops it: none hears its errors. */
+    __atomic_store_n(&mp_state_find(L)->announce, 1, __ATOMIC_RELAXED);
   if (rc)
     fprintf(stderr, "ljmemprof: starting at a signal (%s): %s%s%s\n",
 	    a->path, ljmp_strerror(rc), rc == LJMP_ETHREAD ? ": " : "",
