@@ -271,6 +271,22 @@ is "$rc:$(echo "$out" | luajit -e '
   end
   print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11 @ds.lua:16+10" \
   "diff --format json --stacks 3: the 3 largest changes"
+# Under a peak metric the JSON stacks carry what they held at the peak, the
+# numbers the text shows and orders by (they had only the four costs).
+run $MP report --format json --stacks 1 --top 1 --metric peak-count "$TMPD/db.ljm"
+is "$rc:$(echo "$out" | luajit -e '
+  local s = require("cjson").decode(io.read("*a")).call_stacks.sources[1]
+  print(s.label, s.peak_blocks, s.paths[1].peak_blocks, s.paths[1].frames[2].label)')" \
+  "0:@ds.lua:5	156	24	@ds.lua:18" \
+  "json --stacks --metric peak-count: each source's and stack's blocks at the peak"
+run $MP diff --format json --stacks 2 --metric peak-count "$TMPD/da.ljm" "$TMPD/db.ljm"
+is "$rc:$(echo "$out" | luajit -e '
+  local s = {}
+  for _, x in ipairs(require("cjson").decode(io.read("*a")).call_stacks.stacks) do
+    s[#s + 1] = x.frames[2] .. "+" .. (x.new.peak_blocks - x.base.peak_blocks)
+  end
+  print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11" \
+  "diff --format json --stacks --metric peak-count: the stacks' blocks at the peak"
 for n in 3 4; do
   run $MP report --stacks $n "$TMPD/db.ljm"
   is "$rc:$(printf '%s\n' "$out" | grep -c '^	[0-9]')" "0:$n" "report --stacks $n: $n stacks of the one source"
