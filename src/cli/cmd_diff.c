@@ -95,6 +95,11 @@ static int check(mp_cli_opts *o, const mp_renderer *r, int n)
 	    "json, collapsed or html)\n", r->name);
     return MP_EXIT_ERROR;
   }
+  if (o->sort_set) {
+    fprintf(stderr, "ljmemprof diff: --sort is for report; diff orders by "
+	    "the change of --metric (see 'ljmemprof diff --help')\n");
+    return MP_EXIT_ERROR;
+  }
   if (o->render.temp) {
     fprintf(stderr, "ljmemprof diff: --temporary is for report (see "
 	    "'ljmemprof diff --help')\n");
