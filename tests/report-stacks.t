@@ -287,6 +287,16 @@ is "$rc:$(echo "$out" | luajit -e '
   end
   print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11" \
   "diff --format json --stacks --metric peak-count: the stacks' blocks at the peak"
+# A profile without stacks against one with them: every stack differs, and
+# a warning says why (the stacks of each side were shown as all new or all
+# gone, silently); without a stack view there is nothing to warn of.
+want="ljmemprof diff: warning: $TMPD/two.ljm was recorded without call stacks, $TMPD/da.ljm with them: no stack of one is a stack of the other, compare the sources"
+run $MP diff --stacks 1 "$TMPD/two.ljm" "$TMPD/da.ljm"
+is "$rc:$err" "0:$want" "diff --stacks of a profile without stacks and one with them: a warning"
+run $MP diff --format collapsed "$TMPD/two.ljm" "$TMPD/da.ljm"
+is "$rc:$err" "0:$want" "diff --format collapsed: the same warning"
+run $MP diff "$TMPD/two.ljm" "$TMPD/da.ljm"
+is "$rc:$err" "0:" "diff by source only: no warning"
 for n in 3 4; do
   run $MP report --stacks $n "$TMPD/db.ljm"
   is "$rc:$(printf '%s\n' "$out" | grep -c '^	[0-9]')" "0:$n" "report --stacks $n: $n stacks of the one source"

@@ -151,6 +151,12 @@ int mp_cmd_diff(int argc, char **argv)
     goto out;
   }
   status = st[0] > st[1] ? st[0] : st[1];
+  if ((o.render.stacks || (r->flags & (MP_RF_STACKS | MP_RF_FULL))) &&
+      !p[0].stacks != !p[1].stacks)
+    fprintf(stderr, "ljmemprof diff: warning: %s was recorded %s call "
+	    "stacks, %s %s them: no stack of one is a stack of the other, "
+	    "compare the sources\n", paths[0], p[0].stacks ? "with" :
+	    "without", paths[1], p[1].stacks ? "with" : "without");
   rc = mp_diff_build(&d, &p[0], &p[1], o.render.metric, o.sort,
 		     o.render.stacks || (r->flags & (MP_RF_STACKS |
 						     MP_RF_FULL)));
