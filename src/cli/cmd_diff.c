@@ -169,6 +169,8 @@ int mp_cmd_diff(int argc, char **argv)
   }
   d.file[0] = paths[0];
   d.file[1] = paths[1];
+  d.cut[0] = st[0] == MP_EXIT_TRUNCATED;
+  d.cut[1] = st[1] == MP_EXIT_TRUNCATED;
   ro = o.render;
   ro.file = paths[1];
   ro.files = paths;

@@ -128,6 +128,12 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
   fprintf(out, ", by the largest change of %s\n", mp_metric_what[d->metric]);
   if (d->m.sample)
     fputs("(sampled: the counts and bytes are estimates)\n", out);
+  for (i = 0; i < 2; i++)
+    if (d->cut[i]) {
+      fputc('(', out);
+      mp_text_put(out, d->file[i], strlen(d->file[i]), 0);
+      fputs(" is cut short or damaged: compared up to the cut)\n", out);
+    }
   for (i = 0, n = mp_rows_shown(d->nrow, o); i < n; i++) {
     const mp_drow *r = &d->row[i];
     const char *l = d->sec.label[r->site];
@@ -236,8 +242,10 @@ int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o)
   fputs(",\"new\":", out);
   mp_json_cstr(out, d->file[1]);
   fprintf(out, ",\"metric\":\"%s\",\"sampled\":%s,\"top\":%" PRIu64
+	  ",\"complete\":{\"base\":%s,\"new\":%s}"
 	  ",\"changed\":%u,\"unchanged\":%u,\n\"totals\":{",
 	  mp_metric_names[d->metric], d->m.sample ? "true" : "false", o->top,
+	  d->cut[0] ? "false" : "true", d->cut[1] ? "false" : "true",
 	  d->nrow, d->nsame);
   json_row(out, d, &d->total);
   fputs("},\n\"sources\":[", out);
