@@ -522,6 +522,9 @@ int mp_cmd_run(int argc, char **argv)
   status = run_child(cmd, n, tmp, note, stacks, (unsigned long long)sample,
 		     (unsigned long long)max_size);
   free(cmd);
+  /* A reader that goes away (`| head`) is a write error, not a signal
+  ** that would kill us and leave the temporary files behind, unnamed. */
+  signal(SIGPIPE, SIG_IGN);
   if (stat(tmp, &st) < 0 || st.st_size == 0) {
     /* No Lua code was called (the script could not be loaded: luajit's
     ** error is above), the agent did not start (its error is above), or
