@@ -204,6 +204,22 @@ run $MP diff --format svg "$TMPD/a.ljm" "$TMPD/b.ljm"
 is "$rc:$out:$err" "2::ljmemprof diff: the svg format has no diff (text, json, collapsed or html)" "diff --format svg: one error line"
 run $MP diff "$TMPD/a.ljm" "$TMPD/nonexistent.ljm"
 is "$rc:$out:$err" "2::ljmemprof: $TMPD/nonexistent.ljm: No such file or directory" "diff with a missing file: one error line"
+# A side cut short: status 3, and the output itself says which side (the
+# JSON had no sign of it, the text only the warning on stderr).
+head -c $(($(wc -c <"$TMPD/a.ljm") - 1)) "$TMPD/a.ljm" >"$TMPD/acut.ljm"
+run $MP diff "$TMPD/acut.ljm" "$TMPD/b.ljm"
+is "$rc:$(echo "$out" | sed -n 2p)" "3:($TMPD/acut.ljm is cut short or damaged: compared up to the cut)" \
+  "diff of a cut profile: the text says which side"
+run $MP diff --format json "$TMPD/acut.ljm" "$TMPD/b.ljm"
+echo "$out" | grep -q '"complete":{"base":false,"new":true}'
+ok $? "diff --format json of a cut profile: complete, per side"
+run $MP diff --format json "$TMPD/a.ljm" "$TMPD/b.ljm"
+echo "$out" | grep -q '"complete":{"base":true,"new":true}'
+ok $? "diff --format json of complete profiles: complete, per side"
+run $MP diff --format html "$TMPD/acut.ljm" "$TMPD/b.ljm"
+echo "$out" | grep -q '"complete":\[false,true\]' &&
+  echo "$out" | grep -q "'cut short or damaged: compared up to the cut'"
+ok $? "diff --format html of a cut profile: its summary says which side"
 
 # -- Several profiles in one report -----------------------------------------------
 

@@ -112,6 +112,30 @@ run $MP report
 is "$rc:$err" "2:ljmemprof report: missing FILE (see 'ljmemprof report --help')" "missing FILE"
 run $MP diff "$good"
 is "$rc:$err" "2:ljmemprof diff: two profiles expected, BASE and NEW, got 1 (see 'ljmemprof diff --help')" "diff with one file"
+# diff orders by the change of the metric: --sort was taken and did nothing.
+cp "$good" "$TMPD/good2.ljm"
+run $MP diff --sort count "$good" "$TMPD/good2.ljm"
+is "$rc:$err" "2:ljmemprof diff: --sort is for report; diff orders by the change of --metric (see 'ljmemprof diff --help')" \
+  "diff --sort is refused"
+# The manuals list only formats their command takes (diff's listed svg and
+# pprof, which it refuses).
+for c in report run diff; do
+  bad=
+  for f in $($MP $c --help | sed -n 's/^    --format \([a-z|]*\)$/\1/p; /^FORMATS$/,$s/^    \([a-z]*\) .*/\1/p' | tr '|' ' '); do
+    case $f in FORMAT) continue ;; esac
+    $MP $c --format "$f" --help >/dev/null 2>&1 || bad="$bad $f"
+    [ $c = diff ] && $MP diff --format "$f" -o "$TMPD/fmt.out" "$good" "$TMPD/good2.ljm" 2>&1 |
+      grep -q 'has no diff' && bad="$bad $f"
+  done
+  is "$bad" "" "$c --help lists only formats that $c takes"
+done
+# run takes report's options; its manual names each (--peak and
+# --temporary worked but were not in it).
+missing=
+for o in --format --sort --top --leak-only --human-readable --metric --peak --temporary; do
+  $MP run --help | grep -q -- "$o\>" || missing="$missing $o"
+done
+is "$missing" "" "run --help names every report option run takes"
 run $MP info --leak-only "$good"
 is "$rc:$err" "2:ljmemprof info: unknown option '--leak-only' (see 'ljmemprof info --help')" \
   "report options are not info's"

@@ -263,6 +263,18 @@ ljmemprof run: the profile is kept in $TMPD/keep/ljmemprof-X.ljm" \
   "the report cannot be written: status 2, the temporary profile is kept and named"
 kept=$(sed -n 's/^ljmemprof run: the profile is kept in //p' err)
 is "$(ls keep | wc -l):$(complete "$kept")" "1:true" "it is the complete profile"
+# A reader that goes away (`| head -n 1`) is the same: the run was killed by
+# SIGPIPE in the middle of the report, leaving its temporary profile and
+# note file in $TMPDIR, unnamed.
+mkdir pipe
+# (A report of 5000 lines, 380 KB, far more than a pipe holds.)
+printf 'keep = {}\n' >many.lua
+for i in $(seq 1 5000); do printf 'keep[#keep + 1] = {} -- line %d\n' $i; done >>many.lua
+(TMPDIR="$TMPD/pipe" with_timeout 60 "$MP" run many.lua 2>err; echo $? >rc) | head -n 1 >/dev/null
+kept=$(sed -n 's/^ljmemprof run: the profile is kept in //p' err)
+is "$(cat rc):$(ls pipe | wc -l):$(ls "$TMPD"/pipe/* 2>/dev/null):$(sed -n 1p err)" \
+  "2:1:$kept:ljmemprof: standard output: Broken pipe" \
+  "a reader that goes away: status 2, the one temporary file left is the profile, named"
 run with_timeout 60 "$MP" run --leak-only --html /dev/full -o p.ljm mark.lua
 is "$rc:$err:$(complete p.ljm)" "2:ljmemprof: /dev/full: No space left on device:true" \
   "the HTML report cannot be written: status 2, the profile in -o is complete"

@@ -95,6 +95,12 @@ if command -v go >/dev/null 2>&1; then
   is "$(echo "$top" | sed -n 's/^Type: //p')" "alloc_space" "go tool pprof: alloc_space shown first (--metric alloc-bytes)"
   echo "$top" | grep -q '@examples/example.lua:9$'
   ok $? "go tool pprof: Lua functions by chunk and first line"
+  # The file of a chunk loaded from a file is its path, without the "@" of
+  # the chunk name, so pprof shows the source (it said "could not find file
+  # @examples/example.lua").
+  list=$(with_timeout 120 go tool pprof -list 'example.lua:9$' "$TMPD/ex.pb.gz" 2>&1)
+  echo "$list" | grep -q '^ *[0-9.]*MB *[0-9.]*MB *12:    out\[i\] = { id = i'
+  ok $? "go tool pprof -list: the source of a Lua function, its line's bytes" || echo "$list" | sed 's/^/# /'
   $MP report --format pprof --metric leak-count -o "$TMPD/ex2.pb.gz" "$E"
   top=$(with_timeout 120 go tool pprof -top "$TMPD/ex2.pb.gz" 2>&1)
   is "$(echo "$top" | sed -n 's/^Type: //p')" "inuse_objects" "pprof --metric leak-count: inuse_objects shown first"
@@ -271,6 +277,32 @@ is "$rc:$(echo "$out" | luajit -e '
   end
   print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11 @ds.lua:16+10" \
   "diff --format json --stacks 3: the 3 largest changes"
+# Under a peak metric the JSON stacks carry what they held at the peak, the
+# numbers the text shows and orders by (they had only the four costs).
+run $MP report --format json --stacks 1 --top 1 --metric peak-count "$TMPD/db.ljm"
+is "$rc:$(echo "$out" | luajit -e '
+  local s = require("cjson").decode(io.read("*a")).call_stacks.sources[1]
+  print(s.label, s.peak_blocks, s.paths[1].peak_blocks, s.paths[1].frames[2].label)')" \
+  "0:@ds.lua:5	156	24	@ds.lua:18" \
+  "json --stacks --metric peak-count: each source's and stack's blocks at the peak"
+run $MP diff --format json --stacks 2 --metric peak-count "$TMPD/da.ljm" "$TMPD/db.ljm"
+is "$rc:$(echo "$out" | luajit -e '
+  local s = {}
+  for _, x in ipairs(require("cjson").decode(io.read("*a")).call_stacks.stacks) do
+    s[#s + 1] = x.frames[2] .. "+" .. (x.new.peak_blocks - x.base.peak_blocks)
+  end
+  print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11" \
+  "diff --format json --stacks --metric peak-count: the stacks' blocks at the peak"
+# A profile without stacks against one with them: every stack differs, and
+# a warning says why (the stacks of each side were shown as all new or all
+# gone, silently); without a stack view there is nothing to warn of.
+want="ljmemprof diff: warning: $TMPD/two.ljm was recorded without call stacks, $TMPD/da.ljm with them: no stack of one is a stack of the other, compare the sources"
+run $MP diff --stacks 1 "$TMPD/two.ljm" "$TMPD/da.ljm"
+is "$rc:$err" "0:$want" "diff --stacks of a profile without stacks and one with them: a warning"
+run $MP diff --format collapsed "$TMPD/two.ljm" "$TMPD/da.ljm"
+is "$rc:$err" "0:$want" "diff --format collapsed: the same warning"
+run $MP diff "$TMPD/two.ljm" "$TMPD/da.ljm"
+is "$rc:$err" "0:" "diff by source only: no warning"
 for n in 3 4; do
   run $MP report --stacks $n "$TMPD/db.ljm"
   is "$rc:$(printf '%s\n' "$out" | grep -c '^	[0-9]')" "0:$n" "report --stacks $n: $n stacks of the one source"

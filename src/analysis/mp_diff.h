@@ -57,6 +57,8 @@ typedef struct mp_diff {
   mp_stacktree tree;	/* Both sides' stacks: new's costs in its nodes... */
   mp_dnode *base;	/* ...base's costs by node. */
   int stacks;		/* Either side recorded call stacks. */
+  int cut[2];		/* 1: that side was cut short or damaged (set by
+			   the caller, which read them). */
 } mp_diff;
 
 /* Build the diff of profiles a (base) and b (new), read with the same

@@ -75,6 +75,7 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     if (!strcmp(v, "bytes")) o->sort = MP_SORT_BYTES;
     else if (!strcmp(v, "count")) o->sort = MP_SORT_COUNT;
     else return bad_value(cmd, "--sort", v);
+    o->sort_set = 1;
     return MP_OPT_TAKEN;
   }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--metric", NULL, &v))) {

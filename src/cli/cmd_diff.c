@@ -95,6 +95,11 @@ static int check(mp_cli_opts *o, const mp_renderer *r, int n)
 	    "json, collapsed or html)\n", r->name);
     return MP_EXIT_ERROR;
   }
+  if (o->sort_set) {
+    fprintf(stderr, "ljmemprof diff: --sort is for report; diff orders by "
+	    "the change of --metric (see 'ljmemprof diff --help')\n");
+    return MP_EXIT_ERROR;
+  }
   if (o->render.temp) {
     fprintf(stderr, "ljmemprof diff: --temporary is for report (see "
 	    "'ljmemprof diff --help')\n");
@@ -146,6 +151,12 @@ int mp_cmd_diff(int argc, char **argv)
     goto out;
   }
   status = st[0] > st[1] ? st[0] : st[1];
+  if ((o.render.stacks || (r->flags & (MP_RF_STACKS | MP_RF_FULL))) &&
+      !p[0].stacks != !p[1].stacks)
+    fprintf(stderr, "ljmemprof diff: warning: %s was recorded %s call "
+	    "stacks, %s %s them: no stack of one is a stack of the other, "
+	    "compare the sources\n", paths[0], p[0].stacks ? "with" :
+	    "without", paths[1], p[1].stacks ? "with" : "without");
   rc = mp_diff_build(&d, &p[0], &p[1], o.render.metric, o.sort,
 		     o.render.stacks || (r->flags & (MP_RF_STACKS |
 						     MP_RF_FULL)));
@@ -158,6 +169,8 @@ int mp_cmd_diff(int argc, char **argv)
   }
   d.file[0] = paths[0];
   d.file[1] = paths[1];
+  d.cut[0] = st[0] == MP_EXIT_TRUNCATED;
+  d.cut[1] = st[1] == MP_EXIT_TRUNCATED;
   ro = o.render;
   ro.file = paths[1];
   ro.files = paths;

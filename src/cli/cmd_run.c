@@ -124,7 +124,8 @@ const char mp_help_run[] =
 "        Stop recording before the profile grows past BYTES (at least 64K;\n"
 "        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
 "        complete and notes that it stopped at the limit.\n"
-"    --format, --sort, --top, --leak-only, -H/--human-readable, --metric\n"
+"    --format, --sort, --top, --leak-only, -H/--human-readable, --metric,\n"
+"    --peak, --temporary [N]\n"
 "        As for 'ljmemprof report'. The report goes to standard output\n"
 "        (-o names the profile here); pprof, a binary format, is refused\n"
 "        on a terminal before the script runs.\n"
@@ -521,6 +522,9 @@ int mp_cmd_run(int argc, char **argv)
   status = run_child(cmd, n, tmp, note, stacks, (unsigned long long)sample,
 		     (unsigned long long)max_size);
   free(cmd);
+  /* A reader that goes away (`| head`) is a write error, not a signal
+  ** that would kill us and leave the temporary files behind, unnamed. */
+  signal(SIGPIPE, SIG_IGN);
   if (stat(tmp, &st) < 0 || st.st_size == 0) {
     /* No Lua code was called (the script could not be loaded: luajit's
     ** error is above), the agent did not start (its error is above), or

@@ -104,8 +104,8 @@ int mp_cli_help(const char *cmd, FILE *out)
     return MP_EXIT_ERROR;
   }
   fputs(c->help, out);
-  if (c->run == mp_cmd_report || c->run == mp_cmd_run ||
-      c->run == mp_cmd_diff) {
+  /* diff's manual names its own formats: svg and pprof have no diff. */
+  if (c->run == mp_cmd_report || c->run == mp_cmd_run) {
     fputs("\nFORMATS\n", out);
     mp_cli_list_formats(out);
   }

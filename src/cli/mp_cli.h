@@ -58,6 +58,7 @@ typedef struct mp_cli_opts {
   mp_render_opts render;
   const mp_renderer *format;	/* NULL: the default (the first). */
   int metric_set;		/* --metric was given. */
+  int sort_set;			/* --sort was given. */
   const char *output;		/* -o FILE of report; NULL or "-": stdout. */
   unsigned want;		/* What the pass keeps (MP_WANT_*). */
   uint32_t window;		/* --temporary N, or 0: the default. */

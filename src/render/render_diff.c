@@ -128,6 +128,12 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
   fprintf(out, ", by the largest change of %s\n", mp_metric_what[d->metric]);
   if (d->m.sample)
     fputs("(sampled: the counts and bytes are estimates)\n", out);
+  for (i = 0; i < 2; i++)
+    if (d->cut[i]) {
+      fputc('(', out);
+      mp_text_put(out, d->file[i], strlen(d->file[i]), 0);
+      fputs(" is cut short or damaged: compared up to the cut)\n", out);
+    }
   for (i = 0, n = mp_rows_shown(d->nrow, o); i < n; i++) {
     const mp_drow *r = &d->row[i];
     const char *l = d->sec.label[r->site];
@@ -212,6 +218,19 @@ static void json_row(FILE *out, const mp_diff *d, const mp_drow *r)
   json_change(out, &r->side[0], &r->side[1], d->peak);
 }
 
+/* The costs of a stack on one side, as JSON fields; what it held at the
+** peak when both sides kept it (peak is NULL otherwise). */
+static void json_stack_side(FILE *out, const mp_cost *alloc,
+			    const mp_cost *live, const mp_cost *peak)
+{
+  fprintf(out, "\"alloc_events\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64
+	  ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64, alloc->n,
+	  alloc->plus, live->n, live->plus);
+  if (peak)
+    fprintf(out, ",\"peak_blocks\":%" PRIu64 ",\"peak_bytes\":%" PRIu64,
+	    peak->n, peak->plus);
+}
+
 int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o)
 {
   const mp_strtab *names = &d->m.syms.names;
@@ -223,8 +242,10 @@ int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o)
   fputs(",\"new\":", out);
   mp_json_cstr(out, d->file[1]);
   fprintf(out, ",\"metric\":\"%s\",\"sampled\":%s,\"top\":%" PRIu64
+	  ",\"complete\":{\"base\":%s,\"new\":%s}"
 	  ",\"changed\":%u,\"unchanged\":%u,\n\"totals\":{",
 	  mp_metric_names[d->metric], d->m.sample ? "true" : "false", o->top,
+	  d->cut[0] ? "false" : "true", d->cut[1] ? "false" : "true",
 	  d->nrow, d->nsame);
   json_row(out, d, &d->total);
   fputs("},\n\"sources\":[", out);
@@ -248,13 +269,11 @@ int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o)
       uint32_t k = v[i], hops = 0;
       const mp_dnode *a = &d->base[k];
       const mp_tnode *x = &d->tree.node[k];
-      fprintf(out, "%s{\"base\":{\"alloc_events\":%" PRIu64 ",\"alloc_bytes\":%"
-	      PRIu64 ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
-	      "},\"new\":{\"alloc_events\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64
-	      ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
-	      "},\"frames\":[", i ? ",\n " : "\n ", a->alloc.n, a->alloc.plus,
-	      a->live.n, a->live.plus, x->alloc.n, x->alloc.plus, x->live.n,
-	      x->live.plus);
+      fputs(i ? ",\n {\"base\":{" : "\n {\"base\":{", out);
+      json_stack_side(out, &a->alloc, &a->live, d->peak ? &a->peak : NULL);
+      fputs("},\"new\":{", out);
+      json_stack_side(out, &x->alloc, &x->live, d->peak ? &x->peak : NULL);
+      fputs("},\"frames\":[", out);
       mp_sview_mark_aliases(&d->tree, k, names, used);
       for (j = k; j && hops < d->tree.n; j = d->tree.node[j].parent, hops++) {
 	if (hops) fputc(',', out);

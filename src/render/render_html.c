@@ -102,6 +102,9 @@ static const char script[] =
 "    D.files.join(DIFF ? ' -> ' : ', ');\n"
 "  if (DIFF) {\n"
 "    row('Changed sources', num(s.changed) + ' (' + num(s.unchanged) + ' unchanged)');\n"
+"    [0, 1].forEach(function (i) {\n"
+"      if (!s.complete[i]) row(i ? 'New' : 'Base', 'cut short or damaged: compared up to the cut');\n"
+"    });\n"
 "    [['Base', s.base], ['New', s.new]].forEach(function (x) {\n"
 "      row(x[0] + ' allocated', num(x[1][0]) + ' B in ' + num(x[1][1]) + ' events');\n"
 "      row(x[0] + ' held at the end', num(x[1][4]) + ' B in ' + num(x[1][5]) + ' blocks');\n"
@@ -782,8 +785,9 @@ static int json_diff(FILE *out, const mp_diff *d, const mp_render_opts *o)
   fputs("{\"kind\":\"diff\"", out);
   json_files(out, o);
   fprintf(out, ",\n\"summary\":{\"changed\":%u,\"unchanged\":%u,"
-	  "\"has_peak\":%s,\"base\":[", d->nrow, d->nsame,
-	  d->peak ? "true" : "false");
+	  "\"has_peak\":%s,\"complete\":[%s,%s],\"base\":[", d->nrow,
+	  d->nsame, d->peak ? "true" : "false", d->cut[0] ? "false" : "true",
+	  d->cut[1] ? "false" : "true");
   json_dcost(out, &d->total.side[0]);
   fputs("],\"new\":[", out);
   json_dcost(out, &d->total.side[1]);

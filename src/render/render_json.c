@@ -61,13 +61,18 @@ void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i)
   fputc('}', out);
 }
 
-/* The four costs of a stack or site, as JSON fields. */
-static void jcosts(FILE *out, const mp_cost *alloc, const mp_cost *live)
+/* The four costs of a stack or site, as JSON fields, and what it held at
+** the peak when the tree has it (peak is NULL otherwise). */
+static void jcosts(FILE *out, const mp_cost *alloc, const mp_cost *live,
+		   const mp_cost *peak)
 {
   fprintf(out, "\"alloc_events\":%llu,\"alloc_bytes\":%llu,"
 	  "\"live_blocks\":%llu,\"live_bytes\":%llu",
 	  (unsigned long long)alloc->n, (unsigned long long)alloc->plus,
 	  (unsigned long long)live->n, (unsigned long long)live->plus);
+  if (peak)
+    fprintf(out, ",\"peak_blocks\":%llu,\"peak_bytes\":%llu",
+	    (unsigned long long)peak->n, (unsigned long long)peak->plus);
 }
 
 /* A frame object. */
@@ -115,12 +120,13 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
       mp_json_cstr(out, t->node[g->node].label ? t->node[g->node].label : "");
     }
     fputc(',', out);
-    jcosts(out, &g->alloc, &g->live);
+    jcosts(out, &g->alloc, &g->live, t->peak ? &g->peak : NULL);
     fprintf(out, ",\"stacks\":%u,\"paths\":[", g->nstack);
     for (j = 0; j < g->npath; j++) {
       uint32_t k = v.path[g->path0 + j], hops = 0;
       fputs(j ? ",{" : "{", out);
-      jcosts(out, &t->node[k].alloc, &t->node[k].live);
+      jcosts(out, &t->node[k].alloc, &t->node[k].live,
+	     t->peak ? &t->node[k].peak : NULL);
       fputs(",\"frames\":[", out);
       mp_sview_mark_aliases(t, k, &sec->p->syms.names, used);
       for (; k && k < t->n && hops < t->n; k = t->node[k].parent, hops++) {

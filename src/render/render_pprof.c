@@ -195,12 +195,17 @@ static uint32_t loc_id(tables *tb, uint32_t func, uint64_t line)
   return ++tb->nloc;
 }
 
-/* The location of node x; 0 out of memory. */
+/* The location of node x; 0 out of memory. A chunk loaded from a file
+** ("@app.lua") names the file without its "@", so that pprof finds the
+** source (-list, the web UI's source view); other chunks keep their
+** name. */
 static uint32_t node_loc(tables *tb, const mp_tnode *x)
 {
   const char *fn = x->func ? x->func : x->label;
-  uint32_t name = str(tb, fn), file = str(tb, x->file), f;
-  if ((fn && *fn && !name) || (x->file && *x->file && !file)) return 0;
+  const char *path = x->file && x->file[0] == '@' && x->file[1] ?
+		     x->file + 1 : x->file;
+  uint32_t name = str(tb, fn), file = str(tb, path), f;
+  if ((fn && *fn && !name) || (path && *path && !file)) return 0;
   if (!(f = func_id(tb, name, file, x->func_line))) return 0;
   return loc_id(tb, f, x->line);
 }
