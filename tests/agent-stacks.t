@@ -123,6 +123,30 @@ for _, jit_on in ipairs({ false, true }) do
   end
 end
 
+-- 2c. An up-recursive trace: it pushes a frame each turn, storing the
+-- frames' links, and moves its base up past the L->top the interpreter
+-- left (wherever the last C call put it: deep enough, the recursion
+-- passes any): every allocation of rec still has the frames below the
+-- trace's base, down to the main chunk's call (its stacks were rooted at
+-- the trace).
+local up = [[
+local keep = {}
+local function rec(n) keep[#keep + 1] = {} if n == 0 then return end return rec(n - 1), 1 end
+for i = 1, 20 do rec(300) end
+return keep
+]]
+lines, dump = stacks(up, "up.lua", 1000, true)
+local in_rec = "@up.lua:2 %(function at line 2%)$"
+-- (Events while the trace exits, when the stack is rebuilt and grows,
+-- show the trace alone: no line of it, no frames.)
+t.is(count(lines, "^TRACE %[%d+%] started at @up.lua:2;"), 0,
+     "JIT on, up-recursion: no line of rec's trace is rooted at the trace", dump)
+local all, below = count(lines, in_rec),
+  count(lines, "^@up.lua:3;.*" .. in_rec) +
+  count(lines, "^TRACE %[%d+%] started at @up.lua:3.*" .. in_rec)
+t.ok(all >= 20 * 301 and below == all,
+     "JIT on, up-recursion: all " .. all .. " allocations of rec are under the main chunk's call (" .. below .. ")", dump)
+
 -- 3. Coroutines (the running coroutine's stack), pcall, a metamethod, a
 -- builtin and a C function.
 local misc = [[

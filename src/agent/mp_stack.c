@@ -1066,6 +1066,17 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
   m->n = k;
 }
 
+/* Whether a trace running with base base on L's stack has a frame below
+** it to show: its base frame is not the stack's first slot, and base lies
+** within the stack. Not bounded by L->top, which the interpreter set
+** before the trace ran: an up-recursive trace goes on pushing frames
+** above it (it moves its base and jit_base one frame up each turn, and
+** stores the frames' links), so base soon lies far above it. */
+static MP_INLINE int below_trace(const lua_State *L, const TValue *base)
+{
+  return base - 1 > tvref(L->stack) + LJ_FR2 && base <= tvref(L->maxstack);
+}
+
 /* Where an allocation happens, as a stack node; 0 for the VM itself (GC,
 ** JIT compiler), whose events carry no stack. The caches of the last
 ** stack and of trace lines and the quick path are used unless slow;
@@ -1099,8 +1110,7 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
     /* The frames below the trace's base (not while an exit rebuilds
     ** them). The base frame runs the trace: shown at the trace's start,
     ** unless the line inside the trace is its own (see below). */
-    if (vst > 0 && base && L && base - 1 > tvref(L->stack) + LJ_FR2 &&
-	base <= L->top) {
+    if (vst > 0 && base && L && below_trace(L, base)) {
       mp_stacks *st = &s->st;
       if (!stack_from(s, L, base - 1, NULL, mref(T->startpc, const BCIns) + 1,
 		      slow, &id))
@@ -1206,7 +1216,7 @@ static MP_INLINE uint32_t traced_again(mp_state *s, const void *from,
     return 0;
   base = tvref(g->jit_base);
   L = (lua_State *)gcref(g->cur_L);
-  if (!base || !L || base - 1 <= tvref(L->stack) + LJ_FR2 || base > L->top ||
+  if (!base || !L || !below_trace(L, base) ||
       !(ret = trace_ret(st, T, L, from)))
     return 0;
   *known = ret;
