@@ -61,4 +61,30 @@ ok $? "run --stacks: the report has the CALL STACKS view"
 echo "$out" | grep -q '^		@a.lua:2 (function at line 2)$'
 ok $? "run --stacks: the stacks show the caller of the allocating line"
 
+
+# A shallow depth keeps the frame the one-frame report bills: builtins
+# (string.rep, pcall calling string.rep) fill the N innermost frames, and
+# the Lua line that called them comes under them (it was cut, so their
+# bytes went to INTERNAL). The report is the one-frame report at every
+# depth, JIT off and on.
+cat >"$TMPD/rep.lua" <<'EOF2'
+KEEP = {}
+for i = 1, 100 do KEEP[i] = string.rep("ab", 100 + i) end
+local ok, s = pcall(string.rep, "x", 300)
+KEEP[0] = s
+EOF2
+for j in off on; do
+  with_timeout 60 "$MP" run -o r0.ljm --stacks=0 -- luajit -j$j rep.lua >r0.txt 2>&1
+  want=$(sed -n '/^ALLOCATIONS/,/^$/p' r0.txt)
+  [ $j = off ] && want_off=$want
+  for d in 1 2 3; do
+    with_timeout 60 "$MP" run -o r$d.ljm --stacks=$d -- luajit -j$j rep.lua >r$d.txt 2>&1
+    is "$?:$(sed -n '/^ALLOCATIONS/,/^$/p' r$d.txt)" "0:$want" "JIT $j, --stacks=$d: the allocations of the one-frame report"
+  done
+  got=$("$MP" report --format collapsed r1.ljm | grep -c '^\[deeper than 1 frames\];@rep.lua:3;pcall;string.rep ')
+  is "$got" 1 "JIT $j, --stacks=1: pcall and string.rep, then their line, under the cut"
+done
+echo "$want_off" | grep -q '^@rep.lua:2: 101 events'
+ok $? "JIT off, the one-frame report bills string.rep's 100 strings (and KEEP) to their line"
+
 done_testing

@@ -497,7 +497,7 @@ static int stacks_prepare(mp_stacks *st, unsigned depth)
 {
   size_t n = (size_t)depth + 1;	/* And a cut. */
   st->depth = depth;
-  st->walk = malloc(n * sizeof(*st->walk));
+  st->walk = malloc((n + MP_SITE_SLACK) * sizeof(*st->walk));
   st->c = malloc(n * sizeof(*st->c));
   st->words = malloc(4 * n * sizeof(*st->words));	/* Four per frame. */
   st->memo = calloc((size_t)2 << MP_MEMO_BITS, sizeof(*st->memo));

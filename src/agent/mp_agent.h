@@ -167,6 +167,10 @@ typedef struct mp_memouse {
   uint32_t fails;	/* ...and how often in a row it failed. */
 } mp_memouse;
 
+/* Builtins walked past the depth of stacks = N to reach the frame that
+** called them, which the one-frame stream bills (the site). */
+#define MP_SITE_SLACK	8
+
 /* The stacks mode's state. */
 typedef struct mp_stacks {
   unsigned depth;	/* Frames recorded: the N of stacks = N; 0 = off. */
@@ -178,7 +182,8 @@ typedef struct mp_stacks {
   uint32_t recent[1 << MP_RECENT_BITS];	/* Index of a node by the top
 					   bits of its hash (see node_of). */
   mp_wframe *walk;	/* Scratch: the frames walked for this event,
-			   innermost first (depth + 1: and the cut). */
+			   innermost first (depth + 1: and the cut; and
+			   MP_SITE_SLACK builtins past the depth). */
   /* The frames of the last walked stack, outermost first, with what each
   ** frame's slot held (see walk_stack() in mp_stack.c), and the words of
   ** the stack they rely on. */

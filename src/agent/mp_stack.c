@@ -658,7 +658,12 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
       }
       break;
     }
-    if (n >= st->depth) {	/* Deeper than asked: cut, no cache. */
+    /* Deeper than asked: cut, no cache; but not before the frame that
+    ** the one-frame stream bills (the first that is not a builtin,
+    ** within MP_SITE_SLACK more frames), so that a stack profile's sites
+    ** are the same at any depth. */
+    if (n >= st->depth &&
+	(!all_builtins || n >= st->depth + MP_SITE_SLACK)) {
       f->frame.kind = MP_FK_CUT;
       f->frame.a = st->depth;
       f->frame.b = 0;
@@ -689,6 +694,7 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
       j--;
     }
   }
+  if (n > st->depth) cut = 1;	/* Past the depth: not cached either. */
   return intern_walked(s, n, keep ? c[keep - 1].id : 0, keep, 1, cut, id);
 }
 
