@@ -85,7 +85,8 @@ const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human)
     snprintf(buf, size, "%lluB", (unsigned long long)n);
     return buf;
   }
-  while (v >= 1024 && u < 6) { v /= 1024; u++; }
+  /* A value that %.2f would round up to 1024 takes the next unit. */
+  while (v >= 1023.995 && u < 6) { v /= 1024; u++; }
   if (v == (double)(uint64_t)v)
     snprintf(buf, size, "%llu%s", (unsigned long long)v, unit[u]);
   else

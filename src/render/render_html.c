@@ -84,7 +84,7 @@ static const char script[] =
 "function human(n) {\n"
 "  var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, neg = n < 0;\n"
 "  n = Math.abs(n);\n"
-"  while (n >= 1024 && i < 4) { n /= 1024; i++; }\n"
+"  while (n >= 1023.995 && i < 4) { n /= 1024; i++; }\n"
 "  return (neg ? '-' : '') + (i ? n.toFixed(2) : n) + ' ' + u[i];\n"
 "}\n"
 "function dur(ns) {\n"
