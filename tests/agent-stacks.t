@@ -177,6 +177,27 @@ local traced = count(lines, "^TRACE %[%d+%] started at @jit.lua:3;@jit.lua:3$")
 t.ok(traced >= 250, "JIT on: the loop's tables on its trace, at the line in the trace", dump)
 t.is(count(lines, "^@jit.lua:3;@jit.lua:1 %(function at line 1%)$") + traced, 300,
      "JIT on: 300 tables, interpreted (under leaf) or compiled (in the trace)", dump)
+-- A line of a function the trace inlined: its snapshot's innermost frame
+-- is found with 64-bit GC references too (the frame's flag is on the slot
+-- of its link there, not on its function's).
+local inlsrc = [[
+local function pair(n)
+  local a = { n }
+  local b = { n, n, n }
+  return a, b
+end
+local out = {}
+for i = 1, 300 do
+  local a, b = pair(i)
+  out[i] = { a, b }
+end
+return out
+]]
+lines, dump = stacks(inlsrc, "inl.lua", 64, true)
+local inl = count(lines, "^@inl.lua:7;TRACE %[%d+%] started at @inl.lua:7;@inl.lua:3$")
+t.ok(inl >= 250, "JIT on: a table of an inlined function on the trace, at its line", dump)
+t.is(count(lines, "^@inl.lua:8;@inl.lua:3$") + inl, 300,
+     "JIT on: 300 tables of line 3, interpreted or compiled", dump)
 
 -- 5. Conservation with stacks, and the report of a stack profile equals
 -- the one-frame report of the same program, site by site.

@@ -934,6 +934,24 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
   snap = &T->snap[b - 1];
   map = &T->snapmap[snap->mapofs];
   pc = snap_pc(&map[snap->nent]);
+#if LJ_FR2
+  /* The innermost frame: its function's slot is the low byte of the word
+  ** that holds the pc (0: the base frame). A frame's flag is on the slot
+  ** of its link, above its function's, so it does not say which it is. */
+  {
+    uint64_t pcbase;
+    memcpy(&pcbase, &map[snap->nent], sizeof(pcbase));
+    top = (int)(pcbase & 0xff);
+  }
+  for (i = 0; top && i < snap->nent; i++)
+    if ((int)snap_slot(map[i]) == top) {
+      IRIns *ir = &T->ir[snap_ref(map[i])];
+      if (ir->o == IR_KGC && irt_type(ir->t) == IRT_FUNC)
+	fn = ir_kfunc(ir);
+      break;
+    }
+  if (top && !fn) return 1;
+#else
   /* The innermost frame: the function of the highest frame slot. */
   for (i = 0; i < snap->nent; i++)
     if ((map[i] & SNAP_FRAME) && (int)snap_slot(map[i]) > top) {
@@ -943,6 +961,7 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
 	fn = ir_kfunc(ir);
       }
     }
+#endif
   if (fn) {
     if (!isluafunc(fn)) return 1;
     pt = funcproto(fn);
