@@ -1142,9 +1142,13 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
 	memo->id = 0;
       }
     }
+    /* Its symbol first: a number that names another trace than the one
+    ** we wrote (jit.flush() leaves the old one alive for a while) is
+    ** another node. */
+    mp_want_trace(s, g, tn);
     tr.kind = MP_FK_TRACE;
     tr.a = tn;
-    tr.b = 0;
+    tr.b = tn < s->ntraces ? s->traces[tn].gen : 0;
     k = ret ? trace_line(s, T, tn, basefn, ret, &line, !slow) : 0;
     /* A line of the base frame itself stands for it above the trace: the
     ** base frame at the trace's start below would show the function
