@@ -198,6 +198,33 @@ local inl = count(lines, "^@inl.lua:7;TRACE %[%d+%] started at @inl.lua:7;@inl.l
 t.ok(inl >= 250, "JIT on: a table of an inlined function on the trace, at its line", dump)
 t.is(count(lines, "^@inl.lua:8;@inl.lua:3$") + inl, 300,
      "JIT on: 300 tables of line 3, interpreted or compiled", dump)
+-- A function's trace entered through xpcall after errors: L->top is
+-- stale below the trace's base then (the VM does not keep it in compiled
+-- code), and the frames below the trace are still read.
+local pcsrc = [[
+local keep = {}
+local function thrower(i)
+  if i % 2 == 0 then error({i}) end
+  return {i, i}
+end
+for i = 1, 3000 do
+  local ok, v = pcall(thrower, i)
+  keep[#keep+1] = v
+end
+for i = 1, 3000 do
+  local ok, v = xpcall(thrower, function(e) return {e} end, i)
+  keep[#keep+1] = v
+end
+return keep
+]]
+lines, dump = stacks(pcsrc, "pcx.lua", 64, true)
+local bare = 0
+for line in dump:gmatch("[^\n]+") do
+  if line:find("^TRACE ") then bare = bare + 1 end
+end
+t.is(bare, 0, "JIT on: no trace without the frames below it (xpcall)", dump)
+t.ok(count(lines, "^@pcx.lua:11 %(main chunk%);xpcall;TRACE %[%d+%] started at @pcx.lua:2;@pcx.lua:3$") >= 1000,
+     "JIT on: thrower's trace under xpcall under line 11", dump)
 
 -- 5. Conservation with stacks, and the report of a stack profile equals
 -- the one-frame report of the same program, site by site.

@@ -1117,9 +1117,12 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
 				scan_ret(&s->st, T, from);
     /* The frames below the trace's base (not while an exit rebuilds
     ** them). The base frame runs the trace: shown at the trace's start,
-    ** unless the line inside the trace is its own (see below). */
+    ** unless the line inside the trace is its own (see below). The base
+    ** is checked against the stack's end, not L->top: compiled code does
+    ** not keep L->top, which may lie below the base (seen with a
+    ** function's trace entered through xpcall). */
     if (vst > 0 && base && L && base - 1 > tvref(L->stack) + LJ_FR2 &&
-	base <= L->top) {
+	base < tvref(L->maxstack)) {
       mp_stacks *st = &s->st;
       if (!stack_from(s, L, base - 1, NULL, mref(T->startpc, const BCIns) + 1,
 		      slow, &id))
@@ -1229,8 +1232,8 @@ static MP_INLINE uint32_t traced_again(mp_state *s, const void *from,
     return 0;
   base = tvref(g->jit_base);
   L = (lua_State *)gcref(g->cur_L);
-  if (!base || !L || base - 1 <= tvref(L->stack) + LJ_FR2 || base > L->top ||
-      !(ret = trace_ret(st, T, L, from)))
+  if (!base || !L || base - 1 <= tvref(L->stack) + LJ_FR2 ||
+      base >= tvref(L->maxstack) || !(ret = trace_ret(st, T, L, from)))
     return 0;
   *known = ret;
   st->jmemo_use.probes++;
