@@ -198,6 +198,25 @@ local inl = count(lines, "^@inl.lua:7;TRACE %[%d+%] started at @inl.lua:7;@inl.l
 t.ok(inl >= 250, "JIT on: a table of an inlined function on the trace, at its line", dump)
 t.is(count(lines, "^@inl.lua:8;@inl.lua:3$") + inl, 300,
      "JIT on: 300 tables of line 3, interpreted or compiled", dump)
+-- A function inlined through pcall, whose snapshot is at its entry: the
+-- line is its body's first, not its header's (which allocates nothing).
+local hdrsrc = [[
+local keep = {}
+local function leaf(i)
+  return {i, i}
+end
+for i = 1, 300 do
+  local ok, v = pcall(leaf, i)
+  keep[i] = v
+end
+return keep
+]]
+lines, dump = stacks(hdrsrc, "hdr.lua", 64, true)
+t.is(count(lines, "^@hdr.lua:5;TRACE %[%d+%] started at @hdr.lua:5;@hdr.lua:2$"), 0,
+     "JIT on: nothing at an inlined function's header line", dump)
+t.is(count(lines, "^@hdr.lua:5;TRACE %[%d+%] started at @hdr.lua:5;@hdr.lua:3$") +
+     count(lines, "^@hdr.lua:6;pcall;@hdr.lua:3$"), 300,
+     "JIT on: 300 tables of line 3 under pcall or in the trace", dump)
 -- A function's trace entered through xpcall after errors: L->top is
 -- stale below the trace's base then (the VM does not keep it in compiled
 -- code), and the frames below the trace are still read.

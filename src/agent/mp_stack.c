@@ -971,6 +971,9 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
   }
   pos = proto_bcpos(pt, pc);
   if (pos >= pt->sizebc) return 1;
+  /* A snapshot at a function's entry (FUNCF, at the line of its header):
+  ** compiled code allocates in its body, from the first instruction on. */
+  if (pos == 0 && pt->sizebc > 1) pos = 1;
   e->frame.kind = MP_FK_LUA;
   e->frame.a = (uint64_t)(uintptr_t)pt;
   e->frame.b = (uint32_t)mp_proto_line(pt, pos);
