@@ -1,7 +1,9 @@
 #!/usr/bin/env luajit
 -- With the JIT on, a hot loop's allocations are attributed to the trace
 -- compiled for it, whose symbol carries the loop's start line; after
--- jit.flush() trace numbers are reused and resolve to their new start.
+-- jit.flush() trace numbers are reused and resolve to their new start,
+-- when the flushed trace is still alive (call stacks) and when a new trace
+-- takes the address of a flushed one the collector freed.
 -- The iteration interpreted while the trace is recorded (the VM state then
 -- says RECORD) is attributed to its line, not to the JIT compiler.
 package.path = "tests/lib/?.lua;" .. package.path
@@ -76,4 +78,54 @@ end
 t.ok(strings >= 150, "loop 2's strings come from its traces", strings)
 t.ok(reused["1 @loop2.lua:3"], "trace number 1, reused after jit.flush(), "
      .. "resolves to loop 2's line")
+
+-- Loops of one shape in three chunks: their traces are the same size, so
+-- once the collector has freed a flushed trace, the next one may take its
+-- address (it did, with the same number, and kept the old symbol).
+local same = {}
+for k = 1, 3 do
+  same[k] = assert(load([[
+local out = {}
+for i = 1, 2000 do out[i] = { i } end
+return out
+]], "@same" .. k .. ".lua"))
+end
+evs = T.profile(function()
+  for k = 1, 3 do
+    same[k]()
+    jit.flush()
+    collectgarbage()
+    collectgarbage()
+  end
+end)
+local by = T.count(evs, function(e) return e.start_chunk end,
+		   function(e) return e.source == "trace" and e.event == "alloc" and e.nsize == 88 end)
+t.ok((by["@same1.lua"] or 0) >= 1500 and (by["@same2.lua"] or 0) >= 1500 and
+     (by["@same3.lua"] or 0) >= 1500,
+     "a trace at a freed trace's address resolves to its own start",
+     T.count(evs, function(e) return e.source == "trace" and e.trace .. " " .. e.start_chunk end))
+
+-- With call stacks, a trace number flushed while its trace is alive: the
+-- nodes of the new trace are not those of the old one.
+local path = T.tmpname("flushstacks")
+collectgarbage()
+collectgarbage("stop")
+assert(T.mp.start({ path = path, stacks = 8 }))
+for k = 1, 3 do
+  same[k]()
+  jit.flush()
+end
+assert(T.mp.stop())
+collectgarbage("restart")
+evs = T.events(path)
+os.remove(path)
+local starts3 = T.count(evs, function(e)
+  for _, f in ipairs(e.stack or {}) do
+    local c = f:match("^TRACE %[%d+%] started at @(same%d).lua:")
+    if c then return c end
+  end
+end, function(e) return e.event == "alloc" and e.nsize == 88 end)
+t.ok((starts3.same1 or 0) >= 1500 and (starts3.same2 or 0) >= 1500 and
+     (starts3.same3 or 0) >= 1500,
+     "stacks: each flushed loop's tables under its own trace", starts3)
 t.done()

@@ -201,6 +201,73 @@ local traced = count(lines, "^TRACE %[%d+%] started at @jit.lua:3;@jit.lua:3$")
 t.ok(traced >= 250, "JIT on: the loop's tables on its trace, at the line in the trace", dump)
 t.is(count(lines, "^@jit.lua:3;@jit.lua:1 %(function at line 1%)$") + traced, 300,
      "JIT on: 300 tables, interpreted (under leaf) or compiled (in the trace)", dump)
+-- A line of a function the trace inlined: its snapshot's innermost frame
+-- is found with 64-bit GC references too (the frame's flag is on the slot
+-- of its link there, not on its function's).
+local inlsrc = [[
+local function pair(n)
+  local a = { n }
+  local b = { n, n, n }
+  return a, b
+end
+local out = {}
+for i = 1, 300 do
+  local a, b = pair(i)
+  out[i] = { a, b }
+end
+return out
+]]
+lines, dump = stacks(inlsrc, "inl.lua", 64, true)
+local inl = count(lines, "^@inl.lua:7;TRACE %[%d+%] started at @inl.lua:7;@inl.lua:3$")
+t.ok(inl >= 250, "JIT on: a table of an inlined function on the trace, at its line", dump)
+t.is(count(lines, "^@inl.lua:8;@inl.lua:3$") + inl, 300,
+     "JIT on: 300 tables of line 3, interpreted or compiled", dump)
+-- A function inlined through pcall, whose snapshot is at its entry: the
+-- line is its body's first, not its header's (which allocates nothing).
+local hdrsrc = [[
+local keep = {}
+local function leaf(i)
+  return {i, i}
+end
+for i = 1, 300 do
+  local ok, v = pcall(leaf, i)
+  keep[i] = v
+end
+return keep
+]]
+lines, dump = stacks(hdrsrc, "hdr.lua", 64, true)
+t.is(count(lines, "^@hdr.lua:5;TRACE %[%d+%] started at @hdr.lua:5;@hdr.lua:2$"), 0,
+     "JIT on: nothing at an inlined function's header line", dump)
+t.is(count(lines, "^@hdr.lua:5;TRACE %[%d+%] started at @hdr.lua:5;@hdr.lua:3$") +
+     count(lines, "^@hdr.lua:6;pcall;@hdr.lua:3$"), 300,
+     "JIT on: 300 tables of line 3 under pcall or in the trace", dump)
+-- A function's trace entered through xpcall after errors: L->top is
+-- stale below the trace's base then (the VM does not keep it in compiled
+-- code), and the frames below the trace are still read.
+local pcsrc = [[
+local keep = {}
+local function thrower(i)
+  if i % 2 == 0 then error({i}) end
+  return {i, i}
+end
+for i = 1, 3000 do
+  local ok, v = pcall(thrower, i)
+  keep[#keep+1] = v
+end
+for i = 1, 3000 do
+  local ok, v = xpcall(thrower, function(e) return {e} end, i)
+  keep[#keep+1] = v
+end
+return keep
+]]
+lines, dump = stacks(pcsrc, "pcx.lua", 64, true)
+local bare = 0
+for line in dump:gmatch("[^\n]+") do
+  if line:find("^TRACE ") then bare = bare + 1 end
+end
+t.is(bare, 0, "JIT on: no trace without the frames below it (xpcall)", dump)
+t.ok(count(lines, "^@pcx.lua:11 %(main chunk%);xpcall;TRACE %[%d+%] started at @pcx.lua:2;@pcx.lua:3$") >= 1000,
+     "JIT on: thrower's trace under xpcall under line 11", dump)
 
 -- 5. Conservation with stacks, and the report of a stack profile equals
 -- the one-frame report of the same program, site by site.

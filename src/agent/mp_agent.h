@@ -38,6 +38,10 @@ typedef struct mp_names {
 /* What was last written for a trace number. */
 typedef struct mp_tracesym {
   const void *trace;		/* The GCtrace whose symbol was written. */
+  uint32_t gen;			/* Symbols written for this number: tells
+				   the stack nodes of the traces that bore
+				   it apart (a flushed trace may still be
+				   alive when its number is reused). */
 } mp_tracesym;
 
 /* A frame of a recorded call stack, and a node of the stack tree (see

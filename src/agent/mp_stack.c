@@ -940,6 +940,24 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
   snap = &T->snap[b - 1];
   map = &T->snapmap[snap->mapofs];
   pc = snap_pc(&map[snap->nent]);
+#if LJ_FR2
+  /* The innermost frame: its function's slot is the low byte of the word
+  ** that holds the pc (0: the base frame). A frame's flag is on the slot
+  ** of its link, above its function's, so it does not say which it is. */
+  {
+    uint64_t pcbase;
+    memcpy(&pcbase, &map[snap->nent], sizeof(pcbase));
+    top = (int)(pcbase & 0xff);
+  }
+  for (i = 0; top && i < snap->nent; i++)
+    if ((int)snap_slot(map[i]) == top) {
+      IRIns *ir = &T->ir[snap_ref(map[i])];
+      if (ir->o == IR_KGC && irt_type(ir->t) == IRT_FUNC)
+	fn = ir_kfunc(ir);
+      break;
+    }
+  if (top && !fn) return 1;
+#else
   /* The innermost frame: the function of the highest frame slot. */
   for (i = 0; i < snap->nent; i++)
     if ((map[i] & SNAP_FRAME) && (int)snap_slot(map[i]) > top) {
@@ -949,6 +967,7 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
 	fn = ir_kfunc(ir);
       }
     }
+#endif
   if (fn) {
     if (!isluafunc(fn)) return 1;
     pt = funcproto(fn);
@@ -958,6 +977,9 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
   }
   pos = proto_bcpos(pt, pc);
   if (pos >= pt->sizebc) return 1;
+  /* A snapshot at a function's entry (FUNCF, at the line of its header):
+  ** compiled code allocates in its body, from the first instruction on. */
+  if (pos == 0 && pt->sizebc > 1) pos = 1;
   e->frame.kind = MP_FK_LUA;
   e->frame.a = (uint64_t)(uintptr_t)pt;
   e->frame.b = (uint32_t)mp_proto_line(pt, pos);
@@ -1074,10 +1096,11 @@ static MP_INLINE void jmemo_add(mp_stacks *st, const TValue *base,
 
 /* Whether a trace running with base base on L's stack has a frame below
 ** it to show: its base frame is not the stack's first slot, and base lies
-** within the stack. Not bounded by L->top, which the interpreter set
-** before the trace ran: an up-recursive trace goes on pushing frames
-** above it (it moves its base and jit_base one frame up each turn, and
-** stores the frames' links), so base soon lies far above it. */
+** within the stack. Not bounded by L->top, which compiled code does not
+** keep: it may lie below the base (a function's trace entered through
+** xpcall), and an up-recursive trace goes on pushing frames above it (it
+** moves its base and jit_base one frame up each turn, and stores the
+** frames' links). */
 static MP_INLINE int below_trace(const lua_State *L, const TValue *base)
 {
   return base - 1 > tvref(L->stack) + LJ_FR2 && base <= tvref(L->maxstack);
@@ -1139,9 +1162,13 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
 	memo->id = 0;
       }
     }
+    /* Its symbol first: a number that names another trace than the one
+    ** we wrote (jit.flush() leaves the old one alive for a while) is
+    ** another node. */
+    mp_want_trace(s, g, tn);
     tr.kind = MP_FK_TRACE;
     tr.a = tn;
-    tr.b = 0;
+    tr.b = tn < s->ntraces ? s->traces[tn].gen : 0;
     k = ret ? trace_line(s, T, tn, basefn, ret, &line, !slow) : 0;
     /* A line of the base frame itself stands for it above the trace: the
     ** base frame at the trace's start below would show the function

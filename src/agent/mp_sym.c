@@ -150,6 +150,7 @@ void mp_sym_trace(mp_state *s, global_State *g, TraceNo n)
   case 1: mp_sample_mark(s, (uintptr_t)T); break;
   }
   e->trace = T;
+  e->gen++;
   mp_want_proto(s, pt);
   p = s->pos;
   *p++ = MP_AEV_SYMTAB | MP_SRC_TRACE;
@@ -168,7 +169,14 @@ int mp_sym_forget(mp_state *s, void *ptr)
   } else if (s->tracesyms.count &&
 	     mp_hash_del(&s->tracesyms, (uintptr_t)ptr)) {
     TraceNo n = ((GCtrace *)ptr)->traceno;	/* Not freed yet. */
-    if (n < s->ntraces && s->traces[n].trace == ptr) s->traces[n].trace = NULL;
+    if (n < s->ntraces && s->traces[n].trace == ptr) {
+      s->traces[n].trace = NULL;
+    } else {	/* Flushed (jit.flush() zeroes its number): look for it,
+		   or a new trace at its address would keep its symbol. */
+      size_t i;
+      for (i = 0; i < s->ntraces; i++)
+	if (s->traces[i].trace == ptr) s->traces[i].trace = NULL;
+    }
   } else {
     return 0;
   }
