@@ -220,7 +220,9 @@ return out
 lines, dump = stacks(inlsrc, "inl.lua", 64, true)
 local inl = count(lines, "^@inl.lua:7;TRACE %[%d+%] started at @inl.lua:7;@inl.lua:3$")
 t.ok(inl >= 250, "JIT on: a table of an inlined function on the trace, at its line", dump)
-t.is(count(lines, "^@inl.lua:8;@inl.lua:3$") + inl, 300,
+-- (pair may get a trace of its own first: a few of its tables are under
+-- that one, at the same line.)
+t.is(count(lines, ";@inl.lua:3$"), 300,
      "JIT on: 300 tables of line 3, interpreted or compiled", dump)
 -- A function inlined through pcall, whose snapshot is at its entry: the
 -- line is its body's first, not its header's (which allocates nothing).
