@@ -224,6 +224,29 @@ t.ok(inl >= 250, "JIT on: a table of an inlined function on the trace, at its li
 -- that one, at the same line.)
 t.is(count(lines, ";@inl.lua:3$"), 300,
      "JIT on: 300 tables of line 3, interpreted or compiled", dump)
+-- Functions the trace inlined between its base frame (the loop's) and
+-- the line's: each on the stack, at the line of its call (from the links
+-- the snapshot holds), not only the line on the trace.
+local chainsrc = [[
+local function vec(x)
+  local a = { x }
+  local b = { x, x, x }
+  return a, b
+end
+local function rec2(i) local a, b = vec(i) return b end
+local function mk(i) local r = rec2(i) return r end
+local out = {}
+for i = 1, 2000 do out[i] = mk(i) end
+return out
+]]
+lines, dump = stacks(chainsrc, "chain3.lua", 64, true)
+t.is(count(lines, "started at @chain3.lua:9;@chain3.lua:3$"), 0,
+     "JIT on: no line of vec on the loop's trace without mk and rec2", dump)
+t.ok(count(lines, "^@chain3.lua:9;TRACE %[%d+%] started at @chain3.lua:9;" ..
+               "@chain3.lua:7 %(function at line 7%);@chain3.lua:6 %(function at line 6%);" ..
+               "@chain3.lua:3$") >= 1900,
+     "JIT on: vec's tables on the loop's trace under mk at line 7 and rec2 at line 6", dump)
+t.is(count(lines, ";@chain3.lua:3$"), 2000, "JIT on: 2000 tables of line 3", dump)
 -- A function inlined through pcall, whose snapshot is at its entry: the
 -- line is its body's first, not its header's (which allocates nothing).
 local hdrsrc = [[

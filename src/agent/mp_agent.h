@@ -92,13 +92,19 @@ typedef struct mp_sword {
   uint64_t v;
 } mp_sword;
 
+#define MP_INLINED_MAX	6	/* Frames a trace inlined below the line's. */
+
 /* Where a return address into a trace's code was mapped to a line. */
 typedef struct mp_retline {
   uintptr_t ret;	/* The return address... */
   const void *trace;	/* ...into this trace... */
   const void *base;	/* ...the prototype of the trace's base frame when
 			   the line is in that frame, else NULL... */
-  mp_snode frame;	/* ...and the line (kind 0: none known). */
+  mp_snode frame;	/* ...and the line (kind 0: none known), */
+  unsigned ninl;	/* ...below it the frames the trace inlined between
+			   its base frame and the line's, outermost first,
+			   each at the line of its call (0 if unknown). */
+  mp_snode inl[MP_INLINED_MAX];
 } mp_retline;
 
 /* The node of an event in a trace: by the node of the frames below the

@@ -912,6 +912,53 @@ static inline const GCproto *base_proto(const GCfunc *fn)
   return funcproto(fn);
 }
 
+#if LJ_FR2
+/* The frames that snapshot snap (map: its entries) of T has inlined
+** between the trace's base frame and the innermost one, whose function
+** slot is top, into e->inl, outermost first, each at the line of its call
+** to the next. With 64-bit GC references an inlined frame is its function
+** (a constant) at a slot and its link in the slot above, flagged as a
+** frame: the pc after the call in the frame below. None (e->ninl = 0)
+** when a frame is not one of a known Lua function called from Lua (a
+** metamethod's continuation, a vararg frame, a closure the trace did not
+** specialise), or when there are more than MP_INLINED_MAX. */
+static void inlined(GCtrace *T, SnapShot *snap, SnapEntry *map, int top,
+		    mp_retline *e)
+{
+  const GCproto *pt = NULL;	/* Of the last frame found. */
+  int slot = 0;			/* Its function's slot. */
+  MSize i;
+  unsigned n = 0;		/* Frames found. */
+  for (i = 1; i < snap->nent; i++) {
+    BCReg sl = snap_slot(map[i]);
+    IRIns *ir, *ifn;
+    uint64_t link;
+    /* (Slot 1 is the base frame's link.) */
+    if (!(map[i] & SNAP_FRAME) || sl < 3) continue;
+    ir = &T->ir[snap_ref(map[i])];
+    ifn = &T->ir[snap_ref(map[i - 1])];
+    if (ir->o != IR_KNUM || snap_slot(map[i - 1]) != sl - 1 ||
+	ifn->o != IR_KGC || irt_type(ifn->t) != IRT_FUNC ||
+	!isluafunc(ir_kfunc(ifn)) || n > MP_INLINED_MAX)
+      return;
+    link = ir_k64(ir)->u64;
+    if ((link & FRAME_TYPE) != FRAME_LUA) return;
+    if (n) {	/* The frame below is at the line of this call. */
+      BCPos pos = proto_bcpos(pt, (const BCIns *)(uintptr_t)link);
+      if (pos == 0 || pos > pt->sizebc) return;
+      e->inl[n - 1].kind = MP_FK_LUA;
+      e->inl[n - 1].a = (uint64_t)(uintptr_t)pt;
+      e->inl[n - 1].b = (uint32_t)mp_proto_line(pt, pos - 1);
+    }
+    pt = funcproto(ir_kfunc(ifn));
+    slot = (int)sl - 1;
+    n++;
+  }
+  /* The last frame found is the innermost, whose line the caller maps. */
+  if (n >= 2 && slot == top) e->ninl = n - 1;
+}
+#endif
+
 /* Map return address ret into T's code through T's snapshots to the line
 ** T was executing there, into *e (kind 0 if none); basefn is the function
 ** of T's base frame (or NULL). 0 when the answer depends on more than T,
@@ -957,6 +1004,7 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
       break;
     }
   if (top && !fn) return 1;
+  if (top) inlined(T, snap, map, top, e);
 #else
   /* The innermost frame: the function of the highest frame slot. */
   for (i = 0; i < snap->nent; i++)
@@ -988,12 +1036,14 @@ static MP_NOINLINE int map_ret(GCtrace *T, uintptr_t ret,
 
 /* The line trace T (number tn, base frame function basefn or NULL) was
 ** executing at return address ret into its code, mapped through T's
-** snapshots, into *f. Each return address is mapped once (if cached:
-** else every time). 0 if no line is known, 2 if it is in the trace's
-** base frame itself, else 1 (a frame the trace inlined). */
+** snapshots, into *f, and the frames the trace inlined below it into
+** inl[0..*ninl). Each return address is mapped once (if cached: else
+** every time). 0 if no line is known, 2 if it is in the trace's base
+** frame itself, else 1 (a frame the trace inlined). */
 static MP_INLINE int trace_line(mp_state *s, GCtrace *T, TraceNo tn,
 				const GCfunc *basefn, uintptr_t ret,
-				mp_snode *f, int cached)
+				mp_snode *f, mp_snode *inl, unsigned *ninl,
+				int cached)
 {
   mp_stacks *st = &s->st;
   mp_retline *e, fresh;
@@ -1018,6 +1068,8 @@ static MP_INLINE int trace_line(mp_state *s, GCtrace *T, TraceNo tn,
   }
   if (!e->frame.kind) return 0;
   *f = e->frame;
+  *ninl = e->ninl;
+  memcpy(inl, e->inl, e->ninl * sizeof(*inl));
   return e->base ? 2 : 1;
 }
 
@@ -1126,7 +1178,8 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
     TValue *base = tvref(g->jit_base);
     GCfunc *basefn = base ? frame_func(base - 1) : NULL;
     mp_traced *memo = NULL;
-    mp_snode line, tr;
+    mp_snode line, tr, inl[MP_INLINED_MAX];
+    unsigned ninl = 0, i;
     uintptr_t ret = 0;
     int k;
     if (vst < 0 && (J->state != LJ_TRACE_IDLE || !tn)) return 0;
@@ -1169,13 +1222,16 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
     tr.kind = MP_FK_TRACE;
     tr.a = tn;
     tr.b = tn < s->ntraces ? s->traces[tn].gen : 0;
-    k = ret ? trace_line(s, T, tn, basefn, ret, &line, !slow) : 0;
+    k = ret ? trace_line(s, T, tn, basefn, ret, &line, inl, &ninl, !slow) :
+	      0;
     /* A line of the base frame itself stands for it above the trace: the
     ** base frame at the trace's start below would show the function
     ** twice (and at a line it is not at, when the trace started in a
     ** function that has returned since). */
     if (k == 2 && id) id = node_at(&s->st, id)->parent;
     if (!(id = node_of(s, id, &tr))) return 0;
+    for (i = 0; k == 1 && i < ninl; i++)
+      if (!(id = node_of(s, id, &inl[i]))) return 0;
     if (k && !(id = node_of(s, id, &line))) return 0;
     if (memo) {
       memo->id = id;
