@@ -74,6 +74,25 @@ is "$?:$out" "$(printf '0:recording: true\nljmemprof: %s: File too large: record
   "signal: one line on stderr when the write fails, none at the stop"
 is "$(complete "$TMPD/sig.bin")" false "signal: the file is a readable prefix"
 
+# Started by the program and stopped by a signal: the writer said nothing
+# (the program was to hear it from stop()), so the signal's stop says it.
+cat >"$TMPD/progfull.lua" <<'EOF'
+local mp = require("ljmemprof")
+assert(mp.signal("USR2", { path = os.getenv("P") .. ".sig" }))
+assert(mp.start(os.getenv("P")))
+local t = {}
+for i = 1, 2e7 do t[i % 1000 + 1] = { i }; if not mp.running() then break end end
+io.stderr:write("ended: ", tostring(not mp.running()), "\n")
+os.execute("kill -USR2 $PPID")
+for i = 1, 1e5 do t[i % 1000 + 1] = { i } end
+io.stderr:write("script ends: ", tostring(select(2, mp.stop())), "\n")
+EOF
+out=$( (ulimit -f 8192; P="$TMPD/prog.bin" LUA_CPATH="$BUILD/?.so;;" timeout 60 luajit "$TMPD/progfull.lua") 2>&1)
+is "$?:$out" "0:ended: true
+ljmemprof: stopping at a signal: File too large
+script ends: profiler is not running" \
+  "program-started, stopped by a signal after a write error: the stop says it"
+
 # A disk that fills up after 4 MiB: a small tmpfs (needs root and mount;
 # skipped where not allowed).
 mkdir "$TMPD/small"

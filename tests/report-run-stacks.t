@@ -101,4 +101,29 @@ done
 echo "$want_off" | grep -q '^@rep.lua:2: 101 events'
 ok $? "JIT off, the one-frame report bills string.rep's 100 strings (and KEEP) to their line"
 
+
+# The frames a trace inlined below its line are billed to the trace, as
+# the one-frame mode bills everything a trace allocates: vec's tables,
+# made in the loop's trace under mk and rec2, are the trace's, not line
+# 3's (those few that ran before the trace was made are line 3's).
+cat >"$TMPD/chain3.lua" <<'EOF2'
+local function vec(x)
+  local a = { x }
+  local b = { x, x, x }
+  return a, b
+end
+local function rec2(i) local a, b = vec(i) return b end
+local function mk(i) local r = rec2(i) return r end
+local out = {}
+for i = 1, 2000 do out[i] = mk(i) end
+EOF2
+with_timeout 60 "$MP" run -o c3.ljm --stacks -- luajit -jon chain3.lua >c3.txt 2>&1
+ok $? "run --stacks of a loop through three inlined functions"
+"$MP" report --format collapsed c3.ljm | grep -q 'started at @chain3.lua:9;@chain3.lua:7 (function at line 7);@chain3.lua:6 (function at line 6);@chain3.lua:3 '
+ok $? "its stacks have the inlined frames between the trace and the line"
+tr=$(sed -n '/^ALLOCATIONS/,/^$/s/^TRACE \[[0-9]*\] started at @chain3.lua:9: \([0-9]*\) events.*/\1/p' c3.txt)
+l3=$(sed -n '/^ALLOCATIONS/,/^$/s/^@chain3.lua:3: \([0-9]*\) events.*/\1/p' c3.txt)
+ok $([ "${tr:-0}" -ge 1800 ] && [ "${l3:-0}" -le 200 ] && echo 0 || echo 1) \
+  "the trace's tables billed to the trace ($tr events), not to line 3 (${l3:-0})"
+
 done_testing

@@ -627,8 +627,12 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
   s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
       (s->collect || (flags & LJMP_STOP_COLLECT))) {
-    /* Recorded, as the hook is still in; readers learn where it starts. */
+    /* Recorded, as the hook is still in; readers learn where it starts
+    ** (written as the hook writes: another thread's exit may end the
+    ** stream meanwhile). */
+    mp_enter(s);
     if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) mp_sym_gcstart(s);
+    mp_leave(s);
     lua_gc(L, LUA_GCCOLLECT, 0);
     s->notes |= MP_NOTE_COLLECT;
   }

@@ -132,11 +132,13 @@ static void toggle(lua_State *L, mp_arm *a)
   ljmp_options opt = a->opt;
   mp_state *s = mp_state_find(L);
   int rc;
-  /* A recording that a write error ended is stopped too (the error was
-  ** said on stderr when it happened). */
+  /* A recording that a write error ended is stopped too. The error of
+  ** one that a signal or LJMEMPROF started was said on stderr when it
+  ** happened; one that the program started is said here. */
   if (s && !s->finished && !s->limited) {
+    int said = __atomic_load_n(&s->announce, __ATOMIC_RELAXED);
     rc = ljmp_stop_with(L, a->opt.collect ? LJMP_STOP_COLLECT : 0);
-    if (rc && rc != LJMP_ENOTRUN && !(rc < 0 && rc > LJMP_E_BASE))
+    if (rc && rc != LJMP_ENOTRUN && !(said && rc < 0 && rc > LJMP_E_BASE))
       fprintf(stderr, "ljmemprof: stopping at a signal: %s\n",
 	      ljmp_strerror(rc));
     return;

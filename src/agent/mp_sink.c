@@ -345,7 +345,10 @@ void mp_sink_finish(mp_state *s)
     if (err) s->err = err;
   }
   if (s->fd >= 0) {
-    if (close(s->fd) < 0 && !s->err) s->err = errno;
+    if (close(s->fd) < 0 && !s->err) {
+      s->err = errno;
+      announce(s, s->err);
+    }
     s->fd = -1;
   }
   if (s->on_stop) s->on_stop(s->ctx, s->err);

@@ -221,18 +221,15 @@ static inline const mp_snode *node_at(const mp_stacks *st, uint32_t id)
 void mp_stack_forget(mp_state *s)
 {
   mp_stacks *st = &s->st;
+  unsigned i;
   st->base += st->n;
-  memset(st->rets, 0, sizeof(st->rets));
+  for (i = 0; i < (2u << MP_RETS_BITS); i++) st->rets[i].ret = 0;
   memset(st->traced, 0, sizeof(st->traced));
   memset(st->pcnode, 0, sizeof(st->pcnode));
-  if (st->memo) {
-    unsigned i;
+  if (st->memo)
     for (i = 0; i < (2u << MP_MEMO_BITS); i++) st->memo[i].top = NULL;
-  }
-  if (st->jmemo) {
-    unsigned i;
+  if (st->jmemo)
     for (i = 0; i < (2u << MP_JMEMO_BITS); i++) st->jmemo[i].trace = NULL;
-  }
   st->n = 0;
   st->nc = 0;
   mp_hash_free(&st->index);

@@ -94,8 +94,9 @@ static inline uint32_t site_of(mp_profile *p, uint8_t src, uint64_t id,
 
 /* Add the node of item it: its frame resolved now, and the site its
 ** events are billed to, as the one-frame mode bills them: a builtin to
-** the frame that called it, the line inside a trace to the trace, the rest
-** to their own location. MP_OK or MP_ERR_NOMEM. */
+** the frame that called it, the line inside a trace and the frames the
+** trace inlined below it to the trace, the rest to their own location.
+** MP_OK or MP_ERR_NOMEM. */
 static int node_add(mp_profile *p, const mp_item *it)
 {
   mp_pnode *n, *parent;
@@ -109,7 +110,7 @@ static int node_add(mp_profile *p, const mp_item *it)
   parent = it->parent ? &p->node[it->parent - 1] : NULL;
   l = mp_frame_loc(&p->syms, it->fkind, it->fa, it->line);
   if ((it->fkind == MP_FK_BUILTIN && parent) ||
-      (it->fkind == MP_FK_LUA && parent && parent->kind == MP_FK_TRACE)) {
+      (it->fkind == MP_FK_LUA && parent && parent->intrace)) {
     site = parent->site;
   } else {
     mp_loc s = l;
@@ -125,6 +126,8 @@ static int node_add(mp_profile *p, const mp_item *it)
   n->parent = (uint32_t)it->parent;
   n->kind = it->fkind;
   n->site = site;
+  n->intrace = it->fkind == MP_FK_TRACE ||
+	       (it->fkind == MP_FK_LUA && parent && parent->intrace);
   return MP_OK;
 }
 

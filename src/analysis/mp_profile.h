@@ -95,6 +95,7 @@ typedef struct mp_pnode {
   uint32_t site;	/* The site its events are billed to: where the
 			   one-frame mode would bill them. */
   uint8_t kind;		/* MP_FK_*. */
+  uint8_t intrace;	/* A trace, or a frame it inlined or its line. */
 } mp_pnode;
 
 /* Owners in the heap table: a site, or a node (this bit, and its id). */
