@@ -190,7 +190,7 @@ FA=$(cat "$TMPD/fa") FB=$(cat "$TMPD/fb")
 run $MP diff "$TMPD/a.ljm" "$TMPD/b.ljm"
 is "$rc:$(echo "$out" | sed -n 2p)" "0:@d.lua:5: allocated ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 events (+10); freed 0B -> 0B (+0B) in 0 -> 0 events (+0); held at the end ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 blocks (+10)" \
   "diff: f's line, and only it, allocated and holds 10 tables more"
-is "$(echo "$out" | sed -n 4p)" "1 sources changed, 1 did not" "diff: g's line did not change"
+is "$(echo "$out" | sed -n 4p)" "1 source changed, 1 did not" "diff: g's line did not change"
 run $MP diff --format collapsed "$TMPD/a.ljm" "$TMPD/b.ljm"
 is "$rc:$out" "0:@d.lua:5 $FA $FB
 @d.lua:6 $FA $FA" "diff --format collapsed: 'stack BASE NEW', as flamegraph.pl's difffolded.pl writes it"

@@ -271,6 +271,9 @@ is "$(echo "$out" | sed -n '/^    --temporary /,/^    -o FILE/p')" \
 run $MP help report
 is "$rc:$(echo "$out" | head -n 2 | tail -n 1)" "0:    ljmemprof report - print where a LuaJIT program allocated memory" \
   "ljmemprof help report"
+run $MP help info extra
+is "$rc:$out:$err" "2::ljmemprof: help takes one command at most, not 'extra' (see 'ljmemprof --help')" \
+  "ljmemprof help with two arguments: an error, no manual"
 
 # Writing the report fails: an error, not silence.
 if [ -w /dev/full ]; then

@@ -133,8 +133,14 @@ int main(int argc, char **argv)
     puts("ljmemprof " LJMP_VERSION);
     return MP_EXIT_OK;
   }
-  if (!strcmp(name, "help"))
+  if (!strcmp(name, "help")) {
+    if (argc > 3) {
+      fprintf(stderr, "ljmemprof: help takes one command at most, not "
+	      "'%s' (see 'ljmemprof --help')\n", argv[3]);
+      return MP_EXIT_ERROR;
+    }
     return mp_cli_help(argc > 2 ? argv[2] : NULL, stdout);
+  }
   if ((c = command(name))) return c->run(argc - 2, argv + 2);
   fprintf(stderr, "ljmemprof: unknown command '%s' (see 'ljmemprof "
 	  "--help')\n", name);

@@ -144,12 +144,15 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
   }
   fputs("TOTAL: ", out);
   text_row(out, d, &d->total, o->human);
-  fprintf(out, "%u sources changed, %u did not\n\n", d->nrow, d->nsame);
+  fprintf(out, "%u source%s changed, %u did not\n\n", d->nrow,
+	  d->nrow == 1 ? "" : "s", d->nsame);
   if (o->stacks && d->stacks) {
     uint32_t *v = changed_stacks(d, &n), j;
     if (!v) { free(used); return -1; }
-    fprintf(out, "CALL STACKS (the largest changes of %s):\n",
-	    mp_metric_what[d->metric]);
+    if (n) fprintf(out, "CALL STACKS (the largest changes of %s):\n",
+		   mp_metric_what[d->metric]);
+    else fprintf(out, "CALL STACKS: none changed (%s)\n",
+		 mp_metric_what[d->metric]);
     for (i = 0; i < n && (o->stacks == UINT32_MAX || i < o->stacks); i++) {
       uint32_t k = v[i], hops = 0;
       fputc('\t', out);
