@@ -128,7 +128,7 @@ int mp_signal_ok(int signo)
 /* Start or stop recording in the VM of L. */
 static void toggle(lua_State *L, mp_arm *a)
 {
-  char tmpl[4096 + 4];
+  char tmpl[MP_PATH_MAX + 4];
   ljmp_options opt = a->opt;
   mp_state *s = mp_state_find(L);
   int rc;

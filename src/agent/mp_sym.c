@@ -105,21 +105,27 @@ static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
 			  (uintptr_t)f - (uintptr_t)info.dli_fbase) - out);
 }
 
+/* Append a C function symbol: address addr named name (n bytes, at most
+** 256, within MP_SLACK). */
+static void put_cfunc(mp_state *s, uint64_t addr, const char *name, size_t n)
+{
+  uint8_t *p = s->pos;
+  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
+  p = mp_put_uleb(p, addr);
+  p = mp_put_uleb(p, n);
+  memcpy(p, name, n);
+  s->pos = p + n;
+  mp_settle(s);
+}
+
 /* See mp_sym.h. */
 void mp_sym_cfunc(mp_state *s, const void *f)
 {
   char name[256];
   size_t n;
-  uint8_t *p;
   if (mp_hash_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
   n = cfunc_name(s, f, name, sizeof(name));
-  p = s->pos;
-  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
-  p = mp_put_uleb(p, (uint64_t)(uintptr_t)f);
-  p = mp_put_uleb(p, n);
-  memcpy(p, name, n);
-  s->pos = p + n;
-  mp_settle(s);
+  put_cfunc(s, (uint64_t)(uintptr_t)f, name, n);
 }
 
 /* See mp_sym.h. */
@@ -187,28 +193,15 @@ int mp_sym_forget(mp_state *s, void *ptr)
 /* See mp_sym.h. */
 void mp_sym_host(mp_state *s)
 {
-  uint8_t *p = s->pos;
-  size_t n = strlen(s->host_name);
   if (s->host_written) return;
   s->host_written = 1;
-  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
-  *p++ = 0;	/* Address 0. */
-  p = mp_put_uleb(p, n);
-  memcpy(p, s->host_name, n);
-  s->pos = p + n;
-  mp_settle(s);
+  put_cfunc(s, 0, s->host_name, strlen(s->host_name));
 }
 
 /* See mp_sym.h. */
 void mp_sym_gcstart(mp_state *s)
 {
-  uint8_t *p = s->pos;
-  *p++ = MP_AEV_SYMTAB | MP_SRC_CFUNC;
-  p = mp_put_uleb(p, MP_GCSTART_ADDR);
-  p = mp_put_uleb(p, sizeof(MP_GCSTART_NAME) - 1);
-  memcpy(p, MP_GCSTART_NAME, sizeof(MP_GCSTART_NAME) - 1);
-  s->pos = p + sizeof(MP_GCSTART_NAME) - 1;
-  mp_settle(s);
+  put_cfunc(s, MP_GCSTART_ADDR, MP_GCSTART_NAME, sizeof(MP_GCSTART_NAME) - 1);
 }
 
 /* -- The end of the stream ------------------------------------------------ */

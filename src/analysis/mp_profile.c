@@ -102,15 +102,16 @@ static int node_add(mp_profile *p, const mp_item *it)
   mp_pnode *n, *parent;
   mp_loc l;
   uint32_t site;
+  int intrace;	/* A frame the trace inlined, or its line. */
   if (it->id != (uint64_t)p->nnode + 1 ||
       mp_array_grow((void **)&p->node, p->nnode, &p->capnode,
 		    sizeof(*p->node)) < 0 ||
       (p->full && live_slot(&p->nlive, p->nnode, &p->capnlive) < 0))
     return MP_ERR_NOMEM;
   parent = it->parent ? &p->node[it->parent - 1] : NULL;
+  intrace = it->fkind == MP_FK_LUA && parent && parent->intrace;
   l = mp_frame_loc(&p->syms, it->fkind, it->fa, it->line);
-  if ((it->fkind == MP_FK_BUILTIN && parent) ||
-      (it->fkind == MP_FK_LUA && parent && parent->intrace)) {
+  if ((it->fkind == MP_FK_BUILTIN && parent) || intrace) {
     site = parent->site;
   } else {
     mp_loc s = l;
@@ -126,8 +127,7 @@ static int node_add(mp_profile *p, const mp_item *it)
   n->parent = (uint32_t)it->parent;
   n->kind = it->fkind;
   n->site = site;
-  n->intrace = it->fkind == MP_FK_TRACE ||
-	       (it->fkind == MP_FK_LUA && parent && parent->intrace);
+  n->intrace = it->fkind == MP_FK_TRACE || intrace;
   return MP_OK;
 }
 
@@ -491,7 +491,6 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
   return MP_OK;
 }
 
-/* Aggregate one item from mp_reader_next(); MP_OK or MP_ERR_NOMEM. */
 /* A sampled block left the sample (MP_X_DROP): it is no longer live, and
 ** no event happened to it that the sections count; the heap summary
 ** credits its owner with it, as a resize by the owner. MP_OK or
@@ -510,6 +509,7 @@ static int drop(mp_profile *p, uint64_t addr)
 	 MP_ERR_NOMEM : MP_OK;
 }
 
+/* Aggregate one item from mp_reader_next(); MP_OK or MP_ERR_NOMEM. */
 static int on_item(mp_profile *p, const mp_item *it)
 {
   int rc;

@@ -127,6 +127,12 @@ void mp_render_json_aliases(FILE *out, const mp_strtab *names,
 ** apart (docs/REPORT.md). */
 void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i);
 
+/* The four costs of a stack or site as JSON fields (alloc_events,
+** alloc_bytes, live_blocks, live_bytes), and what it held at the peak
+** (peak_blocks, peak_bytes) unless peak is NULL. */
+void mp_render_json_costs(FILE *out, const mp_cost *alloc,
+			  const mp_cost *live, const mp_cost *peak);
+
 /* Format n bytes as "123B" or, if human, "1.50KiB"; returns buf. */
 const char *mp_fmt_bytes(char *buf, size_t size, uint64_t n, int human);
 

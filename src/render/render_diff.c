@@ -221,19 +221,6 @@ static void json_row(FILE *out, const mp_diff *d, const mp_drow *r)
   json_change(out, &r->side[0], &r->side[1], d->peak);
 }
 
-/* The costs of a stack on one side, as JSON fields; what it held at the
-** peak when both sides kept it (peak is NULL otherwise). */
-static void json_stack_side(FILE *out, const mp_cost *alloc,
-			    const mp_cost *live, const mp_cost *peak)
-{
-  fprintf(out, "\"alloc_events\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64
-	  ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64, alloc->n,
-	  alloc->plus, live->n, live->plus);
-  if (peak)
-    fprintf(out, ",\"peak_blocks\":%" PRIu64 ",\"peak_bytes\":%" PRIu64,
-	    peak->n, peak->plus);
-}
-
 int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o)
 {
   const mp_strtab *names = &d->m.syms.names;
@@ -273,9 +260,11 @@ int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o)
       const mp_dnode *a = &d->base[k];
       const mp_tnode *x = &d->tree.node[k];
       fputs(i ? ",\n {\"base\":{" : "\n {\"base\":{", out);
-      json_stack_side(out, &a->alloc, &a->live, d->peak ? &a->peak : NULL);
+      mp_render_json_costs(out, &a->alloc, &a->live,
+			   d->peak ? &a->peak : NULL);
       fputs("},\"new\":{", out);
-      json_stack_side(out, &x->alloc, &x->live, d->peak ? &x->peak : NULL);
+      mp_render_json_costs(out, &x->alloc, &x->live,
+			   d->peak ? &x->peak : NULL);
       fputs("},\"frames\":[", out);
       mp_sview_mark_aliases(&d->tree, k, names, used);
       for (j = k; j && hops < d->tree.n; j = d->tree.node[j].parent, hops++) {

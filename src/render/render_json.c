@@ -61,10 +61,8 @@ void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i)
   fputc('}', out);
 }
 
-/* The four costs of a stack or site, as JSON fields, and what it held at
-** the peak when the tree has it (peak is NULL otherwise). */
-static void jcosts(FILE *out, const mp_cost *alloc, const mp_cost *live,
-		   const mp_cost *peak)
+void mp_render_json_costs(FILE *out, const mp_cost *alloc,
+			  const mp_cost *live, const mp_cost *peak)
 {
   fprintf(out, "\"alloc_events\":%llu,\"alloc_bytes\":%llu,"
 	  "\"live_blocks\":%llu,\"live_bytes\":%llu",
@@ -120,12 +118,13 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
       mp_json_cstr(out, t->node[g->node].label ? t->node[g->node].label : "");
     }
     fputc(',', out);
-    jcosts(out, &g->alloc, &g->live, t->peak ? &g->peak : NULL);
+    mp_render_json_costs(out, &g->alloc, &g->live,
+			 t->peak ? &g->peak : NULL);
     fprintf(out, ",\"stacks\":%u,\"paths\":[", g->nstack);
     for (j = 0; j < g->npath; j++) {
       uint32_t k = v.path[g->path0 + j], hops = 0;
       fputs(j ? ",{" : "{", out);
-      jcosts(out, &t->node[k].alloc, &t->node[k].live,
+      mp_render_json_costs(out, &t->node[k].alloc, &t->node[k].live,
 	     t->peak ? &t->node[k].peak : NULL);
       fputs(",\"frames\":[", out);
       mp_sview_mark_aliases(t, k, &sec->p->syms.names, used);
