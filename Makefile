@@ -2,7 +2,8 @@
 #
 #   make            build the agent (Lua module + static lib) and the CLI
 #   make example    build, profile examples/example.lua, print the report
-#   make test       build and run the whole test suite (TAP, via prove)
+#   make test       build and run the whole test suite (TAP, via prove);
+#                   TESTS="tests/a.t tests/b.t" runs only those
 #   make install    PREFIX=/usr/local DESTDIR= (module where luajit finds it)
 #   make bench      benchmarks (not a test; prints measured ratios)
 #   make difftest   the differential test's long run: random programs, JIT
@@ -231,9 +232,11 @@ example: all
 # The suite runs against this build: BUILD, FLAVOUR and LUAJIT tell the
 # tests which (tests/lib/tap.sh, tests/lib/mp_test.lua); another flavour's
 # interpreter is first in PATH as luajit.
+# TESTS="tests/a.t tests/b.t" runs part of the suite (default: all of it).
+TESTS      ?= tests/
 test: all $(if $(filter luajit2,$(FLAVOUR)),nginx-lua)
 	PATH="$(TEST_PATH)" BUILD=$(BUILD) FLAVOUR=$(FLAVOUR) LUAJIT_INC=$(abspath $(LUAJIT_SRC))/src \
-	  LUAJIT_LIBS="$(LUAJIT_LIBS)" LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove tests/
+	  LUAJIT_LIBS="$(LUAJIT_LIBS)" LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove $(TESTS)
 
 # Installed like a Lua module and a C library: the module where this
 # flavour's LuaJIT looks for C modules (LUA_CMOD, scripts/cmod-dir.sh:
