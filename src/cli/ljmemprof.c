@@ -27,6 +27,8 @@ static const mp_command commands[] = {
     mp_cmd_report },
   { "diff", "Print what changed between two profiles, by source.",
     mp_help_diff, mp_cmd_diff },
+  { "check", "Fail when a profile leaked or peaked past a limit (tests).",
+    mp_help_check, mp_cmd_check },
   { "info", "Summarise a profile: versions, counts, bytes, completeness.",
     mp_help_info, mp_cmd_info },
   { "events", "Print every event, resolved, as one JSON object per line.",
@@ -55,6 +57,7 @@ static const char help_head[] =
 "    ljmemprof report [REPORT OPTIONS] FILE...\n"
 "    ljmemprof diff [OPTIONS] BASE NEW\n"
 "    ljmemprof info [--format text|json] FILE\n"
+"    ljmemprof check [--max-leak SIZE] [--max-peak SIZE] FILE\n"
 "    ljmemprof events FILE\n"
 "    ljmemprof help [COMMAND]\n"
 "    ljmemprof --version\n"
@@ -79,7 +82,8 @@ static const char help_tail[] =
 "        sizes that add up to 2^63 bytes or more): everything before the\n"
 "        cut or the damage is reported, and a warning on standard error\n"
 "        says where and what.\n"
-"    `run` exits with the script's status instead when that is not 0.\n"
+"    `run` exits with the script's status instead when that is not 0;\n"
+"    `check` exits with 1 when the profile is over a limit.\n"
 "\n"
 "SEE ALSO\n"
 "    ljmemprof run --help, ljmemprof report --help, ljmemprof info --help,\n"

@@ -1,0 +1,117 @@
+#!/bin/sh
+# `ljmemprof check`: the leak and peak of a profile against limits, the
+# figures equal to what info and the report say, the lines over a limit
+# named with their stacks, and every bad input an error (status 2).
+. tests/lib/tap.sh
+MP="$BUILD/ljmemprof"
+LUAJIT=${LUAJIT:-luajit}
+
+# det.lua: with the JIT off and the collector stopped but for the final
+# collection, line 7 keeps 5 tables made on line 4 (10 blocks: each table
+# and its array part) unless told to drop them; line 8 makes garbage that
+# is live at the peak only.
+cat >"$TMPD/det.lua" <<'EOF'
+jit.off()
+local mp = require("ljmemprof")
+local keep, stop = {}, { collect = true }
+local function make(n) local t = {} for i = 1, n do t[i] = i end return t end
+collectgarbage(); collectgarbage("stop")
+assert(mp.start{path = arg[1], stacks = 8})
+for i = 1, 5 do keep[i] = make(20) end
+for i = 1, 50 do local g = make(100) end
+if arg[2] == "drop" then keep = nil end
+assert(mp.stop(stop))
+EOF
+cd "$TMPD" || exit 1
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua d.ljm
+ok $? "the profile is recorded"
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua c.ljm drop
+ok $? "the profile of a clean run is recorded"
+
+# The figures of the other views.
+live=$("$MP" info --format json d.ljm | sed -n 's/.*"live_bytes":\([0-9]*\).*/\1/p')
+nlive=$("$MP" info --format json d.ljm | sed -n 's/.*"live_blocks":\([0-9]*\).*/\1/p')
+peak=$("$MP" report --format json d.ljm | sed -n 's/.*"peak":{"bytes":\([0-9]*\).*/\1/p')
+# What INTERNAL (the VM's own) holds at the end, from the JSON stack view.
+internal=$("$MP" report --format json --leak-only --stacks 1 d.ljm | tr '{' '\n' |
+  sed -n '/"label":"INTERNAL","source"/{n;p;}' | sed -n 's/.*"live_bytes":\([0-9]*\).*/\1/p' | head -n 1)
+internal=${internal:-0}
+line4=$("$MP" report --format json --leak-only --stacks 1 d.ljm | tr '{' '\n' |
+  sed -n '/"label":"@det.lua:4","source"/{n;p;}' | sed -n 's/.*"live_bytes":\([0-9]*\).*/\1/p' | head -n 1)
+
+run "$MP" check d.ljm
+is "$rc" 1 "leaked blocks: over the default limit 0, status 1"
+first=$(echo "$out" | head -n 1)
+case $first in
+  "over the limit: leaked $((live - internal))B in "*" blocks (limit 0B), peak ${peak}B (no limit)") r=0 ;;
+  *) r=1; echo "# got: $first (live $live, INTERNAL $internal, peak $peak)" ;;
+esac
+ok $r "the verdict: info's live less INTERNAL's, and the report's peak"
+echo "$out" | grep -q "^@det.lua:4: 10 blocks	${line4}B not freed	in 1 stack$"
+ok $? "line 4's 10 blocks are named, with the report's bytes ($line4)"
+echo "$out" | grep -q "^		@det.lua:7$"
+ok $? "with the call stack that made them (line 7)"
+echo "$out" | grep -q "INTERNAL"
+ok $((!$?)) "the VM's own blocks are not shown"
+is "$err" "" "nothing on stderr"
+
+run "$MP" check --all --max-leak "$live" d.ljm
+is "$rc" 0 "--all --max-leak LIVE: within the limit"
+is "$out" "ok: leaked ${live}B in $nlive blocks (limit ${live}B), peak ${peak}B (no limit)" \
+  "--all counts every live block: info's live, exactly"
+run "$MP" check --all --max-leak $((live - 1)) d.ljm
+is "$rc" 1 "--all --max-leak LIVE-1: over"
+
+run "$MP" check --max-leak none --max-peak "$peak" d.ljm
+is "$rc" 0 "--max-peak PEAK: within"
+run "$MP" check --max-leak none --max-peak $((peak - 1)) d.ljm
+is "$rc" 1 "--max-peak PEAK-1: over"
+is "$(echo "$out" | sed -n 2p)" "CALL STACKS (bytes live at the peak, at most 3 per source):" \
+  "the sources at the peak follow"
+echo "$out" | grep -q "^		@det.lua:8$"
+ok $? "line 8's garbage is named at the peak"
+
+run "$MP" check -H --max-leak 1K --max-peak 1M d.ljm
+echo "$out" | head -n 1 | grep -q "(limit 1KiB), peak .*(limit 1MiB)$"
+ok $? "-H: sizes with units ($(echo "$out" | head -n 1))"
+run "$MP" check --top 1 d.ljm
+is "$(echo "$out" | grep -c '^@det')" 1 "--top 1: one source"
+
+# Dropped before the final collection, line 7's tables are no leak.
+run "$MP" check c.ljm
+is "$rc" 0 "a clean run: within the limit, status 0"
+c_peak=$("$MP" report --format json c.ljm | sed -n 's/.*"peak":{"bytes":\([0-9]*\).*/\1/p')
+is "$out" "ok: leaked 0B in 0 blocks (limit 0B), peak ${c_peak}B (no limit)" \
+  "one line: nothing leaked, the peak"
+
+# Errors and damaged input.
+run "$MP" check --max-leak 1X d.ljm
+is "$rc" 2 "a bad size: status 2"
+is "$err" "ljmemprof check: --max-leak 1X: a size expected (digits with an optional K, M or G, or none)" "which says what is expected"
+run "$MP" check --max-peak d.ljm
+is "$rc" 2 "a missing value: status 2"
+run "$MP" check --top x d.ljm
+is "$rc" 2 "a bad --top: status 2"
+run "$MP" check --bogus d.ljm
+is "$rc" 2 "an unknown option: status 2"
+echo "$err" | grep -q "bogus"
+ok $? "named in the error"
+run "$MP" check
+is "$rc" 2 "no FILE: status 2"
+run "$MP" check d.ljm c.ljm
+is "$rc" 2 "two FILEs: status 2"
+printf 'not a profile' >junk.ljm
+run "$MP" check junk.ljm
+is "$rc" 2 "not a profile: status 2"
+is "$out" "" "and no verdict"
+head -c 200 d.ljm >cut.ljm
+run "$MP" check --max-leak none cut.ljm
+is "$rc" 3 "a profile cut short, within the limits up to the cut: status 3"
+echo "$err" | grep -q "cut.ljm"
+ok $? "with the warning naming the file"
+run "$MP" check --help
+is "$rc" 0 "--help"
+echo "$out" | grep -q "max-leak SIZE"
+ok $? "the manual lists the options"
+
+done_testing
