@@ -81,7 +81,8 @@ LUAJIT     ?= luajit
 # are for tests/agent-nginx.t: nginx is installed (it conflicts with
 # nothing), the rest unpacked under build/luajit2/root with luajit2.
 DEB_COMMON := dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
-              lua-lpeg zlib1g-dev golang-go python3 chromium curl nginx pkg-config
+              lua-lpeg zlib1g-dev golang-go python3 chromium curl nginx pkg-config \
+              lua-busted
 DEB_PKGS_luajit  := luajit libluajit-5.1-dev neovim wrk python3-lupa
 DEB_PKGS_luajit2 :=
 DEB_PKGS_src     :=
@@ -247,6 +248,9 @@ LIBDIR     ?= $(PREFIX)/lib
 MANDIR     ?= $(PREFIX)/share/man
 VERSION    := $(shell sed -n 's/^\#define LJMP_VERSION[^"]*"\([0-9][0-9.]*\)".*/\1/p' include/ljmemprof.h)
 CMOD_DIR    = $(or $(LUA_CMOD),$$(scripts/cmod-dir.sh $(PREFIX) $(or $(LUAJIT_BIN),luajit)))
+# Lua modules (the busted helper, ljmemprof.busted): LuaJIT's default
+# path has $(PREFIX)/share/lua/5.1 for /usr/local and /usr alike.
+LMOD_DIR    = $(or $(LUA_LMOD),$(PREFIX)/share/lua/5.1)
 
 $(BUILD)/ljmemprof.1: $(BUILD)/ljmemprof scripts/manpage.sh
 	scripts/manpage.sh $(BUILD)/ljmemprof > $@.tmp && mv $@.tmp $@
@@ -256,6 +260,8 @@ install: all
 	install -d $(DESTDIR)$$cmod $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(MANDIR)/man1 && \
 	install -m 0755 $(BUILD)/ljmemprof.so $(DESTDIR)$$cmod/ljmemprof.so
+	install -d $(DESTDIR)$(LMOD_DIR)/ljmemprof
+	install -m 0644 lua/ljmemprof/busted.lua $(DESTDIR)$(LMOD_DIR)/ljmemprof/busted.lua
 	install -m 0755 $(BUILD)/ljmemprof $(DESTDIR)$(PREFIX)/bin/ljmemprof
 	install -m 0644 $(BUILD)/ljmemprof.1 $(DESTDIR)$(MANDIR)/man1/ljmemprof.1
 	install -m 0644 include/ljmemprof.h $(DESTDIR)$(PREFIX)/include/ljmemprof.h
@@ -269,6 +275,8 @@ install: all
 
 uninstall:
 	cmod=$(CMOD_DIR) && rm -f $(DESTDIR)$$cmod/ljmemprof.so
+	rm -f $(DESTDIR)$(LMOD_DIR)/ljmemprof/busted.lua
+	-rmdir $(DESTDIR)$(LMOD_DIR)/ljmemprof 2>/dev/null
 	rm -f $(DESTDIR)$(PREFIX)/bin/ljmemprof $(DESTDIR)$(MANDIR)/man1/ljmemprof.1 \
 	  $(DESTDIR)$(PREFIX)/include/ljmemprof.h $(DESTDIR)$(LIBDIR)/libljmemprof.a \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/ljmemprof.pc

@@ -16,7 +16,8 @@ for prefix in /usr/local /usr; do
   run make -s install DESTDIR="$R" PREFIX=$prefix
   is "$rc:$err" "0:" "make install DESTDIR=... PREFIX=$prefix"
   for f in bin/ljmemprof include/ljmemprof.h lib/libljmemprof.a \
-           lib/pkgconfig/ljmemprof.pc share/man/man1/ljmemprof.1; do
+           lib/pkgconfig/ljmemprof.pc share/man/man1/ljmemprof.1 \
+           share/lua/5.1/ljmemprof/busted.lua; do
     [ -f "$R$prefix/$f" ]; ok $? "PREFIX=$prefix: installed $prefix/$f"
   done
   mods=$(cd "$R" && find . -name ljmemprof.so | sed 's#^\.##')
@@ -31,6 +32,11 @@ for prefix in /usr/local /usr; do
     assert(mp.stop())
     print("ok")' 2>&1)
   is "$out" "ok" "PREFIX=$prefix: the installed module profiles from another directory"
+  lpath=$(env -u LUA_PATH -u LUA_PATH_5_1 luajit -e 'io.write(package.path)')
+  case ";$lpath;" in
+    *";$prefix/share/lua/5.1/?.lua;"*) ok 0 "PREFIX=$prefix: the busted helper is in luajit's default path" ;;
+    *) ok 1 "PREFIX=$prefix: the busted helper is in luajit's default path"; echo "# path: $lpath" ;;
+  esac
   run "$R$prefix/bin/ljmemprof" info "$TMPD/p.bin"
   is "$rc" 0 "PREFIX=$prefix: the installed ljmemprof reads its profile"
 done
