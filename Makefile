@@ -1,6 +1,8 @@
 # ljmemprof: build, test, install.
 #
-#   make            build the agent (Lua module + static lib) and the CLI
+#   make            build the agent (Lua module + static lib), the CLI and
+#                   the test programs (no clang needed: make test builds
+#                   the sanitizer hosts)
 #   make example    build, profile examples/example.lua, print the report
 #   make test       build and run the whole test suite (TAP, via prove);
 #                   TESTS="tests/a.t tests/b.t" runs only those
@@ -112,7 +114,10 @@ TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
 .PHONY: all deps example test install uninstall bench clean distclean
 all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
      $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/stackcheck/ljmemprof.so \
-     $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
+     $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
+# The sanitizer builds of the tests (clang): made by make test, not by
+# make all, so that building needs no clang.
+SAN_BIN := $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host
 
 # Install missing Debian packages when root (never removing one), else say
 # exactly what to run.
@@ -175,9 +180,15 @@ AGENT_CPPFLAGS := -D_GNU_SOURCE -DLJMP_BUILD -Iinclude -Isrc -I$(BUILD)/gen \
                   -I$(LUAJIT_SRC)/src $(LUAJIT_XCFLAGS)
 AGENT_DEPS := $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h $(BUILD)/gen/mp_flavour.h
 
-$(BUILD)/agent/%.o: src/%.c $(AGENT_DEPS)
+# Objects depend on the headers they include (-MMD: the compiler lists
+# them in a .d file beside the object, read back below), and on the
+# generated header and LuaJIT's source being there.
+DEPFLAGS   := -MMD -MP
+AGENT_GEN  := $(LUAJIT_SRC)/src/lj_obj.h $(BUILD)/gen/mp_flavour.h
+
+$(BUILD)/agent/%.o: src/%.c $(AGENT_GEN)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden $(AGENT_CPPFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -fPIC -fvisibility=hidden $(AGENT_CPPFLAGS) -c $< -o $@
 
 # The module exports luaopen_ljmemprof and the ljmp_* API only.
 $(BUILD)/ljmemprof.so: $(AGENT_OBJ)
@@ -214,9 +225,11 @@ $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJ
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
 
-$(BUILD)/%.o: src/%.c $(READER_HDR)
+$(BUILD)/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -c $< -o $@
+	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -Iinclude -Isrc -c $< -o $@
+
+-include $(AGENT_OBJ:.o=.d) $(READER_OBJ:.o=.d)
 
 $(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR) include/ljmemprof.h
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
@@ -227,7 +240,8 @@ $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
 	  $(READER_OBJ) $(BUILD)/libljmemprof.a $(LUAJIT_LIBS) -lz -lm -ldl -lpthread
 
-example: all
+# Only what the example runs: the module and the command.
+example: $(BUILD)/ljmemprof.so $(BUILD)/ljmemprof $(LUAJIT_BIN)
 	@PATH="$(TEST_PATH)" BUILD=$(BUILD) scripts/example.sh
 
 # The suite runs against this build: BUILD, FLAVOUR and LUAJIT tell the
@@ -235,7 +249,7 @@ example: all
 # interpreter is first in PATH as luajit.
 # TESTS="tests/a.t tests/b.t" runs part of the suite (default: all of it).
 TESTS      ?= tests/
-test: all $(if $(filter luajit2,$(FLAVOUR)),nginx-lua)
+test: all $(SAN_BIN) $(if $(filter luajit2,$(FLAVOUR)),nginx-lua)
 	PATH="$(TEST_PATH)" BUILD=$(BUILD) FLAVOUR=$(FLAVOUR) LUAJIT_INC=$(abspath $(LUAJIT_SRC))/src \
 	  LUAJIT_LIBS="$(LUAJIT_LIBS)" LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove $(TESTS)
 
