@@ -298,6 +298,15 @@ int mp_cli_same_file(const char *output, const char *input)
   return stat_input(input, &si) == 0 && same_id(&so, &si);
 }
 
+int mp_cli_same_fd(const char *output, int fd, int regular)
+{
+  struct stat so, sf;
+  if (!output || !strcmp(output, "-") || stat(output, &so) < 0 ||
+      fstat(fd, &sf) < 0)
+    return 0;
+  return same_id(&so, &sf) && (!regular || S_ISREG(sf.st_mode));
+}
+
 /* The name of input path in an error line. */
 static const char *input_name(const char *path)
 {

@@ -100,8 +100,9 @@ const char mp_help_run[] =
 "        first and nothing runs; an existing FILE is truncated only when\n"
 "        the report is written.\n"
 "    -o and --html may not name the same file, nor a file of the command\n"
-"    (the script, its arguments, its standard input), by any name or\n"
-"    link: refused with status 2 before anything runs.\n"
+"    (the script, its arguments, the file its standard input, output or\n"
+"    error is redirected to), by any name or link: refused with status 2\n"
+"    before anything runs.\n"
 "    --luajit PATH\n"
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
@@ -337,11 +338,52 @@ static int temp_file(char *path, size_t size, const char *tmpl)
   return 0;
 }
 
+/* The profile's file tmp was removed while the script ran (it, or its
+** directory: `run -o dir/x.ljm` with a script that removes dir), but fd
+** still reads it: copy it to a new file, beside out if that can be made
+** (out NULL: none), else a temporary one; its name into tmp. 0, or -1
+** after saying why (tmp is then ""). */
+static int rescue(int fd, const char *out, char *tmp, size_t size)
+{
+  char gone[PATH_MAX], buf[1 << 16];
+  ssize_t got = 0;
+  int to = -1;
+  snprintf(gone, sizeof(gone), "%s", tmp);
+  fprintf(stderr, "ljmemprof run: the profile's file %s was removed while "
+	  "the script ran; its data was still open here\n", gone);
+  if (out && (size_t)snprintf(tmp, size, "%s.XXXXXX", out) < size)
+    to = mkstemp(tmp);
+  if (to < 0 && temp_file(tmp, size, "ljmemprof-XXXXXX.ljm") == 0)
+    to = open(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (to < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+    got = -1;
+  } else {
+    while ((got = read(fd, buf, sizeof(buf))) != 0) {
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 || write(to, buf, (size_t)got) != got) { got = -1; break; }
+    }
+  }
+  if ((to >= 0 && close(to) < 0) || got < 0) {
+    fprintf(stderr, "ljmemprof run: the profile is lost: %s: %s\n", tmp,
+	    strerror(errno));
+    if (to >= 0) unlink(tmp);
+    tmp[0] = '\0';
+    return -1;
+  }
+  return 0;
+}
+
 /* Whether path, the output of option opt, is a file named in the command
-** cmd[0..n) (the script, its arguments, "-" for standard input): 1 after
-** saying so. */
+** cmd[0..n) (the script, its arguments, "-" for standard input) or the
+** regular file open on its standard input, output or error (`-o d.txt
+** s.lua <d.txt`, by any name): 1 after saying so. */
 static int in_command(const char *opt, const char *path, char **cmd, int n)
 {
+  static const char *const fdname[] = {
+    "the standard input of the command to run",
+    "the standard output, where the script's output and the report go",
+    "the standard error, where the script's errors and ours go"
+  };
   int k;
   for (k = 0; k < n; k++)
     if (mp_cli_same_file(path, cmd[k])) {
@@ -349,8 +391,14 @@ static int in_command(const char *opt, const char *path, char **cmd, int n)
 	fprintf(stderr, "ljmemprof run: %s %s: is %s, a file of the command "
 		"to run (it would be overwritten)\n", opt, path, cmd[k]);
       else
-	fprintf(stderr, "ljmemprof run: %s %s: is the standard input of the "
-		"command to run (it would be overwritten)\n", opt, path);
+	fprintf(stderr, "ljmemprof run: %s %s: is %s (it would be "
+		"overwritten)\n", opt, path, fdname[0]);
+      return 1;
+    }
+  for (k = 0; k < 3; k++)
+    if (mp_cli_same_fd(path, k, 1)) {
+      fprintf(stderr, "ljmemprof run: %s %s: is %s (it would be "
+	      "overwritten)\n", opt, path, fdname[k]);
       return 1;
     }
   return 0;
@@ -412,7 +460,7 @@ int mp_cmd_run(int argc, char **argv)
   mp_cli_out html;
   const char *out = NULL, *luajit = NULL, *path;
   char tmp[PATH_MAX] = "", note[PATH_MAX], **cmd;
-  int i, n, status, rstatus, dashdash = 0;
+  int i, n, status, rstatus, dashdash = 0, keep, rescued;
   uint32_t stacks = 0;
   int stacks_given = 0;	/* --stacks 0 means one frame, not 64. */
   long long sample = 0, max_size = 0;
@@ -519,13 +567,30 @@ int mp_cmd_run(int argc, char **argv)
     return MP_EXIT_ERROR;
   }
   path = tmp;
+  /* Open on the profile, so that its data survives a script that removes
+  ** the file or its directory. */
+  keep = open(tmp, O_RDONLY | O_CLOEXEC);
   status = run_child(cmd, n, tmp, note, stacks, (unsigned long long)sample,
 		     (unsigned long long)max_size);
   free(cmd);
   /* A reader that goes away (`| head`) is a write error, not a signal
   ** that would kill us and leave the temporary files behind, unnamed. */
   signal(SIGPIPE, SIG_IGN);
-  if (stat(tmp, &st) < 0 || st.st_size == 0) {
+  rescued = 0;
+  if (keep >= 0 && stat(tmp, &st) < 0 && errno == ENOENT &&
+      fstat(keep, &st) == 0 && st.st_size > 0)
+    rescued = rescue(keep, out, tmp, sizeof(tmp)) == 0 ? 1 : -1;
+  if (keep >= 0) close(keep);
+  if (rescued < 0) {	/* Said by rescue(). */
+    mp_cli_out_drop(&html);
+    rstatus = MP_EXIT_ERROR;
+  } else if (stat(tmp, &st) < 0) {
+    fprintf(stderr, "ljmemprof run: no profile was recorded: its file %s "
+	    "was removed while the script ran\n", tmp);
+    tmp[0] = '\0';
+    mp_cli_out_drop(&html);
+    rstatus = MP_EXIT_ERROR;
+  } else if (st.st_size == 0) {
     /* No Lua code was called (the script could not be loaded: luajit's
     ** error is above), the agent did not start (its error is above), or
     ** the process was killed before. -o's file is as it was. */

@@ -196,6 +196,11 @@ int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
 ** standard output (NULL or "-"), is no input. */
 int mp_cli_same_file(const char *output, const char *input);
 
+/* Whether output is the file open on descriptor fd (the same device and
+** inode), and if regular is set, a regular file (a terminal or /dev/null
+** shared by two outputs loses nothing). */
+int mp_cli_same_fd(const char *output, int fd, int regular);
+
 /* Refuse an input profile that paths[0..n) name twice: "-" twice, or two
 ** names of one file (the same device and inode: a hard or a symbolic
 ** link, or "-" with standard input redirected from a FILE also named),
