@@ -100,4 +100,66 @@ run "$MP" info dd/x.ljm
 is "$rc:$(echo "$out" | grep complete:):$(ls dd):$(ls tmp)" "0:complete:   yes:x.ljm:" \
   "-o's file is the complete profile, nothing else left behind"
 
+# -- A mapped profile truncated while it is read ---------------------------
+
+# shrink.so: a file mapped for reading is cut to $SHRINK_TO bytes right
+# after it is mapped, as another process truncating it then would.
+cat > shrink.c <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+  static void *(*real)(void *, size_t, int, int, int, off_t);
+  const char *to = getenv("SHRINK_TO");
+  char path[64];
+  void *p;
+  int w;
+  if (!real)
+    real = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+  p = real(a, n, prot, flags, fd, off);
+  if (p != MAP_FAILED && fd >= 0 && to) {
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    if ((w = open(path, O_WRONLY)) >= 0) {
+      if (ftruncate(w, atol(to)) != 0) perror("ftruncate");
+      close(w);
+    }
+  }
+  return p;
+}
+EOF
+cc -shared -fPIC -o shrink.so shrink.c -ldl
+ok $? "the truncating shim builds"
+cat > big.lua <<'EOF'
+local t = {}
+for i = 1, 30000 do t[i] = { i } end
+EOF
+run "$MP" run -o big.ljm --top 1 big.lua
+run "$MP" run --stacks -o bigs.ljm --top 1 big.lua
+[ "$(wc -c < big.ljm)" -gt 200000 ] && [ "$(wc -c < bigs.ljm)" -gt 200000 ]
+ok $? "profiles of more than 200000 bytes"
+# shrunk PROFILE SIZE CMD: CMD on a copy of PROFILE cut to SIZE bytes once
+# mapped, and CMD on a copy cut before it is read: the same output, status
+# 3, and the warning that the file shrank.
+shrunk() {
+  prof=$1 size=$2 cmd=$3
+  big=$(wc -c < "$prof")
+  cp "$prof" m.ljm
+  head -c "$size" "$prof" > c.ljm
+  run env SHRINK_TO="$size" LD_PRELOAD="$TMPD/shrink.so" "$MP" "$cmd" m.ljm
+  mrc=$rc mout=$(echo "$out" | sed 's/m\.ljm/X.ljm/') merr=$(echo "$err" | sed 's/m\.ljm/X.ljm/')
+  run "$MP" "$cmd" c.ljm
+  is "$mrc:$(wc -c < m.ljm)" "3:$size" "$cmd $prof cut to $size bytes while mapped: status 3, no SIGBUS"
+  is "$mout" "$(echo "$out" | sed 's/c\.ljm/X.ljm/')" "$cmd $prof cut to $size bytes: what a file of $size bytes gives"
+  is "$merr" "ljmemprof: X.ljm: warning: the file shrank from $big to $size bytes while it was read (another process truncated it)
+$(echo "$err" | sed 's/c\.ljm/X.ljm/')" "$cmd $prof cut to $size bytes: the warnings of a cut profile, and why"
+}
+shrunk big.ljm 98304 info	# At a page: the first read past it faults.
+shrunk big.ljm 100001 info	# Inside a page: zeros, then the size again.
+shrunk bigs.ljm 131072 info
+shrunk bigs.ljm 150001 report
 done_testing

@@ -152,25 +152,53 @@ static uint64_t profile_events(const void *ctx)
   return mp_profile_events(ctx);
 }
 
-/* mp_cli_read(), with the progress line or not. */
-static int read_in(const char *path, mp_input *in, mp_profile *p,
-		   const mp_cli_opts *o, int progress)
+/* What the profile pass starts from. */
+typedef struct pass {
+  mp_profile *p;
+  const mp_cli_opts *o;
+} pass;
+
+/* Start *p afresh as o asks. */
+static void profile_start(mp_profile *p, const mp_cli_opts *o)
 {
-  int rc, status;
   mp_profile_init(p);
   if (o) {
     p->want = o->want;
     if (o->window) p->window = o->window;
   }
+}
+
+/* The profile pass, from nothing (mp_input_guard() may run it again). */
+static int read_pass(mp_input *in, void *ctx)
+{
+  pass *a = ctx;
+  profile_start(a->p, a->o);
+  return mp_profile_read_input(a->p, in);
+}
+
+/* mp_cli_read(), with the progress line or not. */
+static int read_in(const char *path, mp_input *in, mp_profile *p,
+		   const mp_cli_opts *o, int progress)
+{
+  int rc, status;
+  pass a = { p, o };
+  profile_start(p, o);
   if (mp_input_open(in, path) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
     mp_profile_free(p);
     return MP_EXIT_ERROR;
   }
   if (progress) mp_cli_progress(in, path, profile_events, p);
-  rc = mp_profile_read_input(p, in);
+  rc = mp_input_guard(in, read_pass, &a);
   if (progress) mp_cli_progress_end(in);
+  if (in->shrunk) {
+    fprintf(stderr, "ljmemprof: %s: warning: the file shrank from %zu to "
+	    "%zu bytes while it was read (another process truncated it)\n",
+	    path, in->shrunk, in->len);
+  }
   status = mp_cli_outcome(path, rc, &p->r, in);
+  if (status == MP_EXIT_OK && in->shrunk)
+    status = MP_EXIT_TRUNCATED;	/* Not the file it was. */
   if (status != MP_EXIT_ERROR && p->overflow) {
     fprintf(stderr, "ljmemprof: %s: warning: the sizes in the profile add "
 	    "up to 2^63 bytes or more (absurd data): byte totals and "
