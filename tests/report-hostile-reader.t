@@ -162,4 +162,26 @@ shrunk big.ljm 98304 info	# At a page: the first read past it faults.
 shrunk big.ljm 100001 info	# Inside a page: zeros, then the size again.
 shrunk bigs.ljm 131072 info
 shrunk bigs.ljm 150001 report
+
+# -- Versions this reader does not know ------------------------------------
+
+# An event stream of an unknown version or extension revision after a
+# valid symtab: not a profile this reader can read (status 2), not a
+# damaged one (3).
+python3 -c 'import sys
+d = bytearray(open("bigs.ljm", "rb").read()); d[12] = 2; open("rev.ljm", "wb").write(d)
+d = bytearray(open("big.ljm", "rb").read()); d[11] = 4; open("v4.ljm", "wb").write(d)'
+run "$MP" info rev.ljm
+is "$rc:$out:$err" "2::ljmemprof: rev.ljm: unknown version of the event stream at byte 12: expected ljmemprof extension revision 1, found revision 2 (a newer ljmemprof wrote it)" \
+  "info: an extension revision it does not know is status 2, unknown version"
+run "$MP" report rev.ljm
+is "$rc:$out:$err" "2::ljmemprof: rev.ljm: unknown version of the event stream at byte 12: expected ljmemprof extension revision 1, found revision 2 (a newer ljmemprof wrote it)" \
+  "report: the same"
+run "$MP" info v4.ljm
+is "$rc:$out:$err" "2::ljmemprof: v4.ljm: unknown version of the event stream at byte 11: expected ljm version 1 to 3 or the ljmemprof extension (76), found version 4" \
+  "info: an events version 4 is status 2, unknown version"
+head -c 14 bigs.ljm > short.ljm
+run "$MP" info short.ljm
+is "$rc" 3 "an event stream's prologue cut short is still a cut profile (3)"
+
 done_testing

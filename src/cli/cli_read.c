@@ -132,6 +132,14 @@ int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
 	      "bad data", r->err_offset, r->err);
     return MP_EXIT_ERROR;
   }
+  if (rc == MP_ERR_DATA && r->ljm_version && !r->headers) {
+    /* The event stream's prologue names a version, or a revision of the
+    ** extension, that this reader does not know: nothing of it can be
+    ** read, and it is not damaged. */
+    fprintf(stderr, "ljmemprof: %s: unknown version of the event stream "
+	    "at byte %zu: expected %s\n", path, r->err_offset, r->err);
+    return MP_EXIT_ERROR;
+  }
   if (rc == MP_ERR_TRUNC)
     fprintf(stderr, "ljmemprof: %s: warning: data ends at byte %zu before "
 	    "the end of the profile (expected %s); reporting what came "
