@@ -184,4 +184,28 @@ head -c 14 bigs.ljm > short.ljm
 run "$MP" info short.ljm
 is "$rc" 3 "an event stream's prologue cut short is still a cut profile (3)"
 
+# -- Names from the command line, escaped -----------------------------------
+
+esc=$(printf 'x\033[31mred\nline.ljm')
+cp big.ljm "$esc"
+run "$MP" info "$esc"
+is "$(printf '%s\n' "$out" | head -n 1)" 'file:       x\x1b[31mred\nline.ljm (572414 bytes)' \
+  "info's file: line escapes the name (an escape sequence, a newline)"
+[ "$(wc -c < big.ljm)" = 572414 ]
+ok $? "(big.ljm has 572414 bytes)"
+head -c 30 big.ljm > "$esc"
+run "$MP" report "$esc"
+is "$rc:$err" '3:ljmemprof: x\x1b[31mred\nline.ljm: warning: data ends at byte 30 before the end of the profile (expected chunk name of 8 bytes, found end of data); reporting what came before' \
+  "the warning of a cut profile escapes its name"
+run "$MP" info "$(printf 'no\033]0;t\007pe.ljm')"
+is "$rc:$err" '2:ljmemprof: no\x1b]0;t\x07pe.ljm: No such file or directory' \
+  "an error names a missing file escaped"
+run "$MP" report -o "$esc" "$esc"
+is "$rc:$err" '2:ljmemprof report: -o x\x1b[31mred\nline.ljm: is the input profile x\x1b[31mred\nline.ljm (it would be overwritten)' \
+  "report -o: both names escaped"
+run "$MP" run -o "$(printf 'a\nb')/x.ljm" s.lua
+is "$rc:$err" '2:ljmemprof: a\nb/x.ljm: No such file or directory' "run -o: the name escaped"
+run "$MP" run --sample "$(printf '1\rX')" s.lua
+is "$rc:$err" '2:ljmemprof run: --sample 1\rX: mean bytes between samples expected, e.g. 512K or 1M' \
+  "run: an option's value escaped"
 done_testing

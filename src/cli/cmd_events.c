@@ -151,7 +151,8 @@ int mp_cmd_events(int argc, char **argv)
 			     &path)) >= 0)
     return rc;
   if (mp_input_open(&in, path) < 0) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(path),
+	    strerror(errno));
     return MP_EXIT_ERROR;
   }
   mp_symtab_init(&t);

@@ -305,8 +305,8 @@ static int run_child(char **cmd, int n, const char *out, const char *note,
       _exit(127);
     }
     execvp(cmd[0], cargv);
-    fprintf(stderr, "ljmemprof run: cannot run %s: %s\n", cmd[0],
-	    strerror(errno));
+    fprintf(stderr, "ljmemprof run: cannot run %s: %s\n",
+	    mp_cli_name(cmd[0]), strerror(errno));
     _exit(127);
   }
   free(cargv);
@@ -331,7 +331,8 @@ static int temp_file(char *path, size_t size, const char *tmpl)
   int fd;
   snprintf(path, size, "%s/%s", dir && *dir ? dir : "/tmp", tmpl);
   if ((fd = mkstemps(path, 4)) < 0) {
-    fprintf(stderr, "ljmemprof run: %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "ljmemprof run: %s: %s\n", mp_cli_name(path),
+	    strerror(errno));
     return -1;
   }
   close(fd);
@@ -350,7 +351,7 @@ static int rescue(int fd, const char *out, char *tmp, size_t size)
   int to = -1;
   snprintf(gone, sizeof(gone), "%s", tmp);
   fprintf(stderr, "ljmemprof run: the profile's file %s was removed while "
-	  "the script ran; its data was still open here\n", gone);
+	  "the script ran; its data was still open here\n", mp_cli_name(gone));
   if (out && (size_t)snprintf(tmp, size, "%s.XXXXXX", out) < size)
     to = mkstemp(tmp);
   if (to < 0 && temp_file(tmp, size, "ljmemprof-XXXXXX.ljm") == 0)
@@ -364,8 +365,8 @@ static int rescue(int fd, const char *out, char *tmp, size_t size)
     }
   }
   if ((to >= 0 && close(to) < 0) || got < 0) {
-    fprintf(stderr, "ljmemprof run: the profile is lost: %s: %s\n", tmp,
-	    strerror(errno));
+    fprintf(stderr, "ljmemprof run: the profile is lost: %s: %s\n",
+	    mp_cli_name(tmp), strerror(errno));
     if (to >= 0) unlink(tmp);
     tmp[0] = '\0';
     return -1;
@@ -389,16 +390,17 @@ static int in_command(const char *opt, const char *path, char **cmd, int n)
     if (mp_cli_same_file(path, cmd[k])) {
       if (strcmp(cmd[k], "-"))
 	fprintf(stderr, "ljmemprof run: %s %s: is %s, a file of the command "
-		"to run (it would be overwritten)\n", opt, path, cmd[k]);
+		"to run (it would be overwritten)\n", opt, mp_cli_name(path),
+		mp_cli_name(cmd[k]));
       else
 	fprintf(stderr, "ljmemprof run: %s %s: is %s (it would be "
-		"overwritten)\n", opt, path, fdname[0]);
+		"overwritten)\n", opt, mp_cli_name(path), fdname[0]);
       return 1;
     }
   for (k = 0; k < 3; k++)
     if (mp_cli_same_fd(path, k, 1)) {
       fprintf(stderr, "ljmemprof run: %s %s: is %s (it would be "
-	      "overwritten)\n", opt, path, fdname[k]);
+	      "overwritten)\n", opt, mp_cli_name(path), fdname[k]);
       return 1;
     }
   return 0;
@@ -408,7 +410,7 @@ static int in_command(const char *opt, const char *path, char **cmd, int n)
 static int html_is_profile(const char *html, const char *out)
 {
   fprintf(stderr, "ljmemprof run: --html %s: is the profile's file -o %s "
-	  "(it would be overwritten)\n", html, out);
+	  "(it would be overwritten)\n", mp_cli_name(html), mp_cli_name(out));
   return -1;
 }
 
@@ -431,7 +433,7 @@ static int open_outputs(const char *out, const char *html, char **cmd,
     return -1;
   if (out && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
     fprintf(stderr, "ljmemprof run: -o %s: not a regular file (the "
-	    "profile is read back for the report)\n", out);
+	    "profile is read back for the report)\n", mp_cli_name(out));
     return -1;
   }
   if (html && mp_cli_out_open(h, html) < 0) return -1;
@@ -441,12 +443,14 @@ static int open_outputs(const char *out, const char *html, char **cmd,
     return html_is_profile(html, out);
   }
   if ((size_t)snprintf(tmp, size, "%s.XXXXXX", out) >= size) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(ENAMETOOLONG));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(out),
+	    strerror(ENAMETOOLONG));
     mp_cli_out_drop(h);
     return -1;
   }
   if ((fd = mkstemp(tmp)) < 0) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(errno));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(out),
+	    strerror(errno));
     mp_cli_out_drop(h);
     return -1;
   }
@@ -505,7 +509,7 @@ int mp_cmd_run(int argc, char **argv)
       sample = v ? mp_parse_size(v) : SAMPLE_DEFAULT;
       if (sample <= 0) {
 	fprintf(stderr, "ljmemprof run: --sample %s: mean bytes between "
-		"samples expected, e.g. 512K or 1M\n", v);
+		"samples expected, e.g. 512K or 1M\n", mp_cli_name(v));
 	return MP_EXIT_ERROR;
       }
       continue;
@@ -516,7 +520,7 @@ int mp_cmd_run(int argc, char **argv)
       max_size = mp_parse_size(v);
       if (max_size < MAX_SIZE_MIN) {
 	fprintf(stderr, "ljmemprof run: --max-size %s: bytes expected, at "
-		"least 64K (e.g. 100M)\n", v);
+		"least 64K (e.g. 100M)\n", mp_cli_name(v));
 	return MP_EXIT_ERROR;
       }
       continue;
@@ -586,7 +590,7 @@ int mp_cmd_run(int argc, char **argv)
     rstatus = MP_EXIT_ERROR;
   } else if (stat(tmp, &st) < 0) {
     fprintf(stderr, "ljmemprof run: no profile was recorded: its file %s "
-	    "was removed while the script ran\n", tmp);
+	    "was removed while the script ran\n", mp_cli_name(tmp));
     tmp[0] = '\0';
     mp_cli_out_drop(&html);
     rstatus = MP_EXIT_ERROR;
@@ -605,11 +609,13 @@ int mp_cmd_run(int argc, char **argv)
       path = out;
       tmp[0] = '\0';
     } else if (out) {	/* Reported from where it is, and kept. */
-      fprintf(stderr, "ljmemprof run: -o %s: %s\n", out, strerror(errno));
+      fprintf(stderr, "ljmemprof run: -o %s: %s\n", mp_cli_name(out),
+	      strerror(errno));
     }
     rstatus = mp_cli_report_to(&path, 1, &o, &text, &html);
     if (tmp[0] && (out || rstatus == MP_EXIT_ERROR)) {	/* Nothing lost. */
-      fprintf(stderr, "ljmemprof run: the profile is kept in %s\n", tmp);
+      fprintf(stderr, "ljmemprof run: the profile is kept in %s\n",
+	      mp_cli_name(tmp));
       if (out && rstatus == MP_EXIT_OK) rstatus = MP_EXIT_ERROR;
       tmp[0] = '\0';
     }

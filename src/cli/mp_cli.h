@@ -50,6 +50,13 @@ int mp_cmd_run(int argc, char **argv);
 ** no such command. */
 int mp_cli_help(const char *cmd, FILE *out);
 
+/* A name from the command line (a file's) for a message: escaped as names
+** from a profile are (render/mp_text.h: no control characters, newlines
+** or invalid UTF-8 reach the terminal), cut with "[...]" past 16 KiB. The
+** text is in one of 4 buffers of the calling thread, reused in turn: good
+** until the fourth next call. */
+const char *mp_cli_name(const char *s);
+
 /* -- Options (cli_opts.c) ------------------------------------------------- */
 
 /* Options of the report-printing commands (report, run). */
