@@ -189,10 +189,8 @@ is "$rc" 3 "an event stream's prologue cut short is still a cut profile (3)"
 esc=$(printf 'x\033[31mred\nline.ljm')
 cp big.ljm "$esc"
 run "$MP" info "$esc"
-is "$(printf '%s\n' "$out" | head -n 1)" 'file:       x\x1b[31mred\nline.ljm (572414 bytes)' \
+is "$(printf '%s\n' "$out" | head -n 1)" "file:       x\\x1b[31mred\\nline.ljm ($(wc -c < big.ljm) bytes)" \
   "info's file: line escapes the name (an escape sequence, a newline)"
-[ "$(wc -c < big.ljm)" = 572414 ]
-ok $? "(big.ljm has 572414 bytes)"
 head -c 30 big.ljm > "$esc"
 run "$MP" report "$esc"
 is "$rc:$err" '3:ljmemprof: x\x1b[31mred\nline.ljm: warning: data ends at byte 30 before the end of the profile (expected chunk name of 8 bytes, found end of data); reporting what came before' \
