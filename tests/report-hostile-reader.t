@@ -162,6 +162,8 @@ shrunk big.ljm 98304 info	# At a page: the first read past it faults.
 shrunk big.ljm 100001 info	# Inside a page: zeros, then the size again.
 shrunk bigs.ljm 131072 info
 shrunk bigs.ljm 150001 report
+shrunk big.ljm 98304 events	# Prints as it reads: nothing twice.
+shrunk bigs.ljm 150001 events
 
 # -- Versions this reader does not know ------------------------------------
 

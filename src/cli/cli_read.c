@@ -186,6 +186,14 @@ int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
   return MP_EXIT_TRUNCATED;
 }
 
+void mp_cli_shrunk(const char *path, const mp_input *in)
+{
+  if (in->shrunk)
+    fprintf(stderr, "ljmemprof: %s: warning: the file shrank from %zu to "
+	    "%zu bytes while it was read (another process truncated it)\n",
+	    mp_cli_name(path), in->shrunk, in->len);
+}
+
 /* Events aggregated so far, for the progress line. */
 static uint64_t profile_events(const void *ctx)
 {
@@ -232,11 +240,7 @@ static int read_in(const char *path, mp_input *in, mp_profile *p,
   if (progress) mp_cli_progress(in, path, profile_events, p);
   rc = mp_input_guard(in, read_pass, &a);
   if (progress) mp_cli_progress_end(in);
-  if (in->shrunk) {
-    fprintf(stderr, "ljmemprof: %s: warning: the file shrank from %zu to "
-	    "%zu bytes while it was read (another process truncated it)\n",
-	    mp_cli_name(path), in->shrunk, in->len);
-  }
+  mp_cli_shrunk(path, in);
   status = mp_cli_outcome(path, rc, &p->r, in);
   if (status == MP_EXIT_OK && in->shrunk)
     status = MP_EXIT_TRUNCATED;	/* Not the file it was. */

@@ -135,18 +135,75 @@ static uint64_t count_events(const void *ctx)
   return *(const uint64_t *)ctx;
 }
 
+/* The pass of events over an input, and what it has printed. */
+typedef struct pass {
+  mp_reader r;
+  mp_symtab t;
+  frames fr;
+  uint64_t n;		/* Events decoded, for the progress line. */
+  uint64_t printed;	/* Lines printed, kept when the pass starts over. */
+  FILE *out;
+} pass;
+
+/* Decode and print the events of in: a pass from nothing that
+** mp_input_guard() may start again (the file shrank under it); the lines
+** a pass before printed are decoded again, the same, and not printed
+** twice. The end: MP_END or an MP_ERR_* code. */
+static int events_pass(mp_input *in, void *ctx)
+{
+  pass *a = ctx;
+  FILE *out = a->out;
+  uint64_t line = 0, skip = a->printed;
+  size_t mark = 0;
+  mp_item it;
+  int rc;
+  /* What an abandoned pass built may be half updated: left as it is. */
+  mp_symtab_init(&a->t);
+  memset(&a->fr, 0, sizeof(a->fr));
+  a->n = 0;
+  mp_input_start(in, &a->r);
+  while ((rc = mp_input_next(in, &a->r, &it)) == MP_OK) {
+    if (it.offset >= mark) {	/* Drop pages read, show progress. */
+      mp_input_consumed(in, it.offset);
+      mark = it.offset + ((size_t)1 << 20);
+    }
+    if (it.kind == MP_AEV_SYMTAB) {
+      if (!mp_symtab_add(&a->t, &it) ||
+	  (it.src == MP_SRC_STACK && node_keep(&a->t, &a->fr, &it) < 0)) {
+	rc = MP_ERR_NOMEM;
+	a->r.err_offset = it.offset;
+	snprintf(a->r.err, sizeof(a->r.err), "memory for the symbols");
+	break;
+      }
+      if (it.src != MP_SRC_DROP && it.src != MP_SRC_GCSTART) continue;
+      if (line++ < skip) continue;
+      if (it.src == MP_SRC_DROP)	/* A sampled block left the sample. */
+	fprintf(out, "{\"event\":\"drop\",\"oaddr\":%llu}\n",
+		(unsigned long long)it.oaddr);
+      else
+	fprintf(out, "{\"event\":\"final_collection\"}\n");
+      a->printed++;
+      continue;
+    }
+    a->n++;
+    if (line++ < skip) continue;
+    fprintf(out, "{\"event\":\"%s\",", mp_kind_name(it.kind));
+    json_loc(out, &a->t, &a->fr, &it);
+    fprintf(out, ",\"oaddr\":%llu,\"osize\":%llu,\"naddr\":%llu,"
+	    "\"nsize\":%llu}\n",
+	    (unsigned long long)it.oaddr, (unsigned long long)it.osize,
+	    (unsigned long long)it.naddr, (unsigned long long)it.nsize);
+    a->printed++;
+  }
+  return rc;
+}
+
 int mp_cmd_events(int argc, char **argv)
 {
   const char *path;
   mp_input in;
-  mp_reader r;
-  mp_item it;
-  mp_symtab t;
-  uint64_t n = 0;
-  size_t mark = 0;
+  pass a;
   int rc, status;
-  FILE *out = stdout;
-  frames fr = { NULL, NULL, NULL, 0, 0 };
   if ((rc = mp_cli_file_args("events", argc, argv, NULL, NULL, NULL,
 			     &path)) >= 0)
     return rc;
@@ -155,44 +212,20 @@ int mp_cmd_events(int argc, char **argv)
 	    strerror(errno));
     return MP_EXIT_ERROR;
   }
-  mp_symtab_init(&t);
-  mp_cli_progress(&in, path, count_events, &n);
-  mp_input_start(&in, &r);
-  while ((rc = mp_input_next(&in, &r, &it)) == MP_OK) {
-    if (it.offset >= mark) {	/* Drop pages read, show progress. */
-      mp_input_consumed(&in, it.offset);
-      mark = it.offset + ((size_t)1 << 20);
-    }
-    if (it.kind == MP_AEV_SYMTAB) {
-      if (!mp_symtab_add(&t, &it) ||
-	  (it.src == MP_SRC_STACK && node_keep(&t, &fr, &it) < 0)) {
-	rc = MP_ERR_NOMEM;
-	r.err_offset = it.offset;
-	snprintf(r.err, sizeof(r.err), "memory for the symbols");
-	break;
-      }
-      if (it.src == MP_SRC_DROP)	/* A sampled block left the sample. */
-	fprintf(out, "{\"event\":\"drop\",\"oaddr\":%llu}\n",
-		(unsigned long long)it.oaddr);
-      else if (it.src == MP_SRC_GCSTART)
-	fprintf(out, "{\"event\":\"final_collection\"}\n");
-      continue;
-    }
-    n++;
-    fprintf(out, "{\"event\":\"%s\",", mp_kind_name(it.kind));
-    json_loc(out, &t, &fr, &it);
-    fprintf(out, ",\"oaddr\":%llu,\"osize\":%llu,\"naddr\":%llu,"
-	    "\"nsize\":%llu}\n",
-	    (unsigned long long)it.oaddr, (unsigned long long)it.osize,
-	    (unsigned long long)it.naddr, (unsigned long long)it.nsize);
-  }
+  memset(&a, 0, sizeof(a));
+  a.out = stdout;
+  mp_cli_progress(&in, path, count_events, &a.n);
+  rc = mp_input_guard(&in, events_pass, &a);
   mp_cli_progress_end(&in);
-  fprintf(out, "{\"complete\":%s}\n", rc == MP_END ? "true" : "false");
-  status = mp_cli_outcome(path, rc, &r, &in);
-  mp_symtab_free(&t);
-  free(fr.loc);
-  free(fr.parent);
-  free(fr.kind);
+  fprintf(a.out, "{\"complete\":%s}\n", rc == MP_END && !in.shrunk ?
+	  "true" : "false");
+  mp_cli_shrunk(path, &in);
+  status = mp_cli_outcome(path, rc, &a.r, &in);
+  if (status == MP_EXIT_OK && in.shrunk) status = MP_EXIT_TRUNCATED;
+  mp_symtab_free(&a.t);
+  free(a.fr.loc);
+  free(a.fr.parent);
+  free(a.fr.kind);
   mp_input_close(&in);
   return mp_cli_finish_output(status);
 }

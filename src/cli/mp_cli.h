@@ -167,6 +167,11 @@ void mp_cli_read_two(const char *const *paths, int n, mp_profile *p,
 int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
 		   const mp_input *in);
 
+/* If the file at path shrank while it was read (in->shrunk: see
+** mp_input_guard()), say so; the data read then ends early, so a command
+** exits with MP_EXIT_TRUNCATED at least. */
+void mp_cli_shrunk(const char *path, const mp_input *in);
+
 /* Show a progress line on a terminal while a long read goes on (see
 ** cli_read.c); events(ctx) counts the events so far. */
 void mp_cli_progress(mp_input *in, const char *path,
