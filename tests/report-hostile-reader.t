@@ -164,6 +164,13 @@ shrunk bigs.ljm 131072 info
 shrunk bigs.ljm 150001 report
 shrunk big.ljm 98304 events	# Prints as it reads: nothing twice.
 shrunk bigs.ljm 150001 events
+# Cut to nothing (a new recording into the path truncates it first): the
+# profile read ends early, at byte 0, as one cut short does.
+cp big.ljm m.ljm
+run env SHRINK_TO=0 LD_PRELOAD="$TMPD/shrink.so" "$MP" info m.ljm
+is "$rc:$(printf '%s\n' "$out" | sed -n 3p):$err" "3:complete:   no, data ends at byte 0 (expected ljs prologue (7 bytes), found end of data):ljmemprof: m.ljm: warning: the file shrank from $(wc -c < big.ljm) to 0 bytes while it was read (another process truncated it)
+ljmemprof: m.ljm: warning: data ends at byte 0 before the end of the profile (expected ljs prologue (7 bytes), found end of data); reporting what came before" \
+  "info, the file cut to 0 bytes while mapped: status 3, a profile that ends early"
 
 # -- Versions this reader does not know ------------------------------------
 

@@ -152,7 +152,9 @@ int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
 	    "%s\n", path, r->err_offset, r->err);
     return MP_EXIT_ERROR;
   }
-  if (!mp_reader_is_profile(r)) {	/* Its first bytes are not a profile's. */
+  /* Its first bytes are not a profile's; but a profile whose file was cut
+  ** under the read (even to nothing) ends early, as a profile cut short. */
+  if (!mp_reader_is_profile(r) && !(in->shrunk && rc == MP_ERR_TRUNC)) {
     if (rc == MP_ERR_IO)
       fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(in->err));
     else if (rc == MP_ERR_TRUNC && r->err_offset == 0)
