@@ -237,6 +237,14 @@ static int shrink(mp_input *in, size_t fault)
   return 1;
 }
 
+int mp_input_holds(const mp_input *in, size_t n)
+{
+  struct stat st;
+  if (!in->mapped) return 1;
+  return fstat(in->mapfd, &st) < 0 || (st.st_size >= 0 &&
+				       (uint64_t)st.st_size >= n);
+}
+
 int mp_input_guard(mp_input *in, int (*pass)(mp_input *in, void *ctx),
 		   void *ctx)
 {

@@ -97,6 +97,13 @@ int mp_input_next(mp_input *in, mp_reader *r, mp_item *it);
 int mp_input_guard(mp_input *in, int (*pass)(mp_input *in, void *ctx),
 		   void *ctx);
 
+/* Whether the input still holds its first n bytes: a mapped file may have
+** shrunk since (and the last page read may then have shown zeros that are
+** no data). Always 1 for other inputs. Costs an fstat(). A pass that
+** writes as it goes checks this before writing what it decoded, and
+** returns when not: mp_input_guard() then runs it again. */
+int mp_input_holds(const mp_input *in, size_t n);
+
 /* The decoder has gone past offset: drop mapped pages before it and call
 ** the progress hook. Cheap; call it every MiB or so. */
 void mp_input_consumed(mp_input *in, size_t offset);
