@@ -1,18 +1,21 @@
 #!/bin/sh
 # A live nginx (Debian's nginx with its Lua module, which runs OpenResty's
-# LuaJIT) profiled per worker without a restart, as docs/NGINX.md tells:
-# each worker starts recording in init_worker_by_lua into its own file (pid
-# in the name), a /stop location stops the worker that serves it and a
-# /start location starts it again into a new file, and SIGRTMIN+1 (armed
-# with mp.signal) starts and stops a third round. A handler allocates a
+# LuaJIT) profiled per worker without a restart, with the nginx.conf of
+# docs/NGINX.md, taken from the page (its block marked "<!-- nginx.conf"),
+# so that the page cannot drift from what runs here: each worker starts
+# recording in init_worker_by_lua into its own file (pid in the name), a
+# /ljmemprof/stop location stops the worker that serves it and
+# /ljmemprof/start starts it again into a new file, and SIGRTMIN+1 (armed
+# with mp.signal, which the test adds) starts and stops a third round. A handler allocates a
 # known number of tables per request (interpreted: jit.off(true, true)),
 # nginx's access log counts each worker's requests exactly, and each
 # worker's report must bill the handler's lines with requests x tables.
 #
 # The Lua module, lua-resty-core and libluajit2 are unpacked under
 # $BUILD/root (make nginx-lua FLAVOUR=luajit2), never installed; nginx runs
-# with LD_LIBRARY_PATH to that libluajit2. As root the workers run as
-# nobody, writing to a directory only nobody can write. nginx is stopped at
+# with LD_LIBRARY_PATH to that libluajit2, started as the page's step 4
+# says. As root the workers run as nobody (the page's user line), writing
+# to a directory only nobody can write. nginx is stopped at
 # the end whatever happens; every wait and request is bounded.
 . tests/lib/tap.sh
 if [ "${FLAVOUR:-luajit}" != luajit2 ]; then
@@ -32,16 +35,24 @@ fi
 
 N=120		# Requests counted exactly, from curl.
 D=$TMPD/ngx
-mkdir -p "$D/lua" "$D/prof" "$D/tmp"
+mkdir -p "$D/logs" "$D/tmp" "$D/lua" "$D/prof"	# The page's step 2.
 chmod 0711 "$TMPD"
 chmod 0755 "$D" "$D/lua"
-cp "$BUILD/ljmemprof.so" "$D/lua/"
-user=""
+root=""
 if [ "$(id -u)" = 0 ]; then
-  user="user nobody nogroup;"
+  root=1
   chown nobody "$D/prof"
   chmod 0700 "$D/prof"	# Only the workers' user can write (and read) here.
 fi
+# The page's nginx.conf, with this test's directories and port.
+doc_conf() {
+  awk 'index($0, "<!-- nginx.conf") == 1 { on = 1; next }
+    on == 1 && /^```/ { on = 2; next }
+    on == 2 && /^```/ { exit }
+    on == 2 { print }' docs/NGINX.md
+}
+is "$(doc_conf | grep -c 'load_module\|^events\|lua_package_path\|^user\|init_worker_by_lua_block\|ljmemprof/stop\|ljmemprof/start')" 8 \
+  "docs/NGINX.md has a complete nginx.conf (events, modules, path, user, init_worker, locations)"
 
 cat > "$D/lua/handler.lua" <<'LUA'
 -- A request handler with allocations known per request.
@@ -75,58 +86,25 @@ trap 'exit 1' INT TERM HUP
 try=0
 while [ $try -lt 5 ]; do
   port=$((20000 + ($$ * 7 + try * 331) % 20000))
-  cat > "$D/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 2;
-$user
-pid $D/nginx.pid;
-error_log $D/error.log notice;
-load_module $MODS/ndk_http_module.so;
-load_module $MODS/ngx_http_lua_module.so;
-events { worker_connections 64; }
-http {
-  log_format counted '\$pid \$uri \$status';
-  access_log $D/access.log counted;
-  client_body_temp_path $D/tmp/body;
-  proxy_temp_path $D/tmp/proxy;
-  fastcgi_temp_path $D/tmp/fastcgi;
-  uwsgi_temp_path $D/tmp/uwsgi;
-  scgi_temp_path $D/tmp/scgi;
-  lua_package_path "$D/lua/?.lua;$ROOT/usr/share/lua/5.1/?.lua;;";
-  lua_package_cpath "$D/lua/?.so;;";
-  init_worker_by_lua_block {
-    local mp = require("ljmemprof")
-    assert(mp.start(("$D/prof/worker-%d.ljm"):format(ngx.worker.pid())))
-    assert(mp.signal("RTMIN+1", "$D/prof/sig-%p-%n.ljm"))
-  }
-  server {
-    listen 127.0.0.1:$port reuseport;
-    location /work { content_by_lua_block { require("handler").run() } }
-    location /stop {
-      content_by_lua_block {
-        local ok, err = require("ljmemprof").stop()
-        ngx.say(ngx.worker.pid(), " ", tostring(ok), " ", tostring(err))
-      }
-    }
-    location /running {
-      content_by_lua_block {
-        local t = { ngx.worker.pid() }	-- An allocation: a switch comes at one.
-        ngx.say(t[1], " ", tostring(require("ljmemprof").running()))
-      }
-    }
-    location /start {
-      content_by_lua_block {
-        local path = ("$D/prof/worker-%d-%s.ljm"):format(ngx.worker.pid(), ngx.var.arg_round)
-        local ok, err = require("ljmemprof").start(path)
-        ngx.say(ngx.worker.pid(), " ", tostring(ok), " ", tostring(err))
-      }
-    }
-  }
-}
-EOF
-  : > "$D/error.log"
-  LD_LIBRARY_PATH=$LIBDIR "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/error.log" 2>>"$D/error.log" &
+  # At the page's two marks: the handler and /running locations, and the
+  # signal armed after mp.start.
+  doc_conf | sed -e "s|/path/to/ljmemprof/build/luajit2|$BUILD|g" \
+    -e "s|/tmp/ngx|$D|g" -e "s|127\\.0\\.0\\.1:8090|127.0.0.1:$port|" |
+    awk -v sig="    assert(mp.signal(\"RTMIN+1\", \"$D/prof/sig-%p-%n.ljm\"))" '
+      { print }
+      index($0, "assert(mp.start(") { print sig }
+      index($0, "# ... the application'"'"'s locations ...") {
+        print "    location /work { content_by_lua_block { require(\"handler\").run() } }"
+        print "    location /running {"
+        print "      content_by_lua_block {"
+        print "        local t = { ngx.worker.pid() }	-- An allocation: a switch comes at one."
+        print "        ngx.say(t[1], \" \", tostring(require(\"ljmemprof\").running()))"
+        print "      }"
+        print "    }"
+      }' > "$D/nginx.conf"
+  : > "$D/logs/error.log"
+  LD_LIBRARY_PATH=$LIBDIR "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/logs/error.log" \
+    -g 'daemon off;' 2>>"$D/logs/error.log" &
   master=$!
   # Up for at most 10 s: both workers have created their profiles.
   i=0
@@ -136,17 +114,17 @@ EOF
   done
   kill -0 "$master" 2>/dev/null && break
   master=""
-  grep -q "Address already in use" "$D/error.log" || break
+  grep -q "Address already in use" "$D/logs/error.log" || break
   try=$((try + 1))
 done
 if [ -z "$master" ] || [ "$(ls "$D/prof" | grep -c '^worker-[0-9]*\.ljm$')" -ne 2 ]; then
   ok 1 "nginx starts with the agent in both workers"
-  sed 's/^/# /' "$D/error.log" | tail -n 20
+  sed 's/^/# /' "$D/logs/error.log" | tail -n 20
   done_testing
 fi
 ok 0 "nginx starts with the agent in both workers (port $port)"
 pids=$(ls "$D/prof" | sed -n 's/^worker-\([0-9]*\)\.ljm$/\1/p' | sort -n | tr '\n' ' ')
-if [ -n "$user" ]; then
+if [ -n "$root" ]; then
   is "$(stat -c '%U %a' "$D/prof"/worker-*.ljm | sort -u)" "nobody 600" \
     "the workers write their profiles as nobody, mode 0600"
 fi
@@ -187,10 +165,10 @@ each() {
   done
   echo $done_pids | tr ' ' '\n' | sort -n | tr '\n' ' '
 }
-is "$(each /stop "true nil")" "$pids" "/stop stops each worker's profile, nginx still running"
+is "$(each /ljmemprof/stop "true nil")" "$pids" "/ljmemprof/stop stops each worker's profile, nginx still running"
 
 # count PID: the worker's /work requests in the access log.
-count() { grep -c "^$1 /work 200$" "$D/access.log"; }
+count() { grep -c "^$1 /work 200$" "$D/logs/access.log"; }
 # line_allocs FILE LINE: allocations billed to handler.lua:LINE.
 line_allocs() {
   "$BUILD/ljmemprof" events "$1" | grep '"event":"alloc"' |
@@ -221,17 +199,17 @@ esac
 
 # Toggle again without a restart: start each worker into a second file,
 # 40 requests, stop.
-is "$(each "/start?round=2" "true nil")" "$pids" "/start starts each worker again into its own file"
-before=$(wc -l < "$D/access.log")
+is "$(each /ljmemprof/start "true nil")" "$pids" "/ljmemprof/start starts each worker again into its own file"
+before=$(wc -l < "$D/logs/access.log")
 i=0
 while [ $i -lt 40 ]; do get /work > /dev/null; i=$((i + 1)); done
-is "$(each /stop "true nil")" "$pids" "/stop stops them again"
-tail -n +$((before + 1)) "$D/access.log" > "$D/access2.log"
+is "$(each /ljmemprof/stop "true nil")" "$pids" "/ljmemprof/stop stops them again"
+tail -n +$((before + 1)) "$D/logs/access.log" > "$D/access2.log"
 sum=0
 for p in $pids; do
   n=$(grep -c "^$p /work 200$" "$D/access2.log")
   sum=$((sum + n))
-  f=$D/prof/worker-$p-2.ljm
+  f=$(ls "$D/prof/worker-$p-"*.ljm | head -n 1)	# worker-PID-TIME.ljm
   is "$(line_allocs "$f" 5):$(line_allocs "$f" 6)" "$n:$((n * 4))" \
     "worker $p, second profile: $n requests, $n and $((n * 4)) tables"
 done
@@ -245,12 +223,12 @@ sig() { python3 -c 'import os, signal, sys
 for p in sys.argv[1:]: os.kill(int(p), signal.SIGRTMIN + 1)' $pids; }
 sig
 is "$(each /running true)" "$pids" "SIGRTMIN+1 starts a recording in each worker"
-before=$(wc -l < "$D/access.log")
+before=$(wc -l < "$D/logs/access.log")
 i=0
 while [ $i -lt 40 ]; do get /work > /dev/null; i=$((i + 1)); done
 sig
 is "$(each /running false)" "$pids" "SIGRTMIN+1 again stops them"
-tail -n +$((before + 1)) "$D/access.log" > "$D/access3.log"
+tail -n +$((before + 1)) "$D/logs/access.log" > "$D/access3.log"
 sum=0
 for p in $pids; do
   n=$(grep -c "^$p /work 200$" "$D/access3.log")
@@ -266,7 +244,7 @@ stop_nginx
 left=""
 for p in $m $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
 is "$left" "" "nginx is stopped: its master and workers are gone"
-grep -q '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log"
+grep -q '\[alert\]\|\[emerg\]\|\[crit\]' "$D/logs/error.log"
 ok $((! $?)) "nginx logged no alert, crit or emerg"
-grep '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log" | head -n 5 | sed 's/^/# /'
+grep '\[alert\]\|\[emerg\]\|\[crit\]' "$D/logs/error.log" | head -n 5 | sed 's/^/# /'
 done_testing

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +24,39 @@
 
 #include "analysis/mp_merge.h"
 #include "cli/mp_cli.h"
+#include "render/mp_text.h"
 
 #define PROGRESS_DELAY	1.5	/* Seconds before the line appears. */
 #define PROGRESS_EVERY	0.25	/* Seconds between updates. */
+
+/* -- Names on a terminal ------------------------------------------------ */
+
+#define NAME_RING	4	/* Names one message may hold. */
+#define NAME_SIZE	(4 * PATH_MAX)	/* Bytes of an escaped name, with the
+					   mark of a cut. */
+
+const char *mp_cli_name(const char *s)
+{
+  static __thread char ring[NAME_RING][NAME_SIZE];
+  static __thread unsigned next;
+  static const char cut[] = "[...]";
+  char *b = ring[next++ % NAME_RING];
+  FILE *f;
+  long n;
+  if (!s) return "(null)";
+  if (!(f = fmemopen(b, NAME_SIZE - sizeof(cut), "w"))) return s;
+  setvbuf(f, NULL, _IONBF, 0);
+  mp_text_put(f, s, strlen(s), 0);
+  n = ftell(f);
+  fclose(f);
+  if (n < 0) return s;
+  if ((size_t)n >= NAME_SIZE - sizeof(cut) - 1) {
+    memcpy(b + NAME_SIZE - sizeof(cut) - 1, cut, sizeof(cut));
+  } else {
+    b[n] = '\0';
+  }
+  return b;
+}
 
 /* -- Progress ------------------------------------------------------------- */
 
@@ -57,7 +88,7 @@ static void progress_step(void *ctx, size_t offset)
   if (secs < g->delay || (g->shown && t - g->last < PROGRESS_EVERY)) return;
   n = g->events(g->ctx);
   fprintf(stderr, "%sljmemprof: reading %s: %.1f MB, %.1fM events, "
-	  "%.1fM events/s%s", g->tty ? "\r" : "", g->path,
+	  "%.1fM events/s%s", g->tty ? "\r" : "", mp_cli_name(g->path),
 	  (double)offset / 1e6, (double)n / 1e6,
 	  secs > 0 ? (double)n / 1e6 / secs : 0.0, g->tty ? "\033[K" : "\n");
   fflush(stderr);
@@ -115,12 +146,15 @@ int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
 		   const mp_input *in)
 {
   if (rc == MP_END) return MP_EXIT_OK;
+  path = mp_cli_name(path);	/* Only said from here on. */
   if (rc == MP_ERR_NOMEM) {
     fprintf(stderr, "ljmemprof: %s: out of memory at byte %zu: expected "
 	    "%s\n", path, r->err_offset, r->err);
     return MP_EXIT_ERROR;
   }
-  if (!mp_reader_is_profile(r)) {	/* Its first bytes are not a profile's. */
+  /* Its first bytes are not a profile's; but a profile whose file was cut
+  ** under the read (even to nothing) ends early, as a profile cut short. */
+  if (!mp_reader_is_profile(r) && !(in->shrunk && rc == MP_ERR_TRUNC)) {
     if (rc == MP_ERR_IO)
       fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(in->err));
     else if (rc == MP_ERR_TRUNC && r->err_offset == 0)
@@ -130,6 +164,14 @@ int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
       fprintf(stderr, "ljmemprof: %s: not a memprof profile: %s at byte "
 	      "%zu: expected %s\n", path, rc == MP_ERR_TRUNC ? "data ends" :
 	      "bad data", r->err_offset, r->err);
+    return MP_EXIT_ERROR;
+  }
+  if (rc == MP_ERR_DATA && r->ljm_version && !r->headers) {
+    /* The event stream's prologue names a version, or a revision of the
+    ** extension, that this reader does not know: nothing of it can be
+    ** read, and it is not damaged. */
+    fprintf(stderr, "ljmemprof: %s: unknown version of the event stream "
+	    "at byte %zu: expected %s\n", path, r->err_offset, r->err);
     return MP_EXIT_ERROR;
   }
   if (rc == MP_ERR_TRUNC)
@@ -146,10 +188,42 @@ int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
   return MP_EXIT_TRUNCATED;
 }
 
+void mp_cli_shrunk(const char *path, const mp_input *in)
+{
+  if (in->shrunk)
+    fprintf(stderr, "ljmemprof: %s: warning: the file shrank from %zu to "
+	    "%zu bytes while it was read (another process truncated it)\n",
+	    mp_cli_name(path), in->shrunk, in->len);
+}
+
 /* Events aggregated so far, for the progress line. */
 static uint64_t profile_events(const void *ctx)
 {
   return mp_profile_events(ctx);
+}
+
+/* What the profile pass starts from. */
+typedef struct pass {
+  mp_profile *p;
+  const mp_cli_opts *o;
+} pass;
+
+/* Start *p afresh as o asks. */
+static void profile_start(mp_profile *p, const mp_cli_opts *o)
+{
+  mp_profile_init(p);
+  if (o) {
+    p->want = o->want;
+    if (o->window) p->window = o->window;
+  }
+}
+
+/* The profile pass, from nothing (mp_input_guard() may run it again). */
+static int read_pass(mp_input *in, void *ctx)
+{
+  pass *a = ctx;
+  profile_start(a->p, a->o);
+  return mp_profile_read_input(a->p, in);
 }
 
 /* mp_cli_read(), with the progress line or not. */
@@ -157,24 +231,25 @@ static int read_in(const char *path, mp_input *in, mp_profile *p,
 		   const mp_cli_opts *o, int progress)
 {
   int rc, status;
-  mp_profile_init(p);
-  if (o) {
-    p->want = o->want;
-    if (o->window) p->window = o->window;
-  }
+  pass a = { p, o };
+  profile_start(p, o);
   if (mp_input_open(in, path) < 0) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(path),
+	    strerror(errno));
     mp_profile_free(p);
     return MP_EXIT_ERROR;
   }
   if (progress) mp_cli_progress(in, path, profile_events, p);
-  rc = mp_profile_read_input(p, in);
+  rc = mp_input_guard(in, read_pass, &a);
   if (progress) mp_cli_progress_end(in);
+  mp_cli_shrunk(path, in);
   status = mp_cli_outcome(path, rc, &p->r, in);
+  if (status == MP_EXIT_OK && in->shrunk)
+    status = MP_EXIT_TRUNCATED;	/* Not the file it was. */
   if (status != MP_EXIT_ERROR && p->overflow) {
     fprintf(stderr, "ljmemprof: %s: warning: the sizes in the profile add "
 	    "up to 2^63 bytes or more (absurd data): byte totals and "
-	    "differences are not exact\n", path);
+	    "differences are not exact\n", mp_cli_name(path));
     status = MP_EXIT_TRUNCATED;
   }
   if (status == MP_EXIT_ERROR) {
@@ -263,7 +338,7 @@ int mp_cli_read_all(const char *const *paths, int n, mp_profile *p,
       }
       if (!bad && mp_merge_add(p, &s[k], NULL) < 0) {
 	fprintf(stderr, "ljmemprof: %s: out of memory for the merged "
-		"profile\n", paths[i + k]);
+		"profile\n", mp_cli_name(paths[i + k]));
 	bad = 1;
       }
       mp_profile_free(&s[k]);
@@ -298,10 +373,19 @@ int mp_cli_same_file(const char *output, const char *input)
   return stat_input(input, &si) == 0 && same_id(&so, &si);
 }
 
+int mp_cli_same_fd(const char *output, int fd, int regular)
+{
+  struct stat so, sf;
+  if (!output || !strcmp(output, "-") || stat(output, &so) < 0 ||
+      fstat(fd, &sf) < 0)
+    return 0;
+  return same_id(&so, &sf) && (!regular || S_ISREG(sf.st_mode));
+}
+
 /* The name of input path in an error line. */
 static const char *input_name(const char *path)
 {
-  return strcmp(path, "-") ? path : "standard input ('-')";
+  return strcmp(path, "-") ? mp_cli_name(path) : "standard input ('-')";
 }
 
 int mp_cli_check_inputs(const char *cmd, const char *const *paths, int n)
@@ -345,9 +429,9 @@ int mp_cli_check_output(const char *cmd, const char *opt, const char *output,
   for (i = 0; i < n; i++)
     if (mp_cli_same_file(output, paths[i])) {
       fprintf(stderr, "ljmemprof %s: %s %s: is the input profile %s%s (it "
-	      "would be overwritten)\n", cmd, opt, output,
+	      "would be overwritten)\n", cmd, opt, mp_cli_name(output),
 	      strcmp(paths[i], "-") ? "" : "on ",
-	      strcmp(paths[i], "-") ? paths[i] : "standard input");
+	      strcmp(paths[i], "-") ? mp_cli_name(paths[i]) : "standard input");
       return MP_EXIT_ERROR;
     }
   return 0;
@@ -366,7 +450,8 @@ int mp_cli_out_open(mp_cli_out *o, const char *path)
   if (fd >= 0) o->created = 1;
   else if (errno == EEXIST) fd = open(o->path, O_WRONLY | O_CLOEXEC);
   if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(o->path),
+	    strerror(errno));
     if (fd >= 0) close(fd);
     if (o->created) unlink(o->path);
     o->f = NULL;
@@ -381,7 +466,8 @@ int mp_cli_out_begin(mp_cli_out *o)
   if (!o->path || !o->f || o->created || o->begun) return 0;
   if (fstat(fileno(o->f), &st) < 0 ||
       (S_ISREG(st.st_mode) && ftruncate(fileno(o->f), 0) < 0)) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(o->path),
+	    strerror(errno));
     fclose(o->f);
     o->f = NULL;
     return -1;
@@ -408,7 +494,8 @@ int mp_cli_out_close(mp_cli_out *o, int status)
   if (!o->path) return mp_cli_finish_output(status);
   k = ferror(o->f);	/* Before fclose(), which ends the stream. */
   if (fclose(o->f) != 0 || k) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", o->path, strerror(errno));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(o->path),
+	    strerror(errno));
     return MP_EXIT_ERROR;
   }
   return status;
@@ -450,18 +537,18 @@ int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
   }
   if (mp_sections_build(&sec, &p, o->sort) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
-	    paths[0]);
+	    mp_cli_name(paths[0]));
     status = MP_EXIT_ERROR;
   } else {
     if (r->render(out->f, &sec, &ro) < 0 && !ferror(out->f)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
-	      paths[0]);
+	      mp_cli_name(paths[0]));
       status = MP_EXIT_ERROR;
     }
     if (html->f && mp_renderer_find("html")->render(html->f, &sec, &ro) < 0 &&
 	!ferror(html->f)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
-	      paths[0]);
+	      mp_cli_name(paths[0]));
       status = MP_EXIT_ERROR;
     }
     mp_sections_free(&sec);

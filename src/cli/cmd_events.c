@@ -6,7 +6,9 @@
 ** is what users see.
 */
 
+#define _GNU_SOURCE	/* fopencookie */
 #include <errno.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,63 +137,170 @@ static uint64_t count_events(const void *ctx)
   return *(const uint64_t *)ctx;
 }
 
-int mp_cmd_events(int argc, char **argv)
-{
-  const char *path;
-  mp_input in;
+#define HOLD_LINES	1024	/* Lines held until the file is known to
+				   still have their bytes. */
+
+/* The pass of events over an input, and what it has printed. */
+typedef struct pass {
   mp_reader r;
-  mp_item it;
   mp_symtab t;
-  uint64_t n = 0;
-  size_t mark = 0;
-  int rc, status;
-  FILE *out = stdout;
-  frames fr = { NULL, NULL, NULL, 0, 0 };
-  if ((rc = mp_cli_file_args("events", argc, argv, NULL, NULL, NULL,
-			     &path)) >= 0)
-    return rc;
-  if (mp_input_open(&in, path) < 0) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
-    return MP_EXIT_ERROR;
+  frames fr;
+  uint64_t n;		/* Events decoded, for the progress line. */
+  uint64_t printed;	/* Lines printed, kept when the pass starts over. */
+  FILE *out;		/* Where they go. */
+  FILE *held;		/* Lines not printed yet: a stream into... */
+  char *buf;		/* ...this text (a stdio buffer, unlike an
+			   open_memstream, whose fputc is 2x slower)... */
+  size_t len, cap;
+  unsigned nheld;	/* ...and their number. */
+  int nomem;		/* buf could not grow. */
+} pass;
+
+/* The held stream's write: append to the text. */
+static ssize_t held_write(void *ctx, const char *b, size_t n)
+{
+  pass *a = ctx;
+  if (a->len + n > a->cap) {
+    size_t cap = a->cap ? a->cap : 1 << 16;
+    char *p;
+    while (cap < a->len + n) cap *= 2;
+    if (!(p = realloc(a->buf, cap))) {
+      a->nomem = 1;
+      return -1;
+    }
+    a->buf = p;
+    a->cap = cap;
   }
-  mp_symtab_init(&t);
-  mp_cli_progress(&in, path, count_events, &n);
-  mp_input_start(&in, &r);
-  while ((rc = mp_input_next(&in, &r, &it)) == MP_OK) {
+  memcpy(a->buf + a->len, b, n);
+  a->len += n;
+  return (ssize_t)n;
+}
+
+/* Print the lines held, once the file is known to still hold the bytes
+** they were decoded from (up to the decoder's offset): 0, or -1 if it
+** shrank (they are dropped: the pass stops, to be run again). */
+static int release(pass *a, mp_input *in)
+{
+  int ok;
+  if (a->held) fflush(a->held);
+  ok = mp_input_holds(in, mp_reader_offset(&a->r));
+  if (ok && a->len) {
+    fwrite(a->buf, 1, a->len, a->out);
+    a->printed += a->nheld;
+  }
+  a->len = a->nheld = 0;
+  return ok ? 0 : -1;
+}
+
+/* Where the next line goes: the held lines (stdout if no memory). */
+static FILE *hold(pass *a, mp_input *in)
+{
+  static const cookie_io_functions_t io = { NULL, held_write, NULL, NULL };
+  if (!a->held && !a->nomem && (a->held = fopencookie(a, "w", io)))
+    __fsetlocking(a->held, FSETLOCKING_BYCALLER);	/* Else 10x slower. */
+  if (!a->held || a->nomem) {	/* Printed at once, as before. */
+    release(a, in);
+    a->printed++;
+    return a->out;
+  }
+  a->nheld++;
+  return a->held;
+}
+
+/* Decode and print the events of in: a pass from nothing that
+** mp_input_guard() may start again (the file shrank under it); the lines
+** a pass before printed are decoded again, the same, and not printed
+** twice, and lines are printed only once the file is known to hold the
+** bytes they come from. The end: MP_END or an MP_ERR_* code. */
+static int events_pass(mp_input *in, void *ctx)
+{
+  pass *a = ctx;
+  FILE *out;
+  uint64_t line = 0, skip = a->printed;
+  size_t mark = 0;
+  mp_item it;
+  int rc;
+  /* What an abandoned pass built may be half updated: left as it is. */
+  mp_symtab_init(&a->t);
+  memset(&a->fr, 0, sizeof(a->fr));
+  a->n = 0;
+  if (a->held) fflush(a->held);	/* Lines of a pass abandoned: dropped. */
+  a->len = a->nheld = 0;
+  mp_input_start(in, &a->r);
+  while ((rc = mp_input_next(in, &a->r, &it)) == MP_OK) {
     if (it.offset >= mark) {	/* Drop pages read, show progress. */
-      mp_input_consumed(&in, it.offset);
+      mp_input_consumed(in, it.offset);
       mark = it.offset + ((size_t)1 << 20);
     }
+    if (a->nheld >= HOLD_LINES && release(a, in) < 0) {
+      /* The guard runs the pass again over what the file still has. */
+      a->r.err_offset = mp_reader_offset(&a->r);
+      snprintf(a->r.err, sizeof(a->r.err), "the file's bytes, which "
+	       "shrank while read");
+      return MP_ERR_TRUNC;
+    }
     if (it.kind == MP_AEV_SYMTAB) {
-      if (!mp_symtab_add(&t, &it) ||
-	  (it.src == MP_SRC_STACK && node_keep(&t, &fr, &it) < 0)) {
+      if (!mp_symtab_add(&a->t, &it) ||
+	  (it.src == MP_SRC_STACK && node_keep(&a->t, &a->fr, &it) < 0)) {
 	rc = MP_ERR_NOMEM;
-	r.err_offset = it.offset;
-	snprintf(r.err, sizeof(r.err), "memory for the symbols");
+	a->r.err_offset = it.offset;
+	snprintf(a->r.err, sizeof(a->r.err), "memory for the symbols");
 	break;
       }
+      if (it.src != MP_SRC_DROP && it.src != MP_SRC_GCSTART) continue;
+      if (line++ < skip) continue;
+      out = hold(a, in);
       if (it.src == MP_SRC_DROP)	/* A sampled block left the sample. */
 	fprintf(out, "{\"event\":\"drop\",\"oaddr\":%llu}\n",
 		(unsigned long long)it.oaddr);
-      else if (it.src == MP_SRC_GCSTART)
+      else
 	fprintf(out, "{\"event\":\"final_collection\"}\n");
       continue;
     }
-    n++;
+    a->n++;
+    if (line++ < skip) continue;
+    out = hold(a, in);
     fprintf(out, "{\"event\":\"%s\",", mp_kind_name(it.kind));
-    json_loc(out, &t, &fr, &it);
+    json_loc(out, &a->t, &a->fr, &it);
     fprintf(out, ",\"oaddr\":%llu,\"osize\":%llu,\"naddr\":%llu,"
 	    "\"nsize\":%llu}\n",
 	    (unsigned long long)it.oaddr, (unsigned long long)it.osize,
 	    (unsigned long long)it.naddr, (unsigned long long)it.nsize);
   }
+  release(a, in);	/* If the file shrank, the guard runs this again. */
+  return rc;
+}
+
+int mp_cmd_events(int argc, char **argv)
+{
+  const char *path;
+  mp_input in;
+  pass a;
+  int rc, status;
+  if ((rc = mp_cli_file_args("events", argc, argv, NULL, NULL, NULL,
+			     &path)) >= 0)
+    return rc;
+  if (mp_input_open(&in, path) < 0) {
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(path),
+	    strerror(errno));
+    return MP_EXIT_ERROR;
+  }
+  memset(&a, 0, sizeof(a));
+  a.out = stdout;
+  mp_cli_progress(&in, path, count_events, &a.n);
+  rc = mp_input_guard(&in, events_pass, &a);
   mp_cli_progress_end(&in);
-  fprintf(out, "{\"complete\":%s}\n", rc == MP_END ? "true" : "false");
-  status = mp_cli_outcome(path, rc, &r, &in);
-  mp_symtab_free(&t);
-  free(fr.loc);
-  free(fr.parent);
-  free(fr.kind);
+  fprintf(a.out, "{\"complete\":%s}\n", rc == MP_END && !in.shrunk ?
+	  "true" : "false");
+  mp_cli_shrunk(path, &in);
+  status = mp_cli_outcome(path, rc, &a.r, &in);
+  if (status == MP_EXIT_OK && in.shrunk) status = MP_EXIT_TRUNCATED;
+  if (a.held) fclose(a.held);
+  free(a.buf);
+  mp_symtab_free(&a.t);
+  free(a.fr.loc);
+  free(a.fr.parent);
+  free(a.fr.kind);
   mp_input_close(&in);
   return mp_cli_finish_output(status);
 }

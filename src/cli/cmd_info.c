@@ -120,7 +120,7 @@ int mp_cmd_info(int argc, char **argv)
     mp_render_json_summary(stdout, &p);
     fputs("}\n", stdout);
   } else {
-    printf("file:       %s (%zu bytes)\n", path, p.len);
+    printf("file:       %s (%zu bytes)\n", mp_cli_name(path), p.len);
     printf("format:     memprof, symtab version %d, events version %d%s\n",
 	   p.r.ljs_version, p.r.ljm_version, mp_version_note(p.r.ljm_version));
     if (p.rc == MP_END) printf("complete:   yes\n");

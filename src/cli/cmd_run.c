@@ -100,8 +100,9 @@ const char mp_help_run[] =
 "        first and nothing runs; an existing FILE is truncated only when\n"
 "        the report is written.\n"
 "    -o and --html may not name the same file, nor a file of the command\n"
-"    (the script, its arguments, its standard input), by any name or\n"
-"    link: refused with status 2 before anything runs.\n"
+"    (the script, its arguments, the file its standard input, output or\n"
+"    error is redirected to), by any name or link: refused with status 2\n"
+"    before anything runs.\n"
 "    --luajit PATH\n"
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
@@ -304,8 +305,8 @@ static int run_child(char **cmd, int n, const char *out, const char *note,
       _exit(127);
     }
     execvp(cmd[0], cargv);
-    fprintf(stderr, "ljmemprof run: cannot run %s: %s\n", cmd[0],
-	    strerror(errno));
+    fprintf(stderr, "ljmemprof run: cannot run %s: %s\n",
+	    mp_cli_name(cmd[0]), strerror(errno));
     _exit(127);
   }
   free(cargv);
@@ -330,27 +331,76 @@ static int temp_file(char *path, size_t size, const char *tmpl)
   int fd;
   snprintf(path, size, "%s/%s", dir && *dir ? dir : "/tmp", tmpl);
   if ((fd = mkstemps(path, 4)) < 0) {
-    fprintf(stderr, "ljmemprof run: %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "ljmemprof run: %s: %s\n", mp_cli_name(path),
+	    strerror(errno));
     return -1;
   }
   close(fd);
   return 0;
 }
 
+/* The profile's file tmp was removed while the script ran (it, or its
+** directory: `run -o dir/x.ljm` with a script that removes dir), but fd
+** still reads it: copy it to a new file, beside out if that can be made
+** (out NULL: none), else a temporary one; its name into tmp. 0, or -1
+** after saying why (tmp is then ""). */
+static int rescue(int fd, const char *out, char *tmp, size_t size)
+{
+  char gone[PATH_MAX], buf[1 << 16];
+  ssize_t got = 0;
+  int to = -1;
+  snprintf(gone, sizeof(gone), "%s", tmp);
+  fprintf(stderr, "ljmemprof run: the profile's file %s was removed while "
+	  "the script ran; its data was still open here\n", mp_cli_name(gone));
+  if (out && (size_t)snprintf(tmp, size, "%s.XXXXXX", out) < size)
+    to = mkstemp(tmp);
+  if (to < 0 && temp_file(tmp, size, "ljmemprof-XXXXXX.ljm") == 0)
+    to = open(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (to < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+    got = -1;
+  } else {
+    while ((got = read(fd, buf, sizeof(buf))) != 0) {
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 || write(to, buf, (size_t)got) != got) { got = -1; break; }
+    }
+  }
+  if ((to >= 0 && close(to) < 0) || got < 0) {
+    fprintf(stderr, "ljmemprof run: the profile is lost: %s: %s\n",
+	    mp_cli_name(tmp), strerror(errno));
+    if (to >= 0) unlink(tmp);
+    tmp[0] = '\0';
+    return -1;
+  }
+  return 0;
+}
+
 /* Whether path, the output of option opt, is a file named in the command
-** cmd[0..n) (the script, its arguments, "-" for standard input): 1 after
-** saying so. */
+** cmd[0..n) (the script, its arguments, "-" for standard input) or the
+** regular file open on its standard input, output or error (`-o d.txt
+** s.lua <d.txt`, by any name): 1 after saying so. */
 static int in_command(const char *opt, const char *path, char **cmd, int n)
 {
+  static const char *const fdname[] = {
+    "the standard input of the command to run",
+    "the standard output, where the script's output and the report go",
+    "the standard error, where the script's errors and ours go"
+  };
   int k;
   for (k = 0; k < n; k++)
     if (mp_cli_same_file(path, cmd[k])) {
       if (strcmp(cmd[k], "-"))
 	fprintf(stderr, "ljmemprof run: %s %s: is %s, a file of the command "
-		"to run (it would be overwritten)\n", opt, path, cmd[k]);
+		"to run (it would be overwritten)\n", opt, mp_cli_name(path),
+		mp_cli_name(cmd[k]));
       else
-	fprintf(stderr, "ljmemprof run: %s %s: is the standard input of the "
-		"command to run (it would be overwritten)\n", opt, path);
+	fprintf(stderr, "ljmemprof run: %s %s: is %s (it would be "
+		"overwritten)\n", opt, mp_cli_name(path), fdname[0]);
+      return 1;
+    }
+  for (k = 0; k < 3; k++)
+    if (mp_cli_same_fd(path, k, 1)) {
+      fprintf(stderr, "ljmemprof run: %s %s: is %s (it would be "
+	      "overwritten)\n", opt, mp_cli_name(path), fdname[k]);
       return 1;
     }
   return 0;
@@ -360,7 +410,7 @@ static int in_command(const char *opt, const char *path, char **cmd, int n)
 static int html_is_profile(const char *html, const char *out)
 {
   fprintf(stderr, "ljmemprof run: --html %s: is the profile's file -o %s "
-	  "(it would be overwritten)\n", html, out);
+	  "(it would be overwritten)\n", mp_cli_name(html), mp_cli_name(out));
   return -1;
 }
 
@@ -383,7 +433,7 @@ static int open_outputs(const char *out, const char *html, char **cmd,
     return -1;
   if (out && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
     fprintf(stderr, "ljmemprof run: -o %s: not a regular file (the "
-	    "profile is read back for the report)\n", out);
+	    "profile is read back for the report)\n", mp_cli_name(out));
     return -1;
   }
   if (html && mp_cli_out_open(h, html) < 0) return -1;
@@ -393,12 +443,14 @@ static int open_outputs(const char *out, const char *html, char **cmd,
     return html_is_profile(html, out);
   }
   if ((size_t)snprintf(tmp, size, "%s.XXXXXX", out) >= size) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(ENAMETOOLONG));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(out),
+	    strerror(ENAMETOOLONG));
     mp_cli_out_drop(h);
     return -1;
   }
   if ((fd = mkstemp(tmp)) < 0) {
-    fprintf(stderr, "ljmemprof: %s: %s\n", out, strerror(errno));
+    fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(out),
+	    strerror(errno));
     mp_cli_out_drop(h);
     return -1;
   }
@@ -412,7 +464,7 @@ int mp_cmd_run(int argc, char **argv)
   mp_cli_out html;
   const char *out = NULL, *luajit = NULL, *path;
   char tmp[PATH_MAX] = "", note[PATH_MAX], **cmd;
-  int i, n, status, rstatus, dashdash = 0;
+  int i, n, status, rstatus, dashdash = 0, keep, rescued;
   uint32_t stacks = 0;
   int stacks_given = 0;	/* --stacks 0 means one frame, not 64. */
   long long sample = 0, max_size = 0;
@@ -457,7 +509,7 @@ int mp_cmd_run(int argc, char **argv)
       sample = v ? mp_parse_size(v) : SAMPLE_DEFAULT;
       if (sample <= 0) {
 	fprintf(stderr, "ljmemprof run: --sample %s: mean bytes between "
-		"samples expected, e.g. 512K or 1M\n", v);
+		"samples expected, e.g. 512K or 1M\n", mp_cli_name(v));
 	return MP_EXIT_ERROR;
       }
       continue;
@@ -468,7 +520,7 @@ int mp_cmd_run(int argc, char **argv)
       max_size = mp_parse_size(v);
       if (max_size < MAX_SIZE_MIN) {
 	fprintf(stderr, "ljmemprof run: --max-size %s: bytes expected, at "
-		"least 64K (e.g. 100M)\n", v);
+		"least 64K (e.g. 100M)\n", mp_cli_name(v));
 	return MP_EXIT_ERROR;
       }
       continue;
@@ -519,13 +571,30 @@ int mp_cmd_run(int argc, char **argv)
     return MP_EXIT_ERROR;
   }
   path = tmp;
+  /* Open on the profile, so that its data survives a script that removes
+  ** the file or its directory. */
+  keep = open(tmp, O_RDONLY | O_CLOEXEC);
   status = run_child(cmd, n, tmp, note, stacks, (unsigned long long)sample,
 		     (unsigned long long)max_size);
   free(cmd);
   /* A reader that goes away (`| head`) is a write error, not a signal
   ** that would kill us and leave the temporary files behind, unnamed. */
   signal(SIGPIPE, SIG_IGN);
-  if (stat(tmp, &st) < 0 || st.st_size == 0) {
+  rescued = 0;
+  if (keep >= 0 && stat(tmp, &st) < 0 && errno == ENOENT &&
+      fstat(keep, &st) == 0 && st.st_size > 0)
+    rescued = rescue(keep, out, tmp, sizeof(tmp)) == 0 ? 1 : -1;
+  if (keep >= 0) close(keep);
+  if (rescued < 0) {	/* Said by rescue(). */
+    mp_cli_out_drop(&html);
+    rstatus = MP_EXIT_ERROR;
+  } else if (stat(tmp, &st) < 0) {
+    fprintf(stderr, "ljmemprof run: no profile was recorded: its file %s "
+	    "was removed while the script ran\n", mp_cli_name(tmp));
+    tmp[0] = '\0';
+    mp_cli_out_drop(&html);
+    rstatus = MP_EXIT_ERROR;
+  } else if (st.st_size == 0) {
     /* No Lua code was called (the script could not be loaded: luajit's
     ** error is above), the agent did not start (its error is above), or
     ** the process was killed before. -o's file is as it was. */
@@ -540,11 +609,13 @@ int mp_cmd_run(int argc, char **argv)
       path = out;
       tmp[0] = '\0';
     } else if (out) {	/* Reported from where it is, and kept. */
-      fprintf(stderr, "ljmemprof run: -o %s: %s\n", out, strerror(errno));
+      fprintf(stderr, "ljmemprof run: -o %s: %s\n", mp_cli_name(out),
+	      strerror(errno));
     }
     rstatus = mp_cli_report_to(&path, 1, &o, &text, &html);
     if (tmp[0] && (out || rstatus == MP_EXIT_ERROR)) {	/* Nothing lost. */
-      fprintf(stderr, "ljmemprof run: the profile is kept in %s\n", tmp);
+      fprintf(stderr, "ljmemprof run: the profile is kept in %s\n",
+	      mp_cli_name(tmp));
       if (out && rstatus == MP_EXIT_OK) rstatus = MP_EXIT_ERROR;
       tmp[0] = '\0';
     }

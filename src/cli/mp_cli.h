@@ -51,6 +51,13 @@ int mp_cmd_check(int argc, char **argv);
 ** no such command. */
 int mp_cli_help(const char *cmd, FILE *out);
 
+/* A name from the command line (a file's) for a message: escaped as names
+** from a profile are (render/mp_text.h: no control characters, newlines
+** or invalid UTF-8 reach the terminal), cut with "[...]" past 16 KiB. The
+** text is in one of 4 buffers of the calling thread, reused in turn: good
+** until the fourth next call. */
+const char *mp_cli_name(const char *s);
+
 /* -- Options (cli_opts.c) ------------------------------------------------- */
 
 /* Options of the report-printing commands (report, run). */
@@ -161,6 +168,11 @@ void mp_cli_read_two(const char *const *paths, int n, mp_profile *p,
 int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
 		   const mp_input *in);
 
+/* If the file at path shrank while it was read (in->shrunk: see
+** mp_input_guard()), say so; the data read then ends early, so a command
+** exits with MP_EXIT_TRUNCATED at least. */
+void mp_cli_shrunk(const char *path, const mp_input *in);
+
 /* Show a progress line on a terminal while a long read goes on (see
 ** cli_read.c); events(ctx) counts the events so far. */
 void mp_cli_progress(mp_input *in, const char *path,
@@ -196,6 +208,11 @@ int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
 ** hard or a symbolic link count. An output that does not exist yet, or
 ** standard output (NULL or "-"), is no input. */
 int mp_cli_same_file(const char *output, const char *input);
+
+/* Whether output is the file open on descriptor fd (the same device and
+** inode), and if regular is set, a regular file (a terminal or /dev/null
+** shared by two outputs loses nothing). */
+int mp_cli_same_fd(const char *output, int fd, int regular);
 
 /* Refuse an input profile that paths[0..n) name twice: "-" twice, or two
 ** names of one file (the same device and inode: a hard or a symbolic

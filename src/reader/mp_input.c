@@ -5,6 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +27,7 @@ static int map(mp_input *in, int fd, size_t size)
   if (p == MAP_FAILED) return -1;
   madvise(p, size, MADV_SEQUENTIAL);
   in->data = p;
-  in->len = in->total = size;
+  in->len = in->total = in->maplen = size;
   in->mapped = 1;
   return 0;
 }
@@ -33,7 +37,7 @@ int mp_input_open(mp_input *in, const char *path)
   struct stat st;
   int fd;
   memset(in, 0, sizeof(*in));
-  in->fd = -1;
+  in->fd = in->mapfd = -1;
   if (strcmp(path, "-") == 0) {
     fd = 0;
   } else {
@@ -49,8 +53,7 @@ int mp_input_open(mp_input *in, const char *path)
   }
   if (S_ISREG(st.st_mode) && st.st_size > 0 &&
       map(in, fd, (size_t)st.st_size) == 0) {
-    if (in->own_fd) close(fd);	/* The mapping stays valid. */
-    in->own_fd = 0;
+    in->mapfd = fd;	/* Kept to learn the size if the file shrinks. */
     return 0;
   }
   in->fd = fd;	/* A stream (or a file that reads as one). */
@@ -61,7 +64,7 @@ void mp_input_memory(mp_input *in, const void *data, size_t len,
 		     size_t chunk)
 {
   memset(in, 0, sizeof(*in));
-  in->fd = -1;
+  in->fd = in->mapfd = -1;
   if (!chunk) {
     in->data = data;
     in->len = in->total = len;
@@ -74,11 +77,11 @@ void mp_input_memory(mp_input *in, const void *data, size_t len,
 
 void mp_input_close(mp_input *in)
 {
-  if (in->mapped) munmap((void *)in->data, in->len);
-  if (in->own_fd) close(in->fd);
+  if (in->mapped) munmap((void *)in->data, in->maplen);
+  if (in->own_fd) close(in->mapfd >= 0 ? in->mapfd : in->fd);
   free(in->buf);
   memset(in, 0, sizeof(*in));
-  in->fd = -1;
+  in->fd = in->mapfd = -1;
 }
 
 void mp_input_start(mp_input *in, mp_reader *r)
@@ -175,4 +178,91 @@ void mp_input_consumed(mp_input *in, size_t offset)
     }
   }
   if (in->progress) in->progress(in->ctx, offset);
+}
+
+/* -- A file that shrinks under its mapping -------------------------------- */
+
+static __thread sigjmp_buf *guard_jmp;	/* The pass of this thread... */
+static __thread const mp_input *guard_in;	/* ...over this input. */
+static __thread size_t guard_fault;	/* Offset of the faulting read. */
+static struct sigaction guard_old;	/* SIGBUS's handler before ours. */
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+/* SIGBUS: a read of the guarded mapping past the file's end leaves the
+** pass; any other fault goes back to the handler before ours, and the
+** access, run again, faults into it. */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+  const mp_input *in = guard_in;
+  uintptr_t a = (uintptr_t)si->si_addr, base;
+  (void)uc;
+  if (in && guard_jmp) {
+    base = (uintptr_t)in->data;
+    if (a >= base && a - base < in->maplen) {
+      guard_fault = (size_t)(a - base);
+      siglongjmp(*guard_jmp, 1);
+    }
+  }
+  sigaction(sig, &guard_old, NULL);
+}
+
+/* Install on_sigbus (once a process). */
+static void guard_install(void)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &guard_old);
+}
+
+/* Whether the mapped file is now shorter than in->len (or than the page
+** of a fault at offset fault, if fault is not SIZE_MAX): if so, end the
+** input there and return 1. */
+static int shrink(mp_input *in, size_t fault)
+{
+  long page = sysconf(_SC_PAGESIZE);
+  size_t end = in->len;
+  struct stat st;
+  if (fault != SIZE_MAX)
+    end = fault - fault % (size_t)(page > 0 ? page : 4096);
+  if (fstat(in->mapfd, &st) == 0 && st.st_size >= 0 &&
+      (uint64_t)st.st_size < end)
+    end = (size_t)st.st_size;
+  if (end >= in->len) return 0;
+  if (!in->shrunk) in->shrunk = in->maplen;
+  in->len = in->total = end;
+  in->released = 0;
+  return 1;
+}
+
+int mp_input_holds(const mp_input *in, size_t n)
+{
+  struct stat st;
+  if (!in->mapped) return 1;
+  return fstat(in->mapfd, &st) < 0 || (st.st_size >= 0 &&
+				       (uint64_t)st.st_size >= n);
+}
+
+int mp_input_guard(mp_input *in, int (*pass)(mp_input *in, void *ctx),
+		   void *ctx)
+{
+  sigjmp_buf jb;
+  int rc;
+  if (!in->mapped) return pass(in, ctx);
+  pthread_once(&guard_once, guard_install);
+  /* After a fault, the file ends before it (each fault, and each size
+  ** found smaller, shortens in->len: this ends). A pass that ended by
+  ** itself may have read the zeros of a page the file no longer reaches:
+  ** its size is checked again, and if it shrank, the pass runs again. */
+  if (sigsetjmp(jb, 1)) shrink(in, guard_fault);
+  do {
+    guard_jmp = &jb;
+    guard_in = in;
+    rc = pass(in, ctx);
+    guard_jmp = NULL;
+    guard_in = NULL;
+  } while (shrink(in, SIZE_MAX));
+  return rc;
 }

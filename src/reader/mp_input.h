@@ -13,6 +13,12 @@
 ** the format allows. Names are interned as they are decoded (mp_strtab),
 ** so nothing refers to a window once it has moved on.
 **
+** A mapped file that shrinks while it is read (another process truncates
+** it: a new recording into the same path) would kill the reader with
+** SIGBUS at the first page past its new end. mp_input_guard() runs a pass
+** so that such a fault abandons the pass and runs it again over the bytes
+** the file still has: the data then ends early, as a cut profile's does.
+**
 ** Errors: mp_input_open() returns -1 with errno set; reads that fail end
 ** the stream with MP_ERR_IO (errno in in->err).
 */
@@ -34,7 +40,13 @@
 
 typedef struct mp_input {
   const uint8_t *data;	/* Whole input (mapped or in memory), or NULL. */
-  size_t len;
+  size_t len;		/* Bytes to read: the file's size when mapped,
+			   less if it shrank while read. */
+  size_t maplen;	/* Bytes mapped. */
+  int mapfd;		/* The mapped file, open to learn its size if it
+			   shrinks, or -1. */
+  size_t shrunk;	/* The size the file had when mapped, if it shrank
+			   while read (mp_input_guard()); else 0. */
   int mapped;		/* data is an mmap. */
   int fd;		/* Stream read with read(2), or -1. */
   int own_fd;		/* fd is closed by mp_input_close(). */
@@ -74,6 +86,23 @@ int mp_input_fill(mp_input *in, mp_reader *r);
 /* mp_reader_next() that fills the window as needed: MP_OK, MP_END or an
 ** MP_ERR_* code (MP_ERR_IO included). */
 int mp_input_next(mp_input *in, mp_reader *r, mp_item *it);
+
+/* Run pass(in, ctx), a pass over the whole input that starts it itself
+** (mp_input_start()), and return its result. On a mapped file, a read
+** past the file's end (it shrank: SIGBUS) abandons the pass at once and
+** runs it again over the bytes the file still has (in->len; in->shrunk
+** says how long it was), so pass must start over from nothing: what the
+** abandoned pass built may be half updated and is left as it is (leaked,
+** not freed). Other SIGBUS faults are left to the handler before. */
+int mp_input_guard(mp_input *in, int (*pass)(mp_input *in, void *ctx),
+		   void *ctx);
+
+/* Whether the input still holds its first n bytes: a mapped file may have
+** shrunk since (and the last page read may then have shown zeros that are
+** no data). Always 1 for other inputs. Costs an fstat(). A pass that
+** writes as it goes checks this before writing what it decoded, and
+** returns when not: mp_input_guard() then runs it again. */
+int mp_input_holds(const mp_input *in, size_t n);
 
 /* The decoder has gone past offset: drop mapped pages before it and call
 ** the progress hook. Cheap; call it every MiB or so. */
