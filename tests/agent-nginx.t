@@ -10,6 +10,9 @@
 # known number of tables per request (interpreted: jit.off(true, true)),
 # nginx's access log counts each worker's requests exactly, and each
 # worker's report must bill the handler's lines with requests x tables.
+# Last, docs/TESTING.md's per-request leak check (its two locations, taken
+# from the page): a handler that keeps a table per request fails
+# `ljmemprof check`, naming its line; one that keeps nothing passes.
 #
 # The Lua module, lua-resty-core and libluajit2 are unpacked under
 # $BUILD/root (make nginx-lua FLAVOUR=luajit2), never installed; nginx runs
@@ -66,6 +69,26 @@ end
 return M
 LUA
 
+# Handlers for docs/TESTING.md's leak check per request: one keeps a
+# table per request in its module, the other keeps nothing.
+cat > "$D/lua/perreq.lua" <<'LUA'
+jit.off(true, true)
+local M, seen = {}, {}
+function M.leaky() seen[#seen + 1] = { #seen } ngx.say(#seen) end
+function M.clean() local t = { 1, 2, 3 } ngx.say(#t) end
+return M
+LUA
+# The locations of docs/TESTING.md (its block marked "<!-- memprof").
+testing_locations() {
+  awk 'index($0, "<!-- memprof locations") == 1 { on = 1; next }
+    on == 1 && /^```/ { on = 2; next }
+    on == 2 && /^```/ { exit }
+    on == 2 { print }' docs/TESTING.md
+}
+testing_locations > "$D/memprof-locations.conf"
+is "$(grep -c 'location = /memprof/st' "$D/memprof-locations.conf")" 2 \
+  "docs/TESTING.md has the two locations of its per-request leak check"
+
 master=""
 stop_nginx() {
   [ -n "$master" ] || return 0
@@ -101,6 +124,9 @@ while [ $try -lt 5 ]; do
         print "        ngx.say(t[1], \" \", tostring(require(\"ljmemprof\").running()))"
         print "      }"
         print "    }"
+        print "    location /leaky { content_by_lua_block { require(\"perreq\").leaky() } }"
+        print "    location /clean { content_by_lua_block { require(\"perreq\").clean() } }"
+        print "    include '"$D"'/memprof-locations.conf;"
       }' > "$D/nginx.conf"
   : > "$D/logs/error.log"
   LD_LIBRARY_PATH=$LIBDIR "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/logs/error.log" \
@@ -238,6 +264,31 @@ for p in $pids; do
     "worker $p, by signal: $n requests, $n and $((n * 4)) tables"
 done
 is "$sum" 40 "the third round's 40 requests, each in one worker's profile"
+
+# docs/TESTING.md's recipe, its Test::Nginx blocks sent by curl on one
+# connection (one worker): warm the handler and /memprof/stop, record two
+# requests, stop with a collection, check. The handler that keeps a table
+# per request fails, naming its line; the other passes.
+pipeline() {
+  u=$1; shift
+  with_timeout 30 curl -s --max-time 10 "$URL/$u" "$URL/memprof/stop" \
+    "$URL/memprof/start?path=$D/prof/$u.ljm" "$URL/$u" "$URL/$u" "$URL/memprof/stop"
+}
+is "$(pipeline clean | tr '\n' ' ')" "3 profiler is not running started 3 3 stopped " \
+  "TESTING.md's sequence on one connection: warm, start, two requests, stop"
+run "$BUILD/ljmemprof" check "$D/prof/clean.ljm"
+is "$rc" 0 "a handler that keeps nothing: ljmemprof check passes"
+is "${out%%:*}" "ok" "and says ok ($out)"
+r=$(pipeline leaky | tr '\n' ' ')
+case $r in
+  *" profiler is not running started "*" stopped ") ok 0 "the leaky handler's sequence ($r)" ;;
+  *) ok 1 "the leaky handler's sequence ($r)" ;;
+esac
+run "$BUILD/ljmemprof" check "$D/prof/leaky.ljm"
+is "$rc" 1 "a handler that keeps a table per request: ljmemprof check fails"
+echo "$out" | grep -q "^@$D/lua/perreq.lua:3: [0-9]* blocks"
+ok $? "naming the handler's line"
+echo "$out" | sed 's/^/# /' | head -n 8
 
 m=$master
 stop_nginx
