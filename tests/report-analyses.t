@@ -56,21 +56,21 @@ echo "$out" | grep -q "^peak:       ${F}B in 2 blocks, after event 2 of $N"
 ok $? "info prints the peak and when"
 run $MP report --format collapsed --metric peak-bytes "$P"
 is "$rc:$out" "0:@peak.lua:4 $F" "collapsed --metric peak-bytes: f's line holds the peak"
-run $MP report --stacks --metric peak-count --leak-only "$P"
+run $MP report --stacks-per-source --metric peak-count --leak-only "$P"
 echo "$out" | grep -q "^CALL STACKS: none"
-ok $? "--metric peak-count with --stacks: the stack view (none recorded)"
+ok $? "--metric peak-count with --stacks-per-source: the stack view (none recorded)"
 # The same with call stacks: the stack that held the peak, and its time
 # (the extension has time marks).
 sed 's/assert(mp.start(arg\[1\]))/assert(mp.start{ path = arg[1], stacks = 8 })/' \
   "$TMPD/peak.lua" >"$TMPD/peaks.lua"
 (cd "$TMPD" && with_timeout 60 luajit peaks.lua peaks.ljm 2>/dev/null)
 ok $? "the peak program runs with call stacks"
-run $MP report --peak --stacks --leak-only "$TMPD/peaks.ljm"
+run $MP report --peak --stacks-per-source --leak-only "$TMPD/peaks.ljm"
 is "$(echo "$out" | sed -n '/^CALL STACKS/,/^$/p' | sed -n '2,6p')" "@peaks.lua:4: 2 blocks	${F}B at the peak	in 1 stack
 	2 blocks	${F}B at the peak
 		table.new
 		@peaks.lua:4
-		@peaks.lua:9" "--peak --stacks: f's stack (table.new called by f, called by the main chunk) held the peak"
+		@peaks.lua:9" "--peak --stacks-per-source: f's stack (table.new called by f, called by the main chunk) held the peak"
 t=$(echo "$out" | sed -n 's/^PEAK: .*, at \([0-9.]*\) ms of \([0-9.]*\) ms$/\1 \2/p')
 [ -n "$t" ] && awk -v t="$t" 'BEGIN { split(t, a, " "); exit !(a[1] > 0 && a[1] <= a[2]) }'
 ok $? "the peak's time lies within the profile's duration ($t ms)"

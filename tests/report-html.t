@@ -165,7 +165,8 @@ def report_page(b):
     for label, v in html.items():
         want = (alloc.get(label, [0, 0]) + held.get(label, [0]) +
                 peak.get(label, [0, 0]) + temp.get(label, [0, 0]))
-        got = [v[col["Allocated B"]], v[col["Allocations"]], v[col["Held B"]],
+        got = [v[col["Allocated B"]], v[col["Allocations"]],
+               v[col["Live B at the end"]],
                v[col["B at the peak"]], v[col["Blocks at the peak"]],
                v[col["Temporary B"]], v[col["Temporary blocks"]]]
         if got != want:

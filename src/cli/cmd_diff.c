@@ -100,6 +100,12 @@ static int check(mp_cli_opts *o, const mp_renderer *r, int n)
 	    "the change of --metric (see 'ljmemprof diff --help')\n");
     return MP_EXIT_ERROR;
   }
+  if (o->accounting_set) {
+    fprintf(stderr, "ljmemprof diff: --accounting is for report and run; "
+	    "diff compares the blocks live at the end by the source that "
+	    "allocated or last resized them (see 'ljmemprof diff --help')\n");
+    return MP_EXIT_ERROR;
+  }
   if (o->render.temp) {
     fprintf(stderr, "ljmemprof diff: --temporary is for report (see "
 	    "'ljmemprof diff --help')\n");

@@ -174,14 +174,16 @@ static const char script[] =
 "  col('Allocations', at(3), null, 'allocation and reallocation events'),\n"
 "  col('Freed B', at(4), null, 'old sizes of its reallocations and frees'),\n"
 "  col('Frees', at(5), null, 'reallocation and free events'),\n"
-"  col('Held B', at(6), null, 'HEAP SUMMARY: what it holds in the text report'),\n"
-"  col('Live B at the end', at(7), null, 'blocks it allocated or resized last, still live at the end'),\n"
+"  col('Live B at the end', at(7), null, 'HEAP SUMMARY: its blocks (allocated or resized last) still live at the end'),\n"
 "  col('Live blocks', at(8)),\n"
+"].concat(D.summary.accounting == 'tarantool' ? [\n"
+"  col('Held B (Tarantool)', at(6), null, 'HEAP SUMMARY of --accounting tarantool: charged at allocation and growth, credited at free and resize')\n"
+"] : [], [\n"
 "  col('B at the peak', at(9), null, 'its blocks live at the peak'),\n"
 "  col('Blocks at the peak', at(10)),\n"
 "  col('Temporary blocks', at(12), null, 'freed within the window of allocations after their own'),\n"
 "  col('Temporary B', at(11))\n"
-"];\n"
+"]);\n"
 "var sortCol = DIFF ? 3 : 1, sortDesc = true, filterText = '';\n"
 "\n"
 "function sources() {\n"
@@ -689,8 +691,9 @@ static int json_report(FILE *out, const mp_sections *sec,
     free(held);
     return -1;
   }
-  for (i = 0; i < sec->nheld; i++)
+  for (i = 0; o->tarantool && i < sec->nheld; i++)	/* Else by[i].bytes. */
     held[sec->held[i].site] = mp_held_bytes(&sec->held[i]);
+  for (i = 0; !o->tarantool && i < p->nsite; i++) held[i] = by[i].bytes;
   fputs("{\"kind\":\"report\"", out);
   json_files(out, o);
   fprintf(out, ",\n\"summary\":{\"complete\":%s,\"truncated_at\":%zu,"
@@ -728,6 +731,7 @@ static int json_report(FILE *out, const mp_sections *sec,
   } else {
     fputs("null", out);
   }
+  fprintf(out, ",\"accounting\":\"%s\"", o->tarantool ? "tarantool" : "live");
   fprintf(out, ",\"stacks\":%u,\"has_peak\":%s,"
 	  "\"window\":%u,\"temp_blocks\":%llu,\"temp_bytes\":%llu,"
 	  "\"made_blocks\":%llu,\"made_bytes\":%llu}",
