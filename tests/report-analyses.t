@@ -349,6 +349,15 @@ is "$(echo "$out" | sed -n 2p)" "format:     memprof, symtab version 3, events v
   "info: the extension's version 76 is the letter 'L' and says what it is"
 echo "$out" | grep -q '^sampled:    one sample every 4096 bytes allocated on average: counts and bytes are estimates$'
 ok $? "info: sampled"
+# Estimates are never shown as impossible values (a net below 0): each
+# says how it is made, and net, a difference of two, is not shown.
+is "$(echo "$out" | sed -n '/^allocated:/,/^live:/p')" "allocated:  ${w}B estimated (new sizes of alloc and realloc events, a recorded new size s counting s/p(s), p(s) = 1 - exp(-s/4096))
+freed:      0B estimated (old sizes of realloc and free events: a free counts as its block did, a reallocation's old size o as o/p(s) of its new size s)
+net:        not estimated: allocated and freed are each estimated with weights of their own, and their difference can fall below 0 (live is the estimate of what was held)
+live:       $(echo "$out" | sed -n 's/^live: *\([45]\) blocks.*/\1/p') blocks, ${w}B allocated within the profile and not freed (estimated: the weights of the recorded blocks still live)" \
+  "info of a sampled profile: allocated, freed and live say they are estimates and how; no net"
+echo "$out" | grep -q '^peak:       .* (estimated: live at its highest)$'
+ok $? "info: the sampled peak says it is an estimate"
 is "$(echo "$out" | sed -n 's/^\(events\|estimated\): *\([0-9]*\) .*/\1 \2/p' | sed 's/estimated [45]$/estimated 4 or 5/')" "events 1
 estimated 4 or 5" "info: the events recorded, then the estimate"
 done_testing
