@@ -188,9 +188,30 @@ EOF
 ok $? "the diff program runs twice"
 FA=$(cat "$TMPD/fa") FB=$(cat "$TMPD/fb")
 run $MP diff "$TMPD/a.ljm" "$TMPD/b.ljm"
-is "$rc:$(echo "$out" | sed -n 2p)" "0:@d.lua:5: allocated ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 events (+10); freed 0B -> 0B (+0B) in 0 -> 0 events (+0); held at the end ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 blocks (+10)" \
-  "diff: f's line, and only it, allocated and holds 10 tables more"
-is "$(echo "$out" | sed -n 4p)" "1 source changed, 1 did not" "diff: g's line did not change"
+is "$rc:$(echo "$out" | sed -n 2,5p)" "0:@d.lua:5:
+	allocated        ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 events (+10)
+	freed            0B -> 0B (+0B) in 0 -> 0 events (+0)
+	held at the end  ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 blocks (+10)" \
+  "diff: f's line, and only it, allocated and holds 10 tables more, a line each"
+is "$(echo "$out" | sed -n 10p)" "1 source changed, 1 did not" "diff: g's line did not change"
+# Lines a terminal shows whole: none over 120 characters, even when the
+# chunks have long absolute paths, which are shown relative to the
+# working directory, or else to the directory they share (and said so).
+mkdir -p "$TMPD/a-long-directory-name/and-another-long-one/and-a-third-one"
+D="$TMPD/a-long-directory-name/and-another-long-one/and-a-third-one"
+cp "$TMPD/d.lua" "$D/d.lua"
+(cd "$TMPD" && with_timeout 60 luajit "$D/d.lua" la.ljm base 2>/dev/null &&
+  with_timeout 60 luajit "$D/d.lua" lb.ljm new 2>/dev/null)
+run $MP diff "$TMPD/la.ljm" "$TMPD/lb.ljm"
+is "$rc:$(echo "$out" | sed -n 2,3p)" "0:(paths relative to $D/)
+@d.lua:5:" "diff: chunks under one directory are shown relative to it"
+is "$(echo "$out" | awk 'length > 120' | wc -l)" 0 "diff: no line over 120 characters"
+out=$(cd "$D" && with_timeout 60 $MP diff --top 1 "$TMPD/la.ljm" "$TMPD/peak.ljm")
+n=$(echo "$out" | sed -n 's/^\([0-9]*\) sources changed, .*/\1/p')
+is "$(echo "$out" | sed -n '2,3p;7p')" "(paths relative to $D/)
+@peak.lua:4:
+... and $((n - 1)) more changed sources (--top 0 prints all)" \
+  "diff from that directory: relative to it; --top 1 says how many more changed"
 run $MP diff --format collapsed "$TMPD/a.ljm" "$TMPD/b.ljm"
 is "$rc:$out" "0:@d.lua:5 $FA $FB
 @d.lua:6 $FA $FA" "diff --format collapsed: 'stack BASE NEW', as flamegraph.pl's difffolded.pl writes it"

@@ -243,7 +243,10 @@ is "$rc:$(cat "$TMPD/long.txt")" "0:HEAP SUMMARY: 0B in 0 blocks live at the end
 seq 1 1000 >"$TMPD/long.txt"
 run $MP diff -o "$TMPD/long.txt" "$good" "$TMPD/other.ljm"
 is "$rc:$(cat "$TMPD/long.txt")" "0:DIFF: $good -> $TMPD/other.ljm, by the largest change of allocated bytes
-TOTAL: allocated 32B -> 32B (+0B) in 1 -> 1 events (+0); freed 32B -> 32B (+0B) in 1 -> 1 events (+0); held at the end 0B -> 0B (+0B) in 0 -> 0 blocks (+0)
+TOTAL:
+	allocated        32B -> 32B (+0B) in 1 -> 1 events (+0)
+	freed            32B -> 32B (+0B) in 1 -> 1 events (+0)
+	held at the end  0B -> 0B (+0B) in 0 -> 0 blocks (+0)
 0 sources changed, 1 did not" "diff: a longer existing -o file is truncated when written"
 
 # Manuals.
