@@ -160,6 +160,22 @@ t.ok(#bad == 0 and checked == #profiles, "on all " .. #profiles ..
      " profiles the heap summary's rows, in json and text, add up to " ..
      "info's live, bytes and blocks", table.concat(bad, "\n"))
 
+-- The text's CALL STACKS view says how many sources --top left out too.
+do
+  local all = sh(MP .. " report --top 0 --stacks-per-source 1 mix-stacks.ljm")
+  local one = sh(MP .. " report --top 1 --stacks-per-source 1 mix-stacks.ljm")
+  local n = 0
+  for _ in (all:match("CALL STACKS.-\n\n\n") or ""):gmatch("\n[^\t\n][^\n]*\tin %d+ stacks?\n") do
+    n = n + 1
+  end
+  local v = one:match("\n(CALL STACKS.*)$") or ""
+  local _, groups = v:gsub("\n[^\t\n][^\n]*\tin %d+ stacks?\n", "")
+  t.ok(n > 2 and groups == 1 and v:find("\n\n... and " .. (n - 1) ..
+       " more sources (--top 0 prints all)\n\n", 1, true),
+       "CALL STACKS with --top 1: one of " ..
+       n .. " sources, and a line for the " .. (n - 1) .. " more", one)
+end
+
 -- diff --leak-only holds the same at the end on each side.
 do
   local d = cjson.decode((sh(MP .. " diff --format json --leak-only ph.ljm mix-off.ljm")))

@@ -125,6 +125,7 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
     }
     fputc('\n', out);
   }
+  more_rows(out, v.ngroup, v.nall);
   fputc('\n', out);
   mp_sview_free(&v);
   return 0;
