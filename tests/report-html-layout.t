@@ -77,6 +77,14 @@ with open(TMP + "/d.lua", "w") as f:
 for side in ("base", "new"):
     run(MP, "run", "-o", TMP + "/" + side + ".ljm", "d.lua", side, cwd=TMP,
         env=ENV)
+# A recursion 60 calls deep, recorded with 64 frames: a tall flame graph.
+with open(TMP + "/deep.lua", "w") as f:
+    f.write("jit.off()\nkeep = {}\nlocal function r(n) if n == 0 then\n"
+            "  keep[#keep + 1] = {} return end r(n - 1) end\n"
+            "for i = 1, 20 do r(60) end\n")
+DEEP = TMP + "/deep.html"
+ok(run(MP, "run", "--stacks", "64", "--html", DEEP, "deep.lua", cwd=TMP,
+       env=ENV) is not None, "run --stacks 64 --html of a recursion 60 deep")
 DH = TMP + "/diff.html"
 ok(run(MP, "diff", "--format", "html", "-o", DH, TMP + "/base.ljm",
        TMP + "/new.ljm") is not None, "diff --format html")
@@ -136,6 +144,16 @@ with Browser(timeout=60) as b:
                       "rect').getAttribute('fill')")
         ok(fill and fill != "#fff" and fill != "white",
            "the root frame is filled (%s)" % fill)
+
+        p, g = layout(b, DEEP, "the report of a deep recursion")
+        f, root = g["flame"], g["root"]
+        depth = p.eval("Math.max.apply(null, JSON.parse(document."
+                       "getElementById('data').textContent).tree.nodes.map("
+                       "function (n) { return n[0]; }))")
+        ok(depth >= 60 and f and root and 0 <= root[1] and root[3] <= 800,
+           "a flame graph %s frames deep: its root frame within the first "
+           "800 px (at %s..%s), the graph scrolling in its box" %
+           (depth, root and root[1], root and root[3]), g)
 
         p, g = layout(b, MH, "a report of 120 sources with long labels")
         rows = p.eval("document.querySelectorAll('#sources-body tr').length")

@@ -59,6 +59,7 @@ static const char style[] =
 "svg text { font: 12px ui-monospace, monospace; pointer-events: none; }\n"
 "#flame g.f rect { stroke: #fff; stroke-width: 0.5; cursor: pointer; }\n"
 "#flame g.anc { opacity: 0.55; }\n"
+"#flame-box { max-height: 340px; overflow-y: auto; width: 1216px; }\n"
 "#flame-info { font-family: ui-monospace, monospace; font-size: 12px; min-height: 1.4em; }\n"
 "pre { background: #f8f8f8; padding: 6px; font-size: 12px; overflow: auto; }\n";
 
@@ -336,6 +337,9 @@ static const char script[] =
 "    drawn++;\n"
 "  }\n"
 "  g.parentNode.setAttribute('data-drawn', drawn);\n"
+"  /* A deep graph scrolls in its box, which opens on the root: the\n"
+"  ** graph stays in the first screen of the page. */\n"
+"  $('flame-box').scrollTop = $('flame-box').scrollHeight;\n"
 "}\n"
 "\n"
 "function flame() {\n"
@@ -493,8 +497,8 @@ static const char page_body[] =
 "peak</label>"
 "<span id=\"flame-side\"></span>"
 "<button id=\"flame-reset\">Reset zoom</button></div>\n"
-"<svg id=\"flame\" xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" "
-"height=\"40\"><g id=\"flame-frames\"></g></svg>\n"
+"<div id=\"flame-box\"><svg id=\"flame\" xmlns=\"http://www.w3.org/2000/svg\" "
+"width=\"1200\" height=\"40\"><g id=\"flame-frames\"></g></svg></div>\n"
 "<div id=\"flame-info\"> </div></section>\n"
 "<h2>Sources</h2>\n<div class=\"controls\"><input id=\"filter\" "
 "type=\"search\" placeholder=\"Filter sources by name\"> "
