@@ -192,7 +192,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     if (o->stacks) mp_stacktree_free(&t);
     return -1;
   }
-  fputs("{\"format\":\"ljmemprof-report\",\"format_version\":1,\"file\":", out);
+  fputs("{\"format\":\"ljmemprof-report\",\"format_version\":2,\"file\":", out);
   mp_json_cstr(out, o->file ? o->file : "");
   if (o->nfiles > 1) {
     fputs(",\"files\":[", out);
