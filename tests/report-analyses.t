@@ -381,4 +381,7 @@ echo "$out" | grep -q '^peak:       .* (estimated: live at its highest)$'
 ok $? "info: the sampled peak says it is an estimate"
 is "$(echo "$out" | sed -n 's/^\(events\|estimated\): *\([0-9]*\) .*/\1 \2/p' | sed 's/estimated [45]$/estimated 4 or 5/')" "events 1
 estimated 4 or 5" "info: the events recorded, then the estimate"
+run $MP info --format json "$TMPD/sampled.ljm"
+echo "$out" | grep -q '"alloc_bytes":'"$w"',"free_bytes":0,"live_blocks":[45],'
+ok $? "info --format json of a sampled profile: no net_bytes nor peak_net_bytes"
 done_testing

@@ -111,12 +111,13 @@ int mp_cmd_info(int argc, char **argv)
 	   (unsigned long long)nsym[MP_SRC_CFUNC >> MP_SRC_SHIFT],
 	   (unsigned long long)nsym[MP_SRC_TRACE >> MP_SRC_SHIFT],
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
-    printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu,"
-	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%llu,"
-	   "\"live_bytes\":%llu", p.nsite, (unsigned long long)alloc,
-	   (unsigned long long)freed, (long long)(int64_t)p.net,
-	   (long long)p.peak, (unsigned long long)p.live_n,
-	   (unsigned long long)p.live_bytes);
+    printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu",
+	   p.nsite, (unsigned long long)alloc, (unsigned long long)freed);
+    if (!p.sample)	/* Not estimated (see the text below). */
+      printf(",\"net_bytes\":%lld,\"peak_net_bytes\":%lld",
+	     (long long)(int64_t)p.net, (long long)p.peak);
+    printf(",\"live_blocks\":%llu,\"live_bytes\":%llu",
+	   (unsigned long long)p.live_n, (unsigned long long)p.live_bytes);
     mp_render_json_summary(stdout, &p);
     fputs("}\n", stdout);
   } else {
