@@ -5,7 +5,8 @@
 # geometry, and a screenshot of that viewport taken), the table of
 # sources below it, 50 rows at first and 50 more a click; no page (a
 # report with long labels, a diff) scrolls sideways at 1280 px; the diff
-# page says as many sources changed as the text diff.
+# page says as many sources changed as the text diff; the table has a
+# Tarantool column only with --accounting tarantool, as the JSON says.
 import json
 import os
 import re
@@ -85,6 +86,10 @@ with open(TMP + "/deep.lua", "w") as f:
 DEEP = TMP + "/deep.html"
 ok(run(MP, "run", "--stacks", "64", "--html", DEEP, "deep.lua", cwd=TMP,
        env=ENV) is not None, "run --stacks 64 --html of a recursion 60 deep")
+TH = TMP + "/tarantool.html"
+ok(run(MP, "report", "--format", "html", "--accounting", "tarantool", "-o",
+       TH, TMP + "/ex.ljm") is not None, "report --format html --accounting "
+   "tarantool")
 DH = TMP + "/diff.html"
 ok(run(MP, "diff", "--format", "html", "-o", DH, TMP + "/base.ljm",
        TMP + "/new.ljm") is not None, "diff --format html")
@@ -131,6 +136,11 @@ with Browser(timeout=60) as b:
                                  root and root[1], root and root[3]), g)
         ok(t and t[1] >= f[3], "the table of sources comes below the flame "
            "graph (at %s px)" % (t and t[1]), g)
+        h = p.eval("Array.prototype.map.call(document.querySelectorAll("
+                   "'#sources-head th'), function (t) { return t.textContent; })")
+        ok("Live B at the end" in h and not [x for x in h if "Held" in x],
+           "by default the table's heap summary is the live bytes, no "
+           "Tarantool column", h)
         shot = p.b.call("Page.captureScreenshot", {"format": "png"},
                         session=p.session)
         data = base64.b64decode(shot["data"])
@@ -154,6 +164,24 @@ with Browser(timeout=60) as b:
            "a flame graph %s frames deep: its root frame within the first "
            "800 px (at %s..%s), the graph scrolling in its box" %
            (depth, root and root[1], root and root[3]), g)
+
+        heads = "Array.prototype.map.call(document.querySelectorAll(" \
+                "'#sources-head th'), function (t) { return t.textContent; })"
+        p, g = layout(b, TH, "the report with --accounting tarantool")
+        h = p.eval(heads)
+        tj = json.loads(run(MP, "report", "--format", "json", "--top", "0",
+                            "--accounting", "tarantool", TMP + "/ex.ljm"))
+        rows = p.eval("Array.prototype.map.call(document.querySelectorAll("
+                      "'#sources-body tr'), function (tr) { return "
+                      "[tr.children[0].textContent, tr.children[%d]."
+                      "textContent]; })" % (h.index("Held B (Tarantool)")
+                                            if "Held B (Tarantool)" in h else 0))
+        held = {r["source"]["label"]: r["bytes"] for r in tj["heap_summary"]}
+        got = {r[0]: int(r[1].replace(",", "")) for r in rows
+               if r[1].replace(",", "") not in ("", "0")}
+        ok("Held B (Tarantool)" in h and got == held, "--accounting tarantool: "
+           "a Held B (Tarantool) column, as the JSON report's heap summary",
+           (h, got, held))
 
         p, g = layout(b, MH, "a report of 120 sources with long labels")
         rows = p.eval("document.querySelectorAll('#sources-body tr').length")
