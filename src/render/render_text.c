@@ -2,8 +2,11 @@
 ** render_text.c: the text report, in the layout of Tarantool's memprof
 ** parser (sections, one line per site, tab-separated sizes, "Overrides:"
 ** blocks, HEAP SUMMARY, ALIASES), so people and scripts used to it read
-** ours the same way. Labels and source text are escaped for a terminal
-** (mp_text.h).
+** ours the same way. Its HEAP SUMMARY is the live blocks by owner, with
+** their total in its heading; Tarantool's own (mp_sections.held) only
+** with --accounting tarantool. A section cut by --top ends with a line
+** saying how many sources it leaves out. Labels and source text are
+** escaped for a terminal (mp_text.h).
 */
 
 #include <stdlib.h>
