@@ -56,21 +56,21 @@ echo "$out" | grep -q "^peak:       ${F}B in 2 blocks, after event 2 of $N"
 ok $? "info prints the peak and when"
 run $MP report --format collapsed --metric peak-bytes "$P"
 is "$rc:$out" "0:@peak.lua:4 $F" "collapsed --metric peak-bytes: f's line holds the peak"
-run $MP report --stacks --metric peak-count --leak-only "$P"
+run $MP report --stacks-per-source --metric peak-count --leak-only "$P"
 echo "$out" | grep -q "^CALL STACKS: none"
-ok $? "--metric peak-count with --stacks: the stack view (none recorded)"
+ok $? "--metric peak-count with --stacks-per-source: the stack view (none recorded)"
 # The same with call stacks: the stack that held the peak, and its time
 # (the extension has time marks).
 sed 's/assert(mp.start(arg\[1\]))/assert(mp.start{ path = arg[1], stacks = 8 })/' \
   "$TMPD/peak.lua" >"$TMPD/peaks.lua"
 (cd "$TMPD" && with_timeout 60 luajit peaks.lua peaks.ljm 2>/dev/null)
 ok $? "the peak program runs with call stacks"
-run $MP report --peak --stacks --leak-only "$TMPD/peaks.ljm"
+run $MP report --peak --stacks-per-source --leak-only "$TMPD/peaks.ljm"
 is "$(echo "$out" | sed -n '/^CALL STACKS/,/^$/p' | sed -n '2,6p')" "@peaks.lua:4: 2 blocks	${F}B at the peak	in 1 stack
 	2 blocks	${F}B at the peak
 		table.new
 		@peaks.lua:4
-		@peaks.lua:9" "--peak --stacks: f's stack (table.new called by f, called by the main chunk) held the peak"
+		@peaks.lua:9" "--peak --stacks-per-source: f's stack (table.new called by f, called by the main chunk) held the peak"
 t=$(echo "$out" | sed -n 's/^PEAK: .*, at \([0-9.]*\) ms of \([0-9.]*\) ms$/\1 \2/p')
 [ -n "$t" ] && awk -v t="$t" 'BEGIN { split(t, a, " "); exit !(a[1] > 0 && a[1] <= a[2]) }'
 ok $? "the peak's time lies within the profile's duration ($t ms)"
@@ -188,9 +188,30 @@ EOF
 ok $? "the diff program runs twice"
 FA=$(cat "$TMPD/fa") FB=$(cat "$TMPD/fb")
 run $MP diff "$TMPD/a.ljm" "$TMPD/b.ljm"
-is "$rc:$(echo "$out" | sed -n 2p)" "0:@d.lua:5: allocated ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 events (+10); freed 0B -> 0B (+0B) in 0 -> 0 events (+0); held at the end ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 blocks (+10)" \
-  "diff: f's line, and only it, allocated and holds 10 tables more"
-is "$(echo "$out" | sed -n 4p)" "1 source changed, 1 did not" "diff: g's line did not change"
+is "$rc:$(echo "$out" | sed -n 2,5p)" "0:@d.lua:5:
+	allocated        ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 events (+10)
+	freed            0B -> 0B (+0B) in 0 -> 0 events (+0)
+	held at the end  ${FA}B -> ${FB}B (+$((FB - FA))B) in 10 -> 20 blocks (+10)" \
+  "diff: f's line, and only it, allocated and holds 10 tables more, a line each"
+is "$(echo "$out" | sed -n 10p)" "1 source changed, 1 did not" "diff: g's line did not change"
+# Lines a terminal shows whole: none over 120 characters, even when the
+# chunks have long absolute paths, which are shown relative to the
+# working directory, or else to the directory they share (and said so).
+mkdir -p "$TMPD/a-long-directory-name/and-another-long-one/and-a-third-one"
+D="$TMPD/a-long-directory-name/and-another-long-one/and-a-third-one"
+cp "$TMPD/d.lua" "$D/d.lua"
+(cd "$TMPD" && with_timeout 60 luajit "$D/d.lua" la.ljm base 2>/dev/null &&
+  with_timeout 60 luajit "$D/d.lua" lb.ljm new 2>/dev/null)
+run $MP diff "$TMPD/la.ljm" "$TMPD/lb.ljm"
+is "$rc:$(echo "$out" | sed -n 2,3p)" "0:(paths relative to $D/)
+@d.lua:5:" "diff: chunks under one directory are shown relative to it"
+is "$(echo "$out" | awk 'length > 120' | wc -l)" 0 "diff: no line over 120 characters"
+out=$(cd "$D" && with_timeout 60 $MP diff --top 1 "$TMPD/la.ljm" "$TMPD/peak.ljm")
+n=$(echo "$out" | sed -n 's/^\([0-9]*\) sources changed, .*/\1/p')
+is "$(echo "$out" | sed -n '2,3p;7p')" "(paths relative to $D/)
+@peak.lua:4:
+... and $((n - 1)) more changed sources (--top 0 prints all)" \
+  "diff from that directory: relative to it; --top 1 says how many more changed"
 run $MP diff --format collapsed "$TMPD/a.ljm" "$TMPD/b.ljm"
 is "$rc:$out" "0:@d.lua:5 $FA $FB
 @d.lua:6 $FA $FA" "diff --format collapsed: 'stack BASE NEW', as flamegraph.pl's difffolded.pl writes it"
@@ -349,6 +370,18 @@ is "$(echo "$out" | sed -n 2p)" "format:     memprof, symtab version 3, events v
   "info: the extension's version 76 is the letter 'L' and says what it is"
 echo "$out" | grep -q '^sampled:    one sample every 4096 bytes allocated on average: counts and bytes are estimates$'
 ok $? "info: sampled"
+# Estimates are never shown as impossible values (a net below 0): each
+# says how it is made, and net, a difference of two, is not shown.
+is "$(echo "$out" | sed -n '/^allocated:/,/^live:/p')" "allocated:  ${w}B estimated (new sizes of alloc and realloc events, a recorded new size s counting s/p(s), p(s) = 1 - exp(-s/4096))
+freed:      0B estimated (old sizes of realloc and free events: a free counts as its block did, a reallocation's old size o as o/p(s) of its new size s)
+net:        not estimated: allocated and freed are each estimated with weights of their own, and their difference can fall below 0 (live is the estimate of what was held)
+live:       $(echo "$out" | sed -n 's/^live: *\([45]\) blocks.*/\1/p') blocks, ${w}B allocated within the profile and not freed (estimated: the weights of the recorded blocks still live)" \
+  "info of a sampled profile: allocated, freed and live say they are estimates and how; no net"
+echo "$out" | grep -q '^peak:       .* (estimated: live at its highest)$'
+ok $? "info: the sampled peak says it is an estimate"
 is "$(echo "$out" | sed -n 's/^\(events\|estimated\): *\([0-9]*\) .*/\1 \2/p' | sed 's/estimated [45]$/estimated 4 or 5/')" "events 1
 estimated 4 or 5" "info: the events recorded, then the estimate"
+run $MP info --format json "$TMPD/sampled.ljm"
+echo "$out" | grep -q '"alloc_bytes":'"$w"',"free_bytes":0,"live_blocks":[45],'
+ok $? "info --format json of a sampled profile: no net_bytes nor peak_net_bytes"
 done_testing

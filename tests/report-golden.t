@@ -158,15 +158,41 @@ HEAP SUMMARY:
 
 ]], alloc_rows, nstep, plus, minus, held_rows)
 t.is(plus - minus, d[5], "line 13's reallocations add up to the VM's count")
-out, rc = sh(CLI .. " report prog.ljm")
+out, rc = sh(CLI .. " report --accounting tarantool prog.ljm")
 t.is(rc, 0, "report exits 0")
-like(out, want, "report of program 1")
+like(out, want, "report of program 1 (--accounting tarantool)")
 
-out = sh(CLI .. " report --sort count --top 2 prog.ljm")
+-- The default heap summary: the blocks live at the end by the source that
+-- allocated or last resized them. Line 10's 80 blocks are live; line 12's
+-- block belongs to line 13 once line 13 grew it, and the GC freed it; so
+-- of the program's lines only line 10 holds anything. (INTERNAL may hold a
+-- buffer the full GC shrank.) The rows add up to info's live.
+out, rc = sh(CLI .. " report --leak-only prog.ljm")
+do
+  local total, blocks = out:match("^HEAP SUMMARY: (%d+)B in (%d+) blocks " ..
+    "live at the end, by the source that allocated or last resized them\n")
+  local sum, nsum, lines = 0, 0, {}
+  for label, b, n in out:gmatch("\n([^\n]-) holds (%d+)B in (%d+) blocks? %(") do
+    sum, nsum = sum + tonumber(b), nsum + tonumber(n)
+    if label:match("^@") then lines[#lines + 1] = label .. " " .. b .. " " .. n end
+  end
+  local info = sh(CLI .. " info prog.ljm")
+  local ln, lb = info:match("\nlive:       (%d+) blocks, (%d+)B")
+  t.ok(rc == 0 and table.concat(lines, ", ") == "@prog.lua:10 " .. d[2] .. " 80"
+       and out:find("\n@prog.lua:10 holds " .. d[2] .. "B in 80 blocks %(")
+       and tonumber(total) == sum and tonumber(blocks) == nsum and
+       tonumber(lb) == sum and tonumber(ln) == nsum,
+       "heap summary: line 10's 80 blocks of the program's lines; the rows " ..
+       "add up to the header and to info's live (" .. tostring(lb) .. "B in " ..
+       tostring(ln) .. " blocks)", out)
+end
+
+out = sh(CLI .. " report --accounting tarantool --sort count --top 2 prog.ljm")
 like(out, string.format([[
 ALLOCATIONS
 @prog.lua:9: 100 events	+%dB	-0B
 @prog.lua:10: 80 events	+%dB	-0B
+... and 2 more sources (--top 0 prints all)
 
 REALLOCATIONS
 @prog.lua:13: %d events	+%dB	-%dB
@@ -201,10 +227,11 @@ t.ok(minus - d[4] > d[4] and d[1] > d[3] and d[1] > plus - minus + d[4],
      "line 13 resized more bytes of its own than of line 12's; line 9's " ..
      "tables are more bytes than line 11's table or line 13's array",
      table.concat(d, " "))
-out = sh(CLI .. " report --top 1 prog.ljm")
+out = sh(CLI .. " report --accounting tarantool --top 1 prog.ljm")
 like(out, string.format([[
 ALLOCATIONS
 %s
+... and 3 more sources (--top 0 prints all)
 
 REALLOCATIONS
 @prog.lua:13: %d events	+%dB	-%dB
@@ -212,6 +239,7 @@ REALLOCATIONS
 		@prog.lua:13
 		... and 1 more
 
+... and 1 more source (--top 0 prints all)
 
 DEALLOCATIONS
 ~INTERNAL: %%d+ events	%%+0B	%%-%%d+B
@@ -222,20 +250,22 @@ DEALLOCATIONS
 
 HEAP SUMMARY:
 %s
+... and 1 more source (--top 0 prints all)
 
 ]], alloc_rows:match("^[^\n]*"), nstep, plus, minus,
      held_rows:match("^[^\n]*")),
      "--top 1: one line a section, one source under each Overrides (the " ..
      "one of the most bytes) and how many more")
 
-out = sh(CLI .. " report --leak-only -H prog.ljm")
+out = sh(CLI .. " report --accounting tarantool --leak-only -H prog.ljm")
 like(out, "HEAP SUMMARY:\n" .. rows({ hrow("@prog.lua:10", 80, d[2], 0, kib),
   hrow("@prog.lua:12", 2, first, 1, kib) }) .. "\n\n",
      "--leak-only --human-readable")
 
-out = sh(CLI .. " report --top 1 --leak-only prog.ljm")
+out = sh(CLI .. " report --accounting tarantool --top 1 --leak-only prog.ljm")
 like(out, "HEAP SUMMARY:\n" .. rows({ hrow("@prog.lua:10", 80, d[2], 0),
-  hrow("@prog.lua:12", 2, first, 1) }):match("^[^\n]*") .. "\n\n",
+  hrow("@prog.lua:12", 2, first, 1) }):match("^[^\n]*") ..
+  "\n... and 1 more source (--top 0 prints all)\n\n",
      "--top 1 limits the heap summary")
 
 -- 2. Code loaded from strings gets an alias, listed with its text. The
@@ -258,7 +288,7 @@ out, rc = sh(LJ .. " alias.lua alias.ljm")
 local e, a1 = out:match("^(%d+) (%d+)\n$")
 e, a1 = tonumber(e), tonumber(a1)
 t.ok(rc == 0 and e and a1, "program 2 ran", out)
-out, rc = sh(CLI .. " report --leak-only alias.ljm")
+out, rc = sh(CLI .. " report --accounting tarantool --leak-only alias.ljm")
 -- f: an empty table on line 1, then on line 2 a table and the first array
 -- part of t. g: its chunk name starts with '=', no alias. Equal sizes and
 -- counts are ordered by label, bytewise.
@@ -302,7 +332,7 @@ t.ok(ln and tonumber(ln) + tonumber(n) <= 1000 and
      tonumber(lbytes) == e * tonumber(ln),
      "the interpreted iterations are line 7's", out)
 t.ok(out:find("\nTRACE %[1%] started at @trace.lua:7 holds " ..
-              (bytes or "?") .. "B: " .. (n or "?") .. " allocs, 0 frees\n"),
+              (bytes or "?") .. "B in " .. (n or "?") .. " blocks %("),
      "the trace holds what it allocated", out)
 
 os.execute("rm -rf '" .. TMP .. "'")

@@ -41,7 +41,7 @@ run with_timeout 20 sh -c 'yes | "$0" report -' "$MP"
 is "$rc:$out:$err" "2::ljmemprof: -: not a memprof profile: bad data at byte 0: expected magic \"ljs\" of a memprof symtab" \
   "yes | ljmemprof report -: refused at once"
 run with_timeout 20 sh -c '{ printf "ljs\003\000\000\000\200ljm\003\000\000\000"; cat /dev/zero; } | "$0" report --leak-only -' "$MP"
-is "$rc:$out:$err" "3:HEAP SUMMARY::ljmemprof: -: warning: bad data at byte 15 (expected event header valid in version 3, found 0x00); reporting what came before" \
+is "$rc:$out:$err" "3:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them:ljmemprof: -: warning: bad data at byte 15 (expected event header valid in version 3, found 0x00); reporting what came before" \
   "a profile's prologue, then endless zeros: stops at the first bad byte"
 is "$(ls "$TMPD/tmp")" "" "nothing was written to TMPDIR"
 
@@ -61,8 +61,8 @@ ok $(( kb > 0 && kb < 16384 ? 0 : 1 )) "and the reader's peak RSS stays below 16
 mk 'io.write(P.head(), P.sym_lua(0x1000, "@" .. ("x"):rep(3 * 2^20), 1),
              P.alloc_lua(0x1000, 2, 0x100, 16), P.final())' >"$TMPD/name.ljm"
 run with_timeout 20 sh -c 'cat "$1" | "$0" report --leak-only -' "$MP" "$TMPD/name.ljm"
-is "$rc:$out" "0:HEAP SUMMARY:
-@$(printf '%04095d' 0 | tr 0 x)... (3145729 bytes):2 holds 16B: 1 allocs, 0 frees" \
+is "$rc:$out" "0:HEAP SUMMARY: 16B in 1 block live at the end, by the source that allocated or last resized them
+@$(printf '%04095d' 0 | tr 0 x)... (3145729 bytes):2 holds 16B in 1 block (100.0%)" \
   "a 3 MiB name through a pipe: read whole, cut to 4 KiB in the label"
 piped=$out
 run with_timeout 20 $MP report --leak-only "$TMPD/name.ljm"
@@ -78,11 +78,11 @@ mk 'local t = { P.head() }
 cp "$TMPD/whole.ljm" "$TMPD/bad.ljm"
 printf '\377' | dd of="$TMPD/bad.ljm" bs=1 seek=300015 conv=notrunc 2>/dev/null
 run with_timeout 20 $MP report --leak-only "$TMPD/whole.ljm"
-is "$rc:$out" "0:HEAP SUMMARY:
-INTERNAL holds 1600000B: 100000 allocs, 0 frees" "the whole profile"
+is "$rc:$out" "0:HEAP SUMMARY: 1600000B in 100000 blocks live at the end, by the source that allocated or last resized them
+INTERNAL holds 1600000B in 100000 blocks (100.0%)" "the whole profile"
 run with_timeout 20 $MP report --leak-only "$TMPD/bad.ljm"
-is "$rc:$out" "3:HEAP SUMMARY:
-INTERNAL holds 800000B: 50000 allocs, 0 frees" \
+is "$rc:$out" "3:HEAP SUMMARY: 800000B in 50000 blocks live at the end, by the source that allocated or last resized them
+INTERNAL holds 800000B in 50000 blocks (100.0%)" \
   "one corrupt byte: the 50000 events before it are reported, status 3"
 is "$err" "ljmemprof: $TMPD/bad.ljm: warning: bad data at byte 300015 (expected event header valid in version 3, found 0xff); reporting what came before" \
   "a warning names the offset and what was expected"
@@ -121,10 +121,10 @@ mk 'io.write(P.head(), P.sym_lua(0x1000, "=\27[31mred\r", 1),
              P.alloc_lua(0x1000, 1, 0x100, 16), P.alloc_c(0x2000, 0x200, 8),
              P.alloc_lua(0x3000, 1, 0x300, 4), P.final())' >"$TMPD/ctl.ljm"
 run with_timeout 20 $MP report --leak-only "$TMPD/ctl.ljm"
-is "$rc:$out" '0:HEAP SUMMARY:
-=\x1b[31mred\r:1 holds 16B: 1 allocs, 0 frees
-bad\xffname\t\xc2\x9b holds 8B: 1 allocs, 0 frees
-function_alias_1:1 holds 4B: 1 allocs, 0 frees
+is "$rc:$out" '0:HEAP SUMMARY: 28B in 3 blocks live at the end, by the source that allocated or last resized them
+=\x1b[31mred\r:1 holds 16B in 1 block (57.1%)
+bad\xffname\t\xc2\x9b holds 8B in 1 block (28.6%)
+function_alias_1:1 holds 4B in 1 block (14.3%)
 
 ALIASES:
 function_alias_1:
@@ -151,7 +151,7 @@ OUT="$TMPD/sparse.ljm" luajit -e '
   f:write(P.final())
   f:close()'
 run with_timeout 60 $MAXRSS $MP report "$TMPD/sparse.ljm"
-is "$rc:$(echo "$out" | grep -c '^@big[1-4]\.\.\. (268435456 bytes):1 holds 8B: 1 allocs, 0 frees$')" "0:4" \
+is "$rc:$(echo "$out" | grep -c '^@big[1-4]\.\.\. (268435456 bytes):1 holds 8B in 1 block (25\.0%)$')" "0:4" \
   "four 256 MiB names: labels cut at their NUL bytes, with their length"
 kb=$(sed -n 's/^maxrss_kb //p' "$TMPD/err")
 ok $(( kb < 65536 ? 0 : 1 )) "the reader's peak RSS stays below 64 MB (${kb} KB)"

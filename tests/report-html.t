@@ -165,7 +165,8 @@ def report_page(b):
     for label, v in html.items():
         want = (alloc.get(label, [0, 0]) + held.get(label, [0]) +
                 peak.get(label, [0, 0]) + temp.get(label, [0, 0]))
-        got = [v[col["Allocated B"]], v[col["Allocations"]], v[col["Held B"]],
+        got = [v[col["Allocated B"]], v[col["Allocations"]],
+               v[col["Live B at the end"]],
                v[col["B at the peak"]], v[col["Blocks at the peak"]],
                v[col["Temporary B"]], v[col["Temporary blocks"]]]
         if got != want:
@@ -239,8 +240,8 @@ def diff_page(b):
     p = b.open("file://" + DH)
     is_(p.problems(), [], "the diff page loads with no console error")
     text = run(MP, "diff", TMP + "/base.ljm", TMP + "/new.ljm").splitlines()
-    m = re.match(r"(\S+): allocated (\d+)B -> (\d+)B \(\+(\d+)B\) in (\d+) -> "
-                 r"(\d+) events", text[1])
+    m = re.match(r"(\S+):\n\tallocated +(\d+)B -> (\d+)B \(\+(\d+)B\) in "
+                 r"(\d+) -> (\d+) events", text[1] + "\n" + text[2])
     rows = p.eval(ROWS % "sources-body")
     ok(m and len(rows) == 1 and rows[0][0] == m.group(1) and
        [number(c) for c in rows[0][1:7]] == [int(m.group(k)) for k in

@@ -49,7 +49,7 @@ out=$(with_timeout 60 "$MP" run --stacks=many a.lua 2>&1)
 is "$?:$out" "2:ljmemprof run: bad value 'many' for option '--stacks' (see 'ljmemprof run --help')" \
   "run --stacks=many: refused"
 out=$(with_timeout 60 "$MP" run --metric leak-bytes a.lua 2>&1)
-is "$?:$out" "2:ljmemprof run: --metric needs --stacks, or the format collapsed, svg or pprof (see 'ljmemprof run --help')" \
+is "$?:$out" "2:ljmemprof run: --metric needs --stacks-per-source, or the format collapsed, svg or pprof (see 'ljmemprof run --help')" \
   "run --metric without --stacks: refused before the script runs"
 
 # The report of a stack profile.

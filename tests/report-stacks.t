@@ -178,14 +178,15 @@ fi
 
 # -- --stacks views of text and json, without stacks recorded ------------------
 
-run $MP report --stacks --leak-only "$P"
-is "$out" "HEAP SUMMARY:
-@two.lua:6 holds ${b6}B: 10 allocs, 0 frees
-@two.lua:8 holds ${b8}B: 7 allocs, 0 frees
+run $MP report --stacks-per-source --leak-only "$P"
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * a / b }'; }
+is "$out" "HEAP SUMMARY: $((b6 + b8))B in 17 blocks live at the end, by the source that allocated or last resized them
+@two.lua:6 holds ${b6}B in 10 blocks ($(pct $b6 $((b6 + b8)))%)
+@two.lua:8 holds ${b8}B in 7 blocks ($(pct $b8 $((b6 + b8)))%)
 
 CALL STACKS: none in this profile (it was recorded with one frame per event; record with mp.start{stacks = 64} or 'ljmemprof run --stacks')" \
-  "text --stacks without stacks recorded: one line says so"
-run $MP report --format json --stacks 2 --metric leak-count "$P"
+  "text --stacks-per-source without stacks recorded: one line says so"
+run $MP report --format json --stacks-per-source 2 --metric leak-count "$P"
 echo "$out" | grep -q '^"call_stacks":{"recorded":false,"metric":"leak-count","per_source":2,"sources":\[\]}'
 ok $? "json --stacks without stacks recorded: recorded false, no sources"
 
@@ -195,14 +196,20 @@ run $MP report --format collapsed --metric bytes "$P"
 is "$rc:$out:$err" "2::ljmemprof report: bad value 'bytes' for option '--metric' (see 'ljmemprof report --help')" \
   "an unknown --metric"
 run $MP report --metric leak-bytes "$P"
-is "$rc:$out:$err" "2::ljmemprof report: --metric needs --stacks, or the format collapsed, svg or pprof (see 'ljmemprof report --help')" \
-  "--metric for the text report without --stacks"
-run $MP report --format svg --stacks 2 "$P"
-is "$rc:$err" "2:ljmemprof report: --stacks is for the text and json formats; svg always shows every stack (see 'ljmemprof report --help')" \
-  "--stacks with a stack format"
-run $MP report --stacks=x "$P"
-is "$rc:$err" "2:ljmemprof report: bad value 'x' for option '--stacks' (see 'ljmemprof report --help')" \
-  "--stacks=x"
+is "$rc:$out:$err" "2::ljmemprof report: --metric needs --stacks-per-source, or the format collapsed, svg or pprof (see 'ljmemprof report --help')" \
+  "--metric for the text report without --stacks-per-source"
+run $MP report --format svg --stacks-per-source 2 "$P"
+is "$rc:$err" "2:ljmemprof report: --stacks-per-source is for the text and json formats; svg always shows every stack (see 'ljmemprof report --help')" \
+  "--stacks-per-source with a stack format"
+run $MP report --stacks-per-source=x "$P"
+is "$rc:$err" "2:ljmemprof report: bad value 'x' for option '--stacks-per-source' (see 'ljmemprof report --help')" \
+  "--stacks-per-source=x"
+run $MP report --stacks 2 "$P"
+is "$rc:$out:$err" "2::ljmemprof report: --stacks is run's number of frames to record; the call stacks shown per source are --stacks-per-source [N] (see 'ljmemprof report --help')" \
+  "report --stacks (run's name for frames): an error naming --stacks-per-source"
+run $MP report --stacks=2 "$P"
+is "$rc:$out:$err" "2::ljmemprof report: --stacks is run's number of frames to record; the call stacks shown per source are --stacks-per-source [N] (see 'ljmemprof report --help')" \
+  "report --stacks=2: the same error"
 run $MP report -o "$TMPD/no/such/dir/out.svg" --format svg "$P"
 is "$rc:$out:$err" "2::ljmemprof: $TMPD/no/such/dir/out.svg: No such file or directory" \
   "-o in a directory that does not exist: one error line"
@@ -273,7 +280,7 @@ is "$rc:$(callers "$out")" "0:$(seq 18 -1 7 | tr '\n' ' ')" "diff --stacks=0: al
 # heading before); one source is one source.
 (cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit ds.lua dc.ljm 1)
 run $MP diff --stacks "$TMPD/da.ljm" "$TMPD/dc.ljm"
-is "$rc:$(echo "$out" | sed -n '3p;5p')" "0:0 sources changed, 1 did not
+is "$rc:$(echo "$out" | sed -n '6p;8p')" "0:0 sources changed, 1 did not
 CALL STACKS: none changed (allocated bytes)" "diff --stacks of two runs alike: no stack changed"
 run $MP diff "$TMPD/da.ljm" "$TMPD/db.ljm"
 is "$rc:$(echo "$out" | grep 'changed, ')" "0:1 source changed, 0 did not" "diff: one source changed, in the singular"
@@ -287,7 +294,7 @@ is "$rc:$(echo "$out" | luajit -e '
   "diff --format json --stacks 3: the 3 largest changes"
 # Under a peak metric the JSON stacks carry what they held at the peak, the
 # numbers the text shows and orders by (they had only the four costs).
-run $MP report --format json --stacks 1 --top 1 --metric peak-count "$TMPD/db.ljm"
+run $MP report --format json --stacks-per-source 1 --top 1 --metric peak-count "$TMPD/db.ljm"
 is "$rc:$(echo "$out" | luajit -e '
   local s = require("cjson").decode(io.read("*a")).call_stacks.sources[1]
   print(s.label, s.peak_blocks, s.paths[1].peak_blocks, s.paths[1].frames[2].label)')" \
@@ -312,8 +319,8 @@ is "$rc:$err" "0:$want" "diff --format collapsed: the same warning"
 run $MP diff "$TMPD/two.ljm" "$TMPD/da.ljm"
 is "$rc:$err" "0:" "diff by source only: no warning"
 for n in 3 4; do
-  run $MP report --stacks $n "$TMPD/db.ljm"
-  is "$rc:$(printf '%s\n' "$out" | grep -c '^	[0-9]')" "0:$n" "report --stacks $n: $n stacks of the one source"
+  run $MP report --stacks-per-source $n "$TMPD/db.ljm"
+  is "$rc:$(printf '%s\n' "$out" | grep -c '^	[0-9]')" "0:$n" "report --stacks-per-source $n: $n stacks of the one source"
 done
 
 # -- Two functions on one line: distinct labels --------------------------------

@@ -64,6 +64,7 @@ void mp_sections_free(mp_sections *sec)
   mp_strtab_free(&sec->labels);
   for (k = 0; k < MP_AEV_N; k++) free(sec->row[k]);
   free(sec->link);
+  free(sec->live);
   free(sec->held);
   free(sec->peak);
   free(sec->temp);
@@ -170,8 +171,8 @@ static int sort_rows(mp_sections *sec, mp_srow *r, uint32_t n,
   return 0;
 }
 
-/* PEAK and TEMPORARY from the owners' records: a site's and its stack
-** nodes'. 0 or -1. */
+/* HEAP SUMMARY, and PEAK and TEMPORARY if the pass kept them, from the
+** owners' records: a site's and its stack nodes'. 0 or -1. */
 static int build_owned(mp_sections *sec, sortrec *rec)
 {
   const mp_profile *p = sec->p;
@@ -180,6 +181,15 @@ static int build_owned(mp_sections *sec, sortrec *rec)
   uint32_t i, n;
   int rc = -1;
   if (!by || !r) goto done;
+  for (i = n = 0; i < p->nsite; i++)
+    if (by[i].n) {
+      r[n].site = i;
+      r[n].cost.n = by[i].n;
+      r[n++].cost.plus = by[i].bytes;
+    }
+  if (sort_rows(sec, r, n, &sec->live, rec) < 0) goto done;
+  sec->nlive = n;
+  if (!p->full || !p->slive) { rc = 0; goto done; }
   if (p->want & MP_WANT_PEAK) {
     for (i = n = 0; i < p->nsite; i++)
       if (by[i].pn) {
@@ -283,7 +293,7 @@ int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort)
   for (k = MP_AEV_ALLOC; k < MP_AEV_N; k++)
     if (build_rows(sec, k, rec) < 0) goto err;
   if (build_held(sec, rec) < 0) goto err;
-  if (p->full && p->slive && build_owned(sec, rec) < 0) goto err;
+  if (build_owned(sec, rec) < 0) goto err;
   free(rec);
   return 0;
 err:

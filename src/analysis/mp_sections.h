@@ -3,13 +3,17 @@
 **
 ** By site: ALLOCATIONS, REALLOCATIONS and DEALLOCATIONS, each sorted, each
 ** reallocating or freeing site with the sites whose blocks it resized or
-** freed; and the HEAP SUMMARY: per site, what it allocated and what of it
-** was not freed within the profile. The summary keeps the accounting of
-** Tarantool's memprof parser so both tools print the same numbers: a site
-** is charged with its allocations and with the growth of its blocks by
-** reallocations anywhere, and credited with its blocks' sizes when they
-** are freed or resized anywhere; a reallocated block belongs afterwards to
-** the reallocating site.
+** freed; and the HEAP SUMMARY: per site, the blocks live at the end that
+** it allocated, or resized last (the owners of the heap table), with
+** their bytes, which add up to the profile's live heap exactly. Beside it,
+** the summary of Tarantool's memprof parser (--accounting tarantool), so
+** that both tools can print the same numbers: a site is charged with its
+** allocations and with the growth of its blocks by reallocations
+** anywhere, and credited with its blocks' sizes when they are freed or
+** resized anywhere; a reallocated block belongs afterwards to the
+** reallocating site. That one does not add up per site once a site
+** resizes another's blocks (the owner is charged the growth, the resizer
+** credited the free of a block it never owned).
 **
 ** When the pass kept them (mp_profile.want), two more: PEAK, what each
 ** site held when the live heap was highest (blocks it allocated or
@@ -35,7 +39,7 @@ typedef struct mp_row {
   uint32_t link0, nlink;
 } mp_row;
 
-/* A heap summary line: what a site was charged (cost.n allocations,
+/* A line of Tarantool's heap summary: what a site was charged (cost.n allocations,
 ** cost.plus bytes) and credited (nfree frees, cost.minus bytes); it holds
 ** the difference, more than 0. */
 typedef struct mp_held {
@@ -44,8 +48,8 @@ typedef struct mp_held {
   mp_cost cost;
 } mp_held;
 
-/* A PEAK line: what site held at the peak (cost.n blocks of cost.plus
-** bytes); a TEMPORARY line: its temporary blocks (cost) and the blocks
+/* A HEAP SUMMARY line: what site holds at the end (cost.n blocks of
+** cost.plus bytes); a PEAK line: what it held at the peak; a TEMPORARY line: its temporary blocks (cost) and the blocks
 ** it allocated or resized in all (made). */
 typedef struct mp_srow {
   uint32_t site;
@@ -61,7 +65,9 @@ typedef struct mp_sections {
   mp_row *row[MP_AEV_N];	/* Sections by event kind. */
   uint32_t nrow[MP_AEV_N];
   uint32_t *link;	/* Link indexes by kind, site, owner's label. */
-  mp_held *held;
+  mp_srow *live;	/* HEAP SUMMARY: live at the end, by owner. */
+  uint32_t nlive;
+  mp_held *held;	/* Tarantool's heap summary. */
   uint32_t nheld;
   mp_srow *peak;	/* PEAK, if the pass kept it (else NULL). */
   uint32_t npeak;
@@ -89,7 +95,7 @@ uint32_t mp_row_links(const mp_sections *sec, const mp_row *r,
 /* Alias number of the chunk in site i's label, 0 if none. */
 uint32_t mp_site_alias(const mp_sections *sec, uint32_t i);
 
-/* Bytes a heap summary line holds. */
+/* Bytes a line of Tarantool's heap summary holds. */
 static inline uint64_t mp_held_bytes(const mp_held *h)
 {
   return h->cost.plus - h->cost.minus;

@@ -86,8 +86,24 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     o->metric_set = 1;
     return MP_OPT_TAKEN;
   }
-  if ((m = mp_cli_opt_count(cmd, argc, argv, i, "--stacks", o->bare_stacks ?
-			    o->bare_stacks : MP_STACKS_VIEW,
+  if (strcmp(cmd, "diff") && (!strcmp(a, "--stacks") ||
+			       !strncmp(a, "--stacks=", 9))) {
+    fprintf(stderr, "ljmemprof %s: --stacks is run's number of frames to "
+	    "record; the call stacks shown per source are "
+	    "--stacks-per-source [N] (see 'ljmemprof %s --help')\n", cmd, cmd);
+    return MP_OPT_ERROR;
+  }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--accounting", NULL, &v))) {
+    if (m < 0) return MP_OPT_ERROR;
+    if (!strcmp(v, "live")) o->render.tarantool = 0;
+    else if (!strcmp(v, "tarantool")) o->render.tarantool = 1;
+    else return bad_value(cmd, "--accounting", v);
+    o->accounting_set = 1;
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_count(cmd, argc, argv, i, strcmp(cmd, "diff") ?
+			    "--stacks-per-source" : "--stacks",
+			    o->bare_stacks ? o->bare_stacks : MP_STACKS_VIEW,
 			    &o->render.stacks))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!o->render.stacks) o->render.stacks = UINT32_MAX;	/* 0: all. */
@@ -101,6 +117,7 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     n = strtoull(v, &end, 10);
     if (!*v || *end || errno || *v == '-') return bad_value(cmd, "--top", v);
     o->render.top = n;
+    o->top_set = 1;
     return MP_OPT_TAKEN;
   }
   return MP_OPT_NONE;
@@ -149,8 +166,9 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
     o->want |= MP_WANT_PEAK | MP_WANT_TEMP | MP_WANT_TIMELINE;
   } else if (r->flags & MP_RF_STACKS) {
     const char *v = o->render.peak ? "--peak" : o->render.temp ?
-		    "--temporary" : o->render.stacks && strcmp(cmd, "run") ?
-		    "--stacks" : NULL;	/* run --stacks: records them. */
+		    "--temporary" : o->render.stacks && !o->stacks_run ?
+		    "--stacks-per-source" : NULL;	/* run --stacks: records
+							   them. */
     if (v) {
       fprintf(stderr, "ljmemprof %s: %s is for the text and json "
 	      "formats; %s always shows every stack (see 'ljmemprof %s "
@@ -159,12 +177,13 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
     }
     o->render.stacks = 0;
   } else if (o->metric_set && !o->render.stacks) {
-    fprintf(stderr, "ljmemprof %s: --metric needs --stacks, or the format "
-	    "collapsed, svg or pprof (see 'ljmemprof %s --help')\n", cmd,
-	    cmd);
+    fprintf(stderr, "ljmemprof %s: --metric needs --stacks-per-source, or "
+	    "the format collapsed, svg or pprof (see 'ljmemprof %s --help')\n",
+	    cmd, cmd);
     return MP_EXIT_ERROR;
   }
   if (o->html) o->want |= MP_WANT_PEAK | MP_WANT_TEMP | MP_WANT_TIMELINE;
+  if (!o->top_set && r == &mp_renderers[0]) o->render.top = MP_TOP_TEXT;
   if ((r->flags & MP_RF_BINARY) && (!out || !strcmp(out, "-")) &&
       isatty(1)) {
     fprintf(stderr, "ljmemprof %s: the %s format is binary: not written to "

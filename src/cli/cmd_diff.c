@@ -24,10 +24,16 @@ const char mp_help_diff[] =
 "    at the end (bytes and blocks) in each, and the change (NEW minus\n"
 "    BASE), the largest change of the metric first:\n"
 "\n"
-"        SOURCE: allocated B0 -> B1 (+D) in N0 -> N1 events (+K); freed\n"
-"        ...; held at the end ...\n"
+"        SOURCE:\n"
+"                allocated        B0 -> B1 (+D) in N0 -> N1 events (+K)\n"
+"                freed            ...\n"
+"                held at the end  ...\n"
 "\n"
-"    then a TOTAL line and how many sources changed. A source of one\n"
+"    then TOTAL and how many sources changed. Chunk paths are shown\n"
+"    relative to the working directory, or to the directory they share\n"
+"    (said under the header). Held at the end:\n"
+"    the blocks it allocated or resized last that were still live, as\n"
+"    in report's HEAP SUMMARY (--accounting is refused). A source of one\n"
 "    profile is the source of the other when it names the same code: a\n"
 "    Lua line by its chunk, function and line; a C function by its name\n"
 "    and the offset in it; a trace by where it started (trace numbers\n"
@@ -55,7 +61,8 @@ const char mp_help_diff[] =
 "    --peak\n"
 "        Show what each source held at each profile's peak too.\n"
 "    --top N\n"
-"        At most N sources (0: all, the default).\n"
+"        At most N sources (0: all, the default), then how many more\n"
+"        changed.\n"
 "    --stacks [N]\n"
 "        Text and json: also the N call stacks whose cost changed most\n"
 "        (10 without N; 0: all).\n"
@@ -98,6 +105,12 @@ static int check(mp_cli_opts *o, const mp_renderer *r, int n)
   if (o->sort_set) {
     fprintf(stderr, "ljmemprof diff: --sort is for report; diff orders by "
 	    "the change of --metric (see 'ljmemprof diff --help')\n");
+    return MP_EXIT_ERROR;
+  }
+  if (o->accounting_set) {
+    fprintf(stderr, "ljmemprof diff: --accounting is for report and run; "
+	    "diff compares the blocks live at the end by the source that "
+	    "allocated or last resized them (see 'ljmemprof diff --help')\n");
     return MP_EXIT_ERROR;
   }
   if (o->render.temp) {

@@ -111,12 +111,13 @@ int mp_cmd_info(int argc, char **argv)
 	   (unsigned long long)nsym[MP_SRC_CFUNC >> MP_SRC_SHIFT],
 	   (unsigned long long)nsym[MP_SRC_TRACE >> MP_SRC_SHIFT],
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
-    printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu,"
-	   "\"net_bytes\":%lld,\"peak_net_bytes\":%lld,\"live_blocks\":%llu,"
-	   "\"live_bytes\":%llu", p.nsite, (unsigned long long)alloc,
-	   (unsigned long long)freed, (long long)(int64_t)p.net,
-	   (long long)p.peak, (unsigned long long)p.live_n,
-	   (unsigned long long)p.live_bytes);
+    printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu",
+	   p.nsite, (unsigned long long)alloc, (unsigned long long)freed);
+    if (!p.sample)	/* Not estimated (see the text below). */
+      printf(",\"net_bytes\":%lld,\"peak_net_bytes\":%lld",
+	     (long long)(int64_t)p.net, (long long)p.peak);
+    printf(",\"live_blocks\":%llu,\"live_bytes\":%llu",
+	   (unsigned long long)p.live_n, (unsigned long long)p.live_bytes);
     mp_render_json_summary(stdout, &p);
     fputs("}\n", stdout);
   } else {
@@ -147,20 +148,36 @@ int mp_cmd_info(int argc, char **argv)
     printf("); %llu in the symtab, %llu in the event stream\n",
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
     printf("sources:    %u\n", p.nsite);
-    printf("allocated:  %lluB (new sizes of alloc and realloc events)\n",
-	   (unsigned long long)alloc);
-    printf("freed:      %lluB (old sizes of realloc and free events)\n",
-	   (unsigned long long)freed);
+    if (!p.sample) {
+      printf("allocated:  %lluB (new sizes of alloc and realloc events)\n",
+	     (unsigned long long)alloc);
+      printf("freed:      %lluB (old sizes of realloc and free events)\n",
+	     (unsigned long long)freed);
+    } else {	/* Each estimate says how it is made (mp_sample.h). */
+      printf("allocated:  %lluB estimated (new sizes of alloc and realloc "
+	     "events, a recorded new size s counting s/p(s), p(s) = 1 - "
+	     "exp(-s/%.0f))\n", (unsigned long long)alloc, p.sample);
+      printf("freed:      %lluB estimated (old sizes of realloc and free "
+	     "events: a free counts as its block did, a reallocation's old "
+	     "size o as o/p(s) of its new size s)\n", (unsigned long long)freed);
+    }
     if (p.overflow)
       printf("overflow:   the sizes add up to 2^63 bytes or more: the byte "
 	     "figures are not exact\n");
-    printf("net:        %+lldB, peak %+lldB\n", (long long)(int64_t)p.net,
-	   (long long)p.peak);
+    if (!p.sample)
+      printf("net:        %+lldB, peak %+lldB\n", (long long)(int64_t)p.net,
+	     (long long)p.peak);
+    else	/* Two estimates of different blocks: no heap to subtract. */
+      printf("net:        not estimated: allocated and freed are each "
+	     "estimated with weights of their own, and their difference can "
+	     "fall below 0 (live is the estimate of what was held)\n");
     printf("live:       %llu blocks, %lluB allocated within the profile and "
-	   "not freed\n", (unsigned long long)p.live_n,
-	   (unsigned long long)p.live_bytes);
+	   "not freed%s\n", (unsigned long long)p.live_n,
+	   (unsigned long long)p.live_bytes, p.sample ? " (estimated: the "
+	   "weights of the recorded blocks still live)" : "");
     fputs("peak:       ", stdout);
     mp_render_peak_line(stdout, &p, 0);
+    if (p.sample) fputs(" (estimated: live at its highest)", stdout);
     fputc('\n', stdout);
     if (p.nmark)
       printf("duration:   %s (%llu time marks)\n",

@@ -111,8 +111,8 @@ const char mp_help_run[] =
 "        Record the call stack of every allocation, up to N frames (64 if\n"
 "        N is not given; at most 10000; 0: one frame, the default), as\n"
 "        mp.start{stacks = N} does, and add the CALL STACKS view to a text\n"
-"        or json report (3 stacks per source). The next argument is taken\n"
-"        as N only if it is a number.\n"
+"        or json report (3 stacks per source; --stacks-per-source M shows\n"
+"        M). The next argument is taken as N only if it is a number.\n"
 "    --sample [BYTES], --sample=BYTES\n"
 "        Sample: record an allocation with probability 1 - exp(-size /\n"
 "        BYTES), so that each allocated byte has a chance of 1 in BYTES\n"
@@ -126,7 +126,7 @@ const char mp_help_run[] =
 "        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
 "        complete and notes that it stopped at the limit.\n"
 "    --format, --sort, --top, --leak-only, -H/--human-readable, --metric,\n"
-"    --peak, --temporary [N]\n"
+"    --peak, --temporary [N], --stacks-per-source [N], --accounting A\n"
 "        As for 'ljmemprof report'. The report goes to standard output\n"
 "        (-o names the profile here); pprof, a binary format, is refused\n"
 "        on a terminal before the script runs.\n"
@@ -499,7 +499,10 @@ int mp_cmd_run(int argc, char **argv)
 		stacks, STACKS_MAX);
 	return MP_EXIT_ERROR;
       }
-      o.render.stacks = stacks ? MP_STACKS_VIEW : 0;
+      if (!o.render.stacks || o.stacks_run) {	/* Not --stacks-per-source. */
+	o.render.stacks = stacks ? MP_STACKS_VIEW : 0;
+	o.stacks_run = 1;
+      }
       stacks_given = 1;
       continue;
     }

@@ -67,6 +67,10 @@ typedef struct mp_cli_opts {
   const mp_renderer *format;	/* NULL: the default (the first). */
   int metric_set;		/* --metric was given. */
   int sort_set;			/* --sort was given. */
+  int top_set;			/* --top was given. */
+  int accounting_set;		/* --accounting was given. */
+  int stacks_run;		/* run: the view comes from --stacks (frames
+				   recorded), not --stacks-per-source. */
   const char *output;		/* -o FILE of report; NULL or "-": stdout. */
   unsigned want;		/* What the pass keeps (MP_WANT_*). */
   uint32_t window;		/* --temporary N, or 0: the default. */
@@ -77,7 +81,10 @@ typedef struct mp_cli_opts {
 				   so that no number given means "bare". */
 } mp_cli_opts;
 
-#define MP_STACKS_VIEW	3	/* Stacks per source of a bare --stacks. */
+#define MP_STACKS_VIEW	3	/* Stacks per source of a bare
+				   --stacks-per-source. */
+#define MP_TOP_TEXT	20	/* Lines per section of the text report
+				   without --top. */
 
 /* Result of parsing one option at argv[*i]. */
 enum { MP_OPT_NONE, MP_OPT_TAKEN, MP_OPT_ERROR };
@@ -90,7 +97,8 @@ int mp_cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		     const char **val);
 
 /* Parse a report option (--format, --sort, --top, --leak-only,
-** --human-readable, --metric, --stacks, --peak, --temporary) at argv[*i],
+** --human-readable, --metric, --stacks-per-source (diff: --stacks),
+** --peak, --temporary, --accounting) at argv[*i],
 ** advancing *i past its argument. Prints the error itself (cmd names the
 ** command). */
 int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
@@ -104,8 +112,9 @@ int mp_cli_opt_count(const char *cmd, int argc, char **argv, int *i,
 		     const char *name, uint32_t def, uint32_t *n);
 
 /* Check the report options together once all are parsed (--metric and
-** --stacks against the format, a binary format to a terminal) and fill in
-** defaults; 0, or MP_EXIT_ERROR after saying what is wrong. */
+** --stacks-per-source against the format, a binary format to a terminal)
+** and fill in defaults (the text report's --top); 0, or MP_EXIT_ERROR
+** after saying what is wrong. */
 int mp_cli_check_opts(const char *cmd, mp_cli_opts *o);
 
 /* -o FILE, --output FILE into ((mp_cli_opts *)ctx)->output: an opt()

@@ -41,6 +41,9 @@ typedef struct mp_render_opts {
 			   site (UINT32_MAX: all); 0: no stack view. */
   int peak;		/* Text and JSON: the PEAK view. */
   int temp;		/* Text and JSON: the TEMPORARY view. */
+  int tarantool;	/* Text and JSON: the heap summary of Tarantool's
+			   parser (mp_sections.held), not the live
+			   blocks by owner (mp_sections.live). */
 } mp_render_opts;
 
 typedef int (*mp_render_fn)(FILE *out, const mp_sections *sec,

@@ -115,6 +115,7 @@ int mp_sview_build(mp_sview *v, const mp_stacktree *t, mp_metric m,
     g->npath = per_site && per_site < g->nstack ? per_site : g->nstack;
   }
   qsort(v->group, v->ngroup, sizeof(*v->group), group_cmp);
+  v->nall = v->ngroup;
   if (top && top < v->ngroup) v->ngroup = (uint32_t)top;
   return 0;
 }

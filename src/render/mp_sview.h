@@ -31,6 +31,7 @@ typedef struct mp_sgroup {
 typedef struct mp_sview {
   mp_sgroup *group;	/* Sites, heaviest first. */
   uint32_t ngroup;
+  uint32_t nall;	/* Sites before the cut at top. */
   uint32_t *path;	/* Innermost nodes of the stacks shown. */
 } mp_sview;
 

@@ -5,8 +5,10 @@
 ** (analysis/mp_diff.h); every number is shown for both sides with the
 ** change, NEW minus BASE.
 **
-**   text       SOURCE: allocated BASE -> NEW (+CHANGE) in N -> M events
-**              (+K); freed ...; held at the end ...; [at the peak ...]
+**   text       SOURCE:, then a line each: allocated BASE -> NEW (+CHANGE)
+**              in N -> M events (+K); freed ...; held at the end ...; [at
+**              the peak ...]; chunk paths relative to the working
+**              directory or to the directory they share
 **   json       {"format":"ljmemprof-diff", ..., "sources":[{"source":
 **              {...}, "base":{...}, "new":{...}, "change":{...}}]}
 **   collapsed  frames BASE NEW: the stack's own value on each side under
@@ -17,6 +19,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "render/mp_json.h"
 #include "render/mp_render.h"
@@ -34,32 +37,93 @@ static const char *fmt_change(char *buf, size_t size, uint64_t a, uint64_t b,
   return buf;
 }
 
-/* "BASE -> NEW (+CHANGE)" of a byte field, then " in N -> M WHAT (+K)". */
+/* A line of a row: "<TAB>WHAT  BASE -> NEW (+CHANGE) in N -> M UNIT (+K)",
+** WHAT padded so that the figures of a row's lines start together. */
 static void text_pair(FILE *out, const char *what, uint64_t b0, uint64_t b1,
 		      uint64_t n0, uint64_t n1, const char *unit, int human)
 {
   char x[48], y[48], z[64];
-  fprintf(out, "%s %s -> %s (%s) in %" PRIu64 " -> %" PRIu64 " %s (%c%"
-	  PRIu64 ")", what, mp_fmt_bytes(x, sizeof(x), b0, human),
+  fprintf(out, "\t%-16s %s -> %s (%s) in %" PRIu64 " -> %" PRIu64 " %s (%c%"
+	  PRIu64 ")\n", what, mp_fmt_bytes(x, sizeof(x), b0, human),
 	  mp_fmt_bytes(y, sizeof(y), b1, human),
 	  fmt_change(z, sizeof(z), b0, b1, human), n0, n1, unit,
 	  n0 > n1 ? '-' : '+', n0 > n1 ? n0 - n1 : n1 - n0);
 }
 
-/* The costs of a row, in words. */
+/* The costs of a row, a line each (a row on one line was some 200
+** characters). */
 static void text_row(FILE *out, const mp_diff *d, const mp_drow *r, int human)
 {
   const mp_dcost *a = &r->side[0], *b = &r->side[1];
   text_pair(out, "allocated", a->alloc.plus, b->alloc.plus, a->alloc.n,
 	    b->alloc.n, "events", human);
-  text_pair(out, "; freed", a->freed.minus, b->freed.minus, a->freed.n,
+  text_pair(out, "freed", a->freed.minus, b->freed.minus, a->freed.n,
 	    b->freed.n, "events", human);
-  text_pair(out, "; held at the end", a->live.plus, b->live.plus, a->live.n,
+  text_pair(out, "held at the end", a->live.plus, b->live.plus, a->live.n,
 	    b->live.n, "blocks", human);
   if (d->peak)
-    text_pair(out, "; at the peak", a->peak.plus, b->peak.plus, a->peak.n,
+    text_pair(out, "at the peak", a->peak.plus, b->peak.plus, a->peak.n,
 	      b->peak.n, "blocks", human);
-  fputc('\n', out);
+}
+
+/* -- Paths in labels ------------------------------------------------------- */
+
+/* The directory (ending in '/') that the labels' chunk paths are shown
+** relative to: the working directory if a changed source has a path in it,
+** else the longest directory that all of them share; "" if none. The
+** labels of a profile recorded elsewhere carry the whole path of every
+** chunk, which made each line of the diff wider than a terminal. */
+static void common_dir(const mp_diff *d, uint32_t nrow, char *dir,
+		       size_t size)
+{
+  char cwd[4096];
+  size_t n = 0, cl = 0;
+  uint32_t i;
+  int any = 0;
+  dir[0] = '\0';
+  if (getcwd(cwd, sizeof(cwd) - 1)) {
+    cl = strlen(cwd);
+    if (cl > 1) cwd[cl++] = '/';
+    cwd[cl] = '\0';
+  }
+  for (i = 0; cl > 1 && i < nrow; i++) {
+    const char *at = strstr(d->sec.label[d->row[i].site], "@/");
+    if (at && !strncmp(at + 1, cwd, cl)) {
+      if (cl < size) memcpy(dir, cwd, cl + 1);
+      return;
+    }
+  }
+  for (i = 0; i < nrow; i++) {	/* The longest common directory. */
+    const char *l = d->sec.label[d->row[i].site], *at = strstr(l, "@/");
+    size_t k;
+    if (!at) continue;
+    at++;
+    if (!any) {
+      const char *slash = strrchr(at, '/');
+      n = (size_t)(slash - at) + 1;
+      if (n >= size) n = 0;
+      memcpy(dir, at, n);
+      any = 1;
+      continue;
+    }
+    for (k = 0; k < n && at[k] == dir[k]; k++) {}
+    while (k && dir[k - 1] != '/') k--;
+    n = k;
+  }
+  dir[n > 1 ? n : 0] = '\0';
+}
+
+/* Write label l with the paths under dir relative to it ("@/a/b/x.lua"
+** as "@x.lua" for dir "/a/b/"). */
+static void put_label(FILE *out, const char *l, const char *dir)
+{
+  size_t dl = strlen(dir);
+  const char *p = l, *at;
+  while (dl && (at = strstr(p, "@/")) && !strncmp(at + 1, dir, dl)) {
+    mp_text_put(out, p, (size_t)(at - p) + 1, 0);
+    p = at + 1 + dl;
+  }
+  mp_text_put(out, p, strlen(p), 0);
 }
 
 /* The costs of a stack on both sides under metric m. */
@@ -119,6 +183,7 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
 {
   const mp_strtab *names = &d->m.syms.names;
   uint8_t *used = calloc((size_t)names->nalias + 1, 1);
+  char dir[4096];
   uint32_t i, n;
   if (!used) return -1;
   fputs("DIFF: ", out);
@@ -126,6 +191,13 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
   fputs(" -> ", out);
   mp_text_put(out, d->file[1], strlen(d->file[1]), 0);
   fprintf(out, ", by the largest change of %s\n", mp_metric_what[d->metric]);
+  n = mp_rows_shown(d->nrow, o);
+  common_dir(d, d->nrow, dir, sizeof(dir));
+  if (dir[0]) {
+    fputs("(paths relative to ", out);
+    mp_text_put(out, dir, strlen(dir), 0);
+    fputs(")\n", out);
+  }
   if (d->m.sample)
     fputs("(sampled: the counts and bytes are estimates)\n", out);
   for (i = 0; i < 2; i++)
@@ -134,15 +206,17 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
       mp_text_put(out, d->file[i], strlen(d->file[i]), 0);
       fputs(" is cut short or damaged: compared up to the cut)\n", out);
     }
-  for (i = 0, n = mp_rows_shown(d->nrow, o); i < n; i++) {
+  for (i = 0; i < n; i++) {
     const mp_drow *r = &d->row[i];
-    const char *l = d->sec.label[r->site];
-    mp_text_put(out, l, strlen(l), 0);
-    fputs(": ", out);
+    put_label(out, d->sec.label[r->site], dir);
+    fputs(":\n", out);
     text_row(out, d, r, o->human);
     used[mp_site_alias(&d->sec, r->site)] = 1;
   }
-  fputs("TOTAL: ", out);
+  if (n < d->nrow)
+    fprintf(out, "... and %u more changed source%s (--top 0 prints all)\n",
+	    d->nrow - n, d->nrow - n == 1 ? "" : "s");
+  fputs("TOTAL:\n", out);
   text_row(out, d, &d->total, o->human);
   fprintf(out, "%u source%s changed, %u did not\n\n", d->nrow,
 	  d->nrow == 1 ? "" : "s", d->nsame);
@@ -162,7 +236,7 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
       for (j = k; j && hops++ < d->tree.n; j = d->tree.node[j].parent) {
 	const char *l = d->tree.node[j].label;
 	fputs("\t\t", out);
-	mp_text_put(out, l, strlen(l), 0);
+	put_label(out, l ? l : "", dir);
 	fputc('\n', out);
       }
     }

@@ -192,7 +192,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     if (o->stacks) mp_stacktree_free(&t);
     return -1;
   }
-  fputs("{\"format\":\"ljmemprof-report\",\"format_version\":1,\"file\":", out);
+  fputs("{\"format\":\"ljmemprof-report\",\"format_version\":2,\"file\":", out);
   mp_json_cstr(out, o->file ? o->file : "");
   if (o->nfiles > 1) {
     fputs(",\"files\":[", out);
@@ -250,8 +250,17 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     }
     fputs("]", out);
   }
+  fprintf(out, ",\n\"accounting\":\"%s\"", o->tarantool ? "tarantool" : "live");
   fputs(",\n\"heap_summary\":[", out);
-  for (i = 0, n = mp_rows_shown(sec->nheld, o); i < n; i++) {
+  for (i = 0, n = mp_rows_shown(sec->nlive, o); !o->tarantool && i < n; i++) {
+    const mp_srow *r = &sec->live[i];
+    fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
+    mp_render_json_source(out, sec, r->site);
+    used[mp_site_alias(sec, r->site)] = 1;
+    fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
+	    (unsigned long long)r->cost.plus, (unsigned long long)r->cost.n);
+  }
+  for (i = 0, n = mp_rows_shown(sec->nheld, o); o->tarantool && i < n; i++) {
     const mp_held *h = &sec->held[i];
     fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
     mp_render_json_source(out, sec, h->site);

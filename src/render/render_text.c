@@ -2,8 +2,11 @@
 ** render_text.c: the text report, in the layout of Tarantool's memprof
 ** parser (sections, one line per site, tab-separated sizes, "Overrides:"
 ** blocks, HEAP SUMMARY, ALIASES), so people and scripts used to it read
-** ours the same way. Labels and source text are escaped for a terminal
-** (mp_text.h).
+** ours the same way. Its HEAP SUMMARY is the live blocks by owner, with
+** their total in its heading; Tarantool's own (mp_sections.held) only
+** with --accounting tarantool. A section cut by --top ends with a line
+** saying how many sources it leaves out. Labels and source text are
+** escaped for a terminal (mp_text.h).
 */
 
 #include <stdlib.h>
@@ -46,6 +49,21 @@ static void text_alias(FILE *out, const mp_name *nm, uint32_t num)
   if (nm->kept < nm->len)
     fprintf(out, "... (%llu bytes in all)\n", (unsigned long long)nm->len);
   fputc('\n', out);
+}
+
+/* The line under a section that --top cut: how many sources it leaves
+** out of all. */
+static void more_rows(FILE *out, uint32_t shown, uint32_t all)
+{
+  if (shown < all)
+    fprintf(out, "... and %u more source%s (--top 0 prints all)\n",
+	    all - shown, all - shown == 1 ? "" : "s");
+}
+
+/* The percentage that part is of all, 0 if all is. */
+static double percent(uint64_t part, uint64_t all)
+{
+  return all ? 100.0 * (double)part / (double)all : 0.0;
 }
 
 /* A cost as the stack view shows it under metric m: "N events<TAB>+B"
@@ -110,6 +128,7 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
     }
     fputc('\n', out);
   }
+  more_rows(out, v.ngroup, v.nall);
   fputc('\n', out);
   mp_sview_free(&v);
   return 0;
@@ -173,16 +192,45 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
       if (m < r->nlink) fprintf(out, "\t\t... and %u more\n", r->nlink - m);
       fputc('\n', out);
     }
+    more_rows(out, n, sec->nrow[k]);
     fputc('\n', out);
   }
-  fputs("HEAP SUMMARY:\n", out);
-  for (i = 0, n = mp_rows_shown(sec->nheld, o); i < n; i++) {
+  if (o->tarantool)	/* Tarantool's layout. */
+    fputs("HEAP SUMMARY:\n", out);
+  else
+    fprintf(out, "HEAP SUMMARY: %s in %llu block%s live at the end, by the "
+	    "source that allocated or last resized them\n",
+	    mp_fmt_bytes(b1, sizeof(b1), p->live_bytes, o->human),
+	    (unsigned long long)p->live_n, p->live_n == 1 ? "" : "s");
+  m = o->tarantool ? sec->nheld : sec->nlive;	/* The summary's rows... */
+  n = mp_rows_shown(m, o);			/* ...and those shown. */
+  for (i = 0; o->tarantool && i < n; i++) {
     const mp_held *h = &sec->held[i];
     label(out, sec, h->site);
     fprintf(out, " holds %s: %llu allocs, %llu frees\n",
 	    mp_fmt_bytes(b1, sizeof(b1), mp_held_bytes(h), o->human),
 	    (unsigned long long)h->cost.n, (unsigned long long)h->nfree);
     mark_alias(sec, h->site, used);
+  }
+  for (i = 0; !o->tarantool && i < n; i++) {
+    const mp_srow *r = &sec->live[i];
+    label(out, sec, r->site);
+    fprintf(out, " holds %s in %llu block%s (%.1f%%)\n",
+	    mp_fmt_bytes(b1, sizeof(b1), r->cost.plus, o->human),
+	    (unsigned long long)r->cost.n, r->cost.n == 1 ? "" : "s",
+	    percent(r->cost.plus, p->live_bytes));
+    mark_alias(sec, r->site, used);
+  }
+  if (o->tarantool) {
+    more_rows(out, n, m);
+  } else if (n < m) {	/* With what the rest holds. */
+    mp_cost rest = { 0, 0, 0 };
+    for (i = n; i < m; i++) mp_cost_add(&rest, &sec->live[i].cost);
+    fprintf(out, "... and %u more source%s hold%s %s in %llu block%s "
+	    "(--top 0 prints all)\n", m - n, m - n == 1 ? "" : "s",
+	    m - n == 1 ? "s" : "",
+	    mp_fmt_bytes(b1, sizeof(b1), rest.plus, o->human),
+	    (unsigned long long)rest.n, rest.n == 1 ? "" : "s");
   }
   fputc('\n', out);
   if (o->peak && sec->peak) {
@@ -192,12 +240,13 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     for (i = 0, n = mp_rows_shown(sec->npeak, o); i < n; i++) {
       const mp_srow *r = &sec->peak[i];
       label(out, sec, r->site);
-      fprintf(out, " holds %s in %llu blocks (%.1f%%)\n",
+      fprintf(out, " holds %s in %llu block%s (%.1f%%)\n",
 	      mp_fmt_bytes(b1, sizeof(b1), r->cost.plus, o->human),
-	      (unsigned long long)r->cost.n, p->peak_bytes ?
-	      100.0 * (double)r->cost.plus / (double)p->peak_bytes : 0.0);
+	      (unsigned long long)r->cost.n, r->cost.n == 1 ? "" : "s",
+	      percent(r->cost.plus, p->peak_bytes));
       mark_alias(sec, r->site, used);
     }
+    more_rows(out, n, sec->npeak);
     fputc('\n', out);
   }
   if (o->temp && sec->temp) {
@@ -218,6 +267,7 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	      mp_fmt_bytes(b2, sizeof(b2), r->made.plus, o->human));
       mark_alias(sec, r->site, used);
     }
+    more_rows(out, n, sec->ntemp);
     fputc('\n', out);
   }
   if (o->stacks) {

@@ -6,9 +6,10 @@
 ** with the symbol table, the labeler and the JSON writer (as `ljmemprof
 ** events` uses them); through the profile pass twice, once from memory and
 ** once as a stream that arrives a few bytes at a time (the windowed input
-** of pipes), which must agree exactly; then the sections and every
-** renderer of the registry (the stack formats and the --stacks views
-** too), with options taken from the input's last byte. A third pass keeps
+** of pipes), which must agree exactly; then the sections, whose heap
+** summary must add up to the live heap, and every renderer of the
+** registry (the stack formats and the stack views too, Tarantool's
+** accounting or not), with options taken from the input's last byte. A third pass keeps
 ** everything the analyses need (the owners' records, temporaries, the
 ** timeline): its peak and totals must be the plain pass's; its sections
 ** (PEAK, TEMPORARY) go through every renderer, HTML included. The profile
@@ -150,6 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   o.metric = (mp_metric)((opt >> 4) % MP_METRIC_N);
   o.peak = o.temp = (opt >> 5) & 1;
   o.stacks = (opt >> 6) & 1 ? 1 + (opt >> 7) : 0;
+  o.tarantool = (opt >> 7) & 1;
   o.file = "fuzz";
   mp_profile_init(&p);
   rc = mp_profile_read(&p, data, size);
@@ -159,6 +161,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (mp_sections_build(&sec, &p, (opt & 1) ? MP_SORT_COUNT : MP_SORT_BYTES)
       == 0) {
     mp_stacktree t;
+    mp_cost live = { 0, 0, 0 };
+    uint32_t i;
+    for (i = 0; i < sec.nlive; i++) mp_cost_add(&live, &sec.live[i].cost);
+    if (live.n != p.live_n || live.plus != p.live_bytes)
+      __builtin_trap();	/* The heap summary is the live heap. */
     for (r = mp_renderers; r->name; r++) r->render(sink, &sec, &o);
     if (mp_stacktree_build(&t, &sec) == 0) mp_stacktree_free(&t);
     mp_sections_free(&sec);
