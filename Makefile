@@ -182,11 +182,15 @@ AGENT_DEPS := $(AGENT_HDR) $(LUAJIT_SRC)/src/lj_obj.h $(BUILD)/gen/mp_flavour.h
 
 # Objects depend on the headers they include (-MMD: the compiler lists
 # them in a .d file beside the object, read back below), and on the
-# generated header and LuaJIT's source being there.
+# generated header and LuaJIT's source being there. An object without its
+# .d file (built before -MMD, or its .d lost) depends on every header of
+# its side, so that it is never left stale.
 DEPFLAGS   := -MMD -MP
 AGENT_GEN  := $(LUAJIT_SRC)/src/lj_obj.h $(BUILD)/gen/mp_flavour.h
+.SECONDEXPANSION:
+no_deps     = $(if $(wildcard $(@:.o=.d)),,$(1))
 
-$(BUILD)/agent/%.o: src/%.c $(AGENT_GEN)
+$(BUILD)/agent/%.o: src/%.c $(AGENT_GEN) $$(call no_deps,$(AGENT_HDR))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -fPIC -fvisibility=hidden $(AGENT_CPPFLAGS) -c $< -o $@
 
@@ -225,7 +229,7 @@ $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJ
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
 
-$(BUILD)/%.o: src/%.c
+$(BUILD)/%.o: src/%.c $$(call no_deps,$(READER_HDR))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -Iinclude -Isrc -c $< -o $@
 

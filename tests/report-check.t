@@ -33,10 +33,10 @@ live=$("$MP" info --format json d.ljm | sed -n 's/.*"live_bytes":\([0-9]*\).*/\1
 nlive=$("$MP" info --format json d.ljm | sed -n 's/.*"live_blocks":\([0-9]*\).*/\1/p')
 peak=$("$MP" report --format json d.ljm | sed -n 's/.*"peak":{"bytes":\([0-9]*\).*/\1/p')
 # What INTERNAL (the VM's own) holds at the end, from the JSON stack view.
-internal=$("$MP" report --format json --leak-only --stacks 1 d.ljm | tr '{' '\n' |
+internal=$("$MP" report --format json --leak-only --stacks-per-source 1 d.ljm | tr '{' '\n' |
   sed -n '/"label":"INTERNAL","source"/{n;p;}' | sed -n 's/.*"live_bytes":\([0-9]*\).*/\1/p' | head -n 1)
 internal=${internal:-0}
-line4=$("$MP" report --format json --leak-only --stacks 1 d.ljm | tr '{' '\n' |
+line4=$("$MP" report --format json --leak-only --stacks-per-source 1 d.ljm | tr '{' '\n' |
   sed -n '/"label":"@det.lua:4","source"/{n;p;}' | sed -n 's/.*"live_bytes":\([0-9]*\).*/\1/p' | head -n 1)
 
 run "$MP" check d.ljm
