@@ -594,6 +594,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     rc = rc == ENOMEM ? LJMP_ENOMEM : -rc;
     goto fail;
   }
+  s->host_entry = mp_names_host_entry(L);
   mp_names_build(&s->names, &s->builtins, L);
   mp_names_prepare(L);
   mp_names_wrap_require(&s->names, L);

@@ -24,6 +24,7 @@ typedef struct mp_name {
   char *name;
   uint16_t parent;	/* Length of the name of the table holding it. */
   uint16_t parts;	/* Components of the name. */
+  uint8_t std;		/* In the standard library: ranks first. */
 } mp_name;
 
 /* Candidate names, sorted by function and rank. */
@@ -295,6 +296,9 @@ typedef struct mp_state {
   mp_names builtins;		/* Names of builtins, keyed by ffid. */
   mp_stacks st;			/* Stacks mode (st.depth > 0). */
   int host_written;		/* The host's symbol is in the stream. */
+  const void *host_entry;	/* The C function at the bottom of the main
+				   thread's stack at start (named "luajit
+				   (main)" when it has no symbol). */
   char host_name[80];		/* "HOST (program)": see host_loc(). */
   size_t ntraces;
   /* Sink: the hook fills buf (one of the chunks); full chunks go to the
@@ -432,14 +436,16 @@ void mp_names_build(mp_names *t, mp_names *bt, lua_State *L);
 int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
 		    const char *name);
 /* The name of builtin id (an ffid, or the prototype of one written in
-** Lua) into out: its Lua name, a name noted by mp_names_note(), else
+** Lua) into out: the generated name of its ffid, else its Lua name, else
 ** "builtin#N". Its length. */
 size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
 			size_t size);
-/* Note the name of a builtin that no table reaches (an iterator). */
-void mp_names_note(unsigned ffid, const char *name);
-/* The ffid of function fn (lua_topointer of a function). */
-unsigned mp_builtin_id(const void *fn);
+/* At load time: check the generated names of the fast functions against
+** the VM's library tables, and find io.lines's iterator. */
+void mp_names_check(lua_State *L);
+/* The C function at the bottom of the main thread's stack when L is the
+** main thread (the host's entry, luajit's main), else NULL. */
+const void *mp_names_host_entry(lua_State *L);
 /* The label of C function f into out (NUL-terminated); 0 if it has none. */
 size_t mp_names_label(const mp_names *t, const void *f, char *out,
 		      size_t size);

@@ -16,11 +16,20 @@
 **
 ** A function is often reachable under several names (Neovim's API under
 ** vim.api, vim._editor.api and vim.shared.api); the label must not depend
-** on the order of a table walk, so it is chosen by rule: the fewest
-** components, then the shortest, then the first in byte order. A C function
+** on the order of a table walk, so it is chosen by rule: a name in the
+** standard library first (table.insert, not penlight's pl.List.push),
+** then the fewest components, then the shortest, then the first in byte
+** order. A C function
 ** shared by several names in one table (Neovim registers one loader for
 ** every package.preload entry) is labelled by that table: "t.{a,b}" for
 ** two or three names, "t.*" for more.
+**
+** Builtins (fast functions) are named by their ffid from a table generated
+** at build time from the LuaJIT source the agent is compiled against
+** (scripts/gen-ffnames.pl: table.new, ffi.meta.__add, string.gmatch
+** iterator, whether a table reaches them or not), checked at load time
+** against the library tables of the running VM; the walk names them only
+** when that check fails.
 */
 
 #include <stdio.h>
@@ -32,8 +41,33 @@
 #include "lauxlib.h"
 
 #include "mp_agent.h"
+#include "mp_frame.h"
+#include "mp_ffnames.h"	/* Generated: mp_ffnames[ffid]. */
 
 #define NAME_MAX_LEN	255	/* Longer names are not collected. */
+#define NFF	(sizeof(mp_ffnames) / sizeof(mp_ffnames[0]))
+
+/* Whether mp_ffnames agrees with the running VM's tables (mp_names_check():
+** the same for every VM of the process, which has one LuaJIT). */
+static int ff_ok;
+/* The C function of the iterators io.lines and file:lines return (a C
+** closure no table reaches). */
+static const void *lines_iter;
+
+/* Is name (with top-level component before its first '.', '[' or ':') one
+** of the standard library's? */
+static int std_name(const char *name)
+{
+  static const char *const libs[] = {
+    "string", "table", "math", "io", "os", "bit", "jit", "coroutine",
+    "debug", "package", "ffi", "require", "module", NULL
+  };
+  size_t n = strcspn(name, ".[:");
+  int i;
+  for (i = 0; libs[i]; i++)
+    if (strlen(libs[i]) == n && !memcmp(libs[i], name, n)) return 1;
+  return 0;
+}
 
 /* Order candidates by function, then by rank (see the file header). */
 static int by_rank(const void *a, const void *b)
@@ -41,6 +75,7 @@ static int by_rank(const void *a, const void *b)
   const mp_name *x = a, *y = b;
   size_t nx, ny;
   if (x->f != y->f) return (uintptr_t)x->f < (uintptr_t)y->f ? -1 : 1;
+  if (x->std != y->std) return x->std ? -1 : 1;
   if (x->parts != y->parts) return x->parts < y->parts ? -1 : 1;
   nx = strlen(x->name);
   ny = strlen(y->name);
@@ -67,6 +102,7 @@ static int add(mp_names *t, const void *f, const char *name, size_t parent,
   t->e[t->n].name = copy;
   t->e[t->n].parent = (uint16_t)parent;
   t->e[t->n].parts = (uint16_t)parts;
+  t->e[t->n].std = (uint8_t)std_name(name);
   t->n++;
   t->sorted = 0;
   return 0;
@@ -155,6 +191,9 @@ void mp_names_build(mp_names *t, mp_names *bt, lua_State *L)
   int top = lua_gettop(L);
   memset(t, 0, sizeof(*t));
   memset(bt, 0, sizeof(*bt));
+  if (__atomic_load_n(&lines_iter, __ATOMIC_RELAXED) &&
+      add(t, lines_iter, "io.lines iterator", 0, 2) < 0)
+    goto done;
   lua_pushvalue(L, LUA_GLOBALSINDEX);
   if (walk(t, bt, L, NULL, 0, 2) < 0 || walk_registry(t, bt, L) < 0)
     goto done;
@@ -345,29 +384,78 @@ void mp_names_unwrap_require(lua_State *L)
   lua_settop(L, top);
 }
 
-/* Names of builtins that no table reaches, noted at luaopen (the ffids
-** are those of the LuaJIT build, the same in every VM). */
-static const char *noted[256];
+/* -- Builtins by ffid ------------------------------------------------------ */
 
-unsigned mp_builtin_id(const void *fn)
+/* Count how the fast functions of table t (at the top of the stack, named
+** prefix, "" for the globals) agree with mp_ffnames: a key the generated
+** table has under another ffid is a disagreement (the VM was built with
+** other options than the agent's headers say); other keys are aliases. */
+static void check_table(lua_State *L, const char *prefix, int *good, int *bad)
 {
-  return ((const GCfunc *)fn)->c.ffid;
+  char name[NAME_MAX_LEN + 1];
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1)) {
+      const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
+      int n = snprintf(name, sizeof(name), "%s%s%s", prefix,
+		       *prefix ? "." : "", lua_tostring(L, -2));
+      size_t j;
+      if (n > 0 && n <= NAME_MAX_LEN && fn->c.ffid > FF_C)
+	for (j = 2; j < NFF; j++)
+	  if (mp_ffnames[j] && !strcmp(mp_ffnames[j], name)) {
+	    if (j == fn->c.ffid) ++*good; else ++*bad;
+	    break;
+	  }
+    }
+    lua_pop(L, 1);
+  }
 }
 
-void mp_names_note(unsigned ffid, const char *name)
+void mp_names_check(lua_State *L)
 {
-  if (ffid < 256) noted[ffid] = name;
+  static const char *const libs[] = {
+    "string", "table", "math", "bit", "io", "os", "debug", "jit",
+    "coroutine", NULL
+  };
+  int top = lua_gettop(L), good = 0, bad = 0, i;
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+  check_table(L, "", &good, &bad);
+  for (i = 0; libs[i]; i++) {
+    lua_getfield(L, LUA_GLOBALSINDEX, libs[i]);
+    if (lua_istable(L, -1)) check_table(L, libs[i], &good, &bad);
+    lua_pop(L, 1);
+  }
+  __atomic_store_n(&ff_ok, good > 0 && bad == 0, __ATOMIC_RELAXED);
+  /* io.lines() over the default input: an iterator, nothing read. */
+  lua_settop(L, top);
+  lua_getfield(L, LUA_GLOBALSINDEX, "io");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "lines");	/* The builtin's, not a program's. */
+    if (lua_isfunction(L, -1) &&
+	((const GCfunc *)lua_topointer(L, -1))->c.ffid > FF_C &&
+	lua_pcall(L, 0, 1, 0) == 0 &&
+	lua_iscfunction(L, -1)) {
+      const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
+      if (fn->c.ffid == FF_C)
+	__atomic_store_n(&lines_iter, (const void *)fn->c.f, __ATOMIC_RELAXED);
+    }
+  }
+  lua_settop(L, top);
 }
 
 size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
 			size_t size)
 {
-  size_t n = mp_names_label(bt, (const void *)(uintptr_t)id, out, size);
+  size_t n = 0;
   char num[24];
   int k = 0;
-  if (n) return n;
-  if (id < 256 && noted[id]) {
-    put(out, size, &n, noted[id], strlen(noted[id]));
+  if (!size) return 0;
+  if (id > FF_C && id < NFF && mp_ffnames[id] &&
+      __atomic_load_n(&ff_ok, __ATOMIC_RELAXED)) {
+    put(out, size, &n, mp_ffnames[id], strlen(mp_ffnames[id]));
+  } else if ((n = mp_names_label(bt, (const void *)(uintptr_t)id, out,
+				 size)) != 0) {
+    return n;
   } else if (id >= 256) {	/* Written in Lua: its chunk name. */
     const GCstr *cn = proto_chunkname((const GCproto *)(uintptr_t)id);
     put(out, size, &n, strdata(cn), cn->len);
@@ -378,6 +466,20 @@ size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
   }
   out[n] = '\0';
   return n;
+}
+
+/* -- The host's entry ----------------------------------------------------- */
+
+const void *mp_names_host_entry(lua_State *L)
+{
+  mp_walk w;
+  mp_frame fr;
+  const void *f = NULL;
+  if (L != mainthread(G(L))) return NULL;	/* Its frames are not ours. */
+  mp_walk_init(&w, L);
+  while (mp_walk_next(&w, &fr))
+    f = fr.kind == MP_FR_C ? (const void *)fr.fn->c.f : NULL;
+  return f;
 }
 
 void mp_names_free(mp_names *t)

@@ -85,7 +85,9 @@ static size_t copy_name(char *out, size_t size, const char *src)
 }
 
 /* Name of C function f: its Lua name in a loaded module, else its dynamic
-** symbol, else "module+0xoffset" (out has at least 64 bytes). */
+** symbol, else "module (main)" for the host's entry (the bottom of the main
+** thread's stack: luajit's main), else "module+0xoffset" (out has at least
+** 64 bytes). */
 static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
 {
   Dl_info info;
@@ -100,6 +102,10 @@ static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
     return copy_name(out, size, info.dli_sname);
   name = strrchr(info.dli_fname, '/');
   n = copy_name(out, size - 24, name ? name + 1 : info.dli_fname);
+  if (f == s->host_entry) {
+    memcpy(out + n, " (main)", 7);
+    return n + 7;
+  }
   memcpy(out + n, "+0x", 3);
   return (size_t)(put_hex(out + n + 3,
 			  (uintptr_t)f - (uintptr_t)info.dli_fbase) - out);

@@ -1,0 +1,87 @@
+#!/bin/sh
+# Names instead of addresses (issue 17, 3): builtins by the name of their
+# ffid in the LuaJIT source the agent is built against (both flavours, the
+# generated table checked against LuaJIT's own jit.vmdef), the C closures
+# builtins return (io.lines iterator), the host's outermost frame, and the
+# standard library's name over a module's alias of the same function.
+. tests/lib/tap.sh
+LUAJIT=${LUAJIT:-luajit}
+TMPD=$(mktemp -d)
+trap 'rm -rf "$TMPD"' EXIT
+
+# 1. The generated table, preprocessed as the agent compiles it, is
+# LuaJIT's own ffnames (jit/vmdef.lua, which that build's buildvm wrote)
+# ffid for ffid, but for our display names of methods and iterators.
+printf '#include "lj_arch.h"\n#include "mp_ffnames.h"\n' > "$TMPD/ff.c"
+cc -E -P -I"$LUAJIT_INC" -I"$BUILD/gen" "$TMPD/ff.c" |
+  sed -n 's/^ *"\([^"]*\)",.*/\1/p' > "$TMPD/ours"
+"$LUAJIT" -e '
+local v = require("jit.vmdef").ffnames
+for i = 2, #v do
+  local n = v[i]:gsub("^io%.method%.", "file:"):gsub("^buffer%.method%.", "buffer:")
+  n = n:gsub("^coroutine%.wrap_aux$", "coroutine.wrap function"):gsub("_aux$", " iterator")
+  print(n)
+end' > "$TMPD/vmdef"
+is "$(cmp "$TMPD/ours" "$TMPD/vmdef" 2>&1)" "" \
+  "mp_ffnames.h has jit.vmdef's $(wc -l < "$TMPD/vmdef") fast functions in ffid order"
+grep -q '^table.new$' "$TMPD/ours"; ok $? "table.new is among them"
+
+# 2. A program's frames: builtins no table reaches, iterators, the host.
+cat > "$TMPD/names.lua" <<'LUA'
+jit.off()
+local tnew = require("table.new")
+local ffi = require("ffi")
+local keep = {}
+local f = assert(io.open(os.getenv("TMPD") .. "/data.txt", "w"))
+for i = 1, 50 do f:write(("row %d\n"):format(i)) end
+f:close()
+for l in io.lines(os.getenv("TMPD") .. "/data.txt") do keep[#keep + 1] = l end
+local p = ffi.new("int[4]")
+for i = 1, 10 do keep[#keep + 1] = p + 1 end
+for i = 1, 10 do keep[#keep + 1] = tnew(4, 0) end
+for w in ("xq1 yq2 zq3"):gmatch("%a+%d") do keep[#keep + 1] = w end
+keep[#keep + 1] = coroutine.wrap(function() end)
+require("pl.List")
+local q = {}
+for i = 1, 200 do table.insert(q, i) end
+keep[#keep + 1] = q
+return keep
+LUA
+export TMPD
+run "$BUILD/ljmemprof" run --stacks 20 -o "$TMPD/n.ljm" "$TMPD/names.lua"
+is "$rc" 0 "run: the program runs ($err)"
+run "$BUILD/ljmemprof" report --format collapsed --metric alloc-count "$TMPD/n.ljm"
+col=$out
+frames() { printf '%s\n' "$col" | grep "^luajit (main);@$TMPD/names.lua:$1;$2 " | sed 's/.* //'; }
+is "$(frames 10 'ffi.meta.__add')" 10 "p + 1 on a cdata pointer: ffi.meta.__add, 10 cdata"
+is "$(frames 11 'table.new')" 10 "table.new (require'd, in no library table): 10 tables"
+[ "$(frames 8 'io.lines iterator')" -ge 50 ]
+ok $? "the io.lines iterator by name: its 50 lines ($(frames 8 'io.lines iterator'))"
+is "$(frames 12 'string.gmatch iterator')" 3 "string.gmatch iterator: its 3 matches"
+[ "$(frames 16 'table.insert')" -ge 1 ]
+ok $? "after require('pl.List'), table.insert is table.insert, not pl.List.push"
+is "$(printf '%s\n' "$col" | grep -c 'pl.List.push\|builtin#\|luajit+0x')" 0 \
+  "no pl.List.push, builtin#N or luajit+0x... frame"
+is "$(printf '%s\n' "$col" | grep -v '^INTERNAL \|^luajit (main)' | head -3)" "" \
+  "every stack of the script starts at luajit (main)"
+# The one-frame stream names the host's entry too (a C function symbol):
+# started before the script is loaded, its loading is the host's.
+run env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -e \
+  "assert(require('ljmemprof').start('$TMPD/n1.ljm'))" "$TMPD/names.lua"
+is "$rc" 0 "luajit -e start(...) script: runs ($err)"
+run "$BUILD/ljmemprof" report "$TMPD/n1.ljm"
+printf '%s\n' "$out" | grep -q '^luajit (main): [0-9]* events'
+ok $? "one-frame stream: the script's loading is billed to 'luajit (main)'"
+is "$(printf '%s\n' "$out" | grep -c 'luajit+0x\|builtin#')" 0 "no luajit+0x... source"
+
+# 3. The profiler's own allocations are no events: LJMEMPROF starts
+# recording at require("ljmemprof"), once the module has made its table.
+run env LJMEMPROF="$TMPD/env.ljm" LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -e \
+  'require("ljmemprof")' -e 'keep = { 1, 2, 3 }'
+is "$rc" 0 "LJMEMPROF with require: runs ($err)"
+run "$BUILD/ljmemprof" report "$TMPD/env.ljm"
+is "$(printf '%s\n' "$out" | grep -c 'luaopen_ljmemprof\|ljmemprof.so')" 0 \
+  "no event of luaopen_ljmemprof in an LJMEMPROF-started profile"
+printf '%s\n' "$out" | grep -q '^=(command line):1: 1 events'
+ok $? "the program's table is there: =(command line):1"
+done_testing
