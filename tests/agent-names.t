@@ -52,7 +52,7 @@ run "$BUILD/ljmemprof" run --stacks 20 -o "$TMPD/n.ljm" "$TMPD/names.lua"
 is "$rc" 0 "run: the program runs ($err)"
 run "$BUILD/ljmemprof" report --format collapsed --metric alloc-count "$TMPD/n.ljm"
 col=$out
-frames() { printf '%s\n' "$col" | grep "^luajit (main);@$TMPD/names.lua:$1;$2 " | sed 's/.* //'; }
+frames() { printf '%s\n' "$col" | grep -F "luajit (main);main chunk ($TMPD/names.lua:$1);$2 " | sed 's/.* //'; }
 is "$(frames 10 'ffi.meta.__add')" 10 "p + 1 on a cdata pointer: ffi.meta.__add, 10 cdata"
 is "$(frames 11 'table.new')" 10 "table.new (require'd, in no library table): 10 tables"
 [ "$(frames 8 'io.lines iterator')" -ge 50 ]
@@ -84,4 +84,74 @@ is "$(printf '%s\n' "$out" | grep -c 'luaopen_ljmemprof\|ljmemprof.so')" 0 \
   "no event of luaopen_ljmemprof in an LJMEMPROF-started profile"
 printf '%s\n' "$out" | grep -q '^=(command line):1: 1 events'
 ok $? "the program's table is there: =(command line):1"
+# 4. Lua functions by name, from the bytecode that makes them, in the
+# stacks (collapsed), pprof (function name, file, start line) and the
+# one-frame report where a line is shared.
+cat > "$TMPD/fn.lua" <<'LUA'
+jit.off()
+local M = {}
+local function parse_row(s) local t = {} t[1] = s return t end
+M.parse = function(s) local r = parse_row(s) return r end
+function M.wrap(x) return { x } end
+function M:method(x) return { self, x } end
+function global_f(x) return { x } end
+local up
+local function set()
+  up = function(x) return { x } end
+end
+set()
+local keep = {}
+for i = 1, 10 do
+  keep[#keep + 1] = M.parse("a" .. i)
+  keep[#keep + 1] = M.wrap(i)
+  keep[#keep + 1] = M:method(i)
+  keep[#keep + 1] = global_f(i)
+  keep[#keep + 1] = up(i)
+  keep[#keep + 1] = (function() return { i } end)()
+end
+local function one() return {} end keep[0] = one()
+return keep
+LUA
+run "$BUILD/ljmemprof" run --stacks 20 -o "$TMPD/fn.ljm" -- "$LUAJIT" "$TMPD/fn.lua"
+is "$rc" 0 "run: the naming program runs ($err)"
+run "$BUILD/ljmemprof" report --format collapsed --metric alloc-count "$TMPD/fn.ljm"
+F="$TMPD/fn.lua"
+is "$(printf '%s\n' "$out" | grep -F "main chunk ($F:" | grep -v 'main chunk ([^)]*) [0-9]*$' |
+      sed "s|^luajit (main);||; s|$TMPD/||g")" "main chunk (fn.lua:12);set (fn.lua:10) 1
+main chunk (fn.lua:15);M.parse (fn.lua:4);parse_row (fn.lua:3) 20
+main chunk (fn.lua:16);M.wrap (fn.lua:5) 10
+main chunk (fn.lua:17);M:method (fn.lua:6) 10
+main chunk (fn.lua:18);global_f (fn.lua:7) 10
+main chunk (fn.lua:19);up (fn.lua:10) 10
+main chunk (fn.lua:20);@fn.lua:20 (function at line 20) 10
+main chunk (fn.lua:22);one (fn.lua:22) 1" \
+  "frames by name: local function, M.f = function, function M.f, M:m, global, upvalue; an argument unnamed"
+if command -v go >/dev/null 2>&1; then
+  run "$BUILD/ljmemprof" report --format pprof -o "$TMPD/fn.pb.gz" "$TMPD/fn.ljm"
+  raw=$(with_timeout 120 go tool pprof -raw "$TMPD/fn.pb.gz" 2>&1 | sed -n '/^Locations/,/^Mappings/p')
+  for want in "parse_row $F:3 s=3" "M.parse $F:4 s=4" "M:method $F:6 s=6" \
+	      "main chunk $F:15 s=0" "function at $F:20 $F:20 s=20"; do
+    printf '%s\n' "$raw" | grep -qF "M=1 $want"
+    ok $? "pprof: function, file, line, start line: $want"
+  done
+else
+  echo "not ok - go tool pprof is not installed (Debian golang-go; make deps)"
+  tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
+fi
+# Without stacks (a version-3 stream, which memprof readers read: the
+# names are C function symbols no event refers to), the line that one
+# and the main chunk share says which function by its name.
+run "$BUILD/ljmemprof" run -o "$TMPD/fn3.ljm" -- "$LUAJIT" "$TMPD/fn.lua"
+run "$BUILD/ljmemprof" info "$TMPD/fn3.ljm"
+printf '%s\n' "$out" | grep -q 'version 3'
+ok $? "without stacks: a version-3 stream ($(printf '%s\n' "$out" | head -2 | tr '\n' ' '))"
+run "$BUILD/ljmemprof" report "$TMPD/fn3.ljm"
+printf '%s\n' "$out" | grep -qF "@$F:22 (one): 1 events"
+ok $? "one-frame report: a shared line says the function by name (@fn.lua:22 (one))"
+printf '%s\n' "$out" | grep -qF "@$F:22 (main chunk): "
+ok $? "one-frame report: and the main chunk's part of it"
+printf '%s\n' "$out" | grep -qF "@$F:3 (parse_row): 20 events"
+ok $? "one-frame report: parse_row's line, where the main chunk makes it too: @fn.lua:3 (parse_row)"
+printf '%s\n' "$out" | grep -qF "@$F:15: 11 events"
+ok $? "one-frame report: a line of one function keeps its label (@fn.lua:15)"
 done_testing

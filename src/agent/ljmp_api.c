@@ -215,6 +215,10 @@ mp_state *mp_state_find(lua_State *L)
 static void state_strip(mp_state *s)
 {
   mp_hash_free(&s->protos);
+  mp_hash_free(&s->fnames);
+  free(s->fname);
+  s->fname = NULL;
+  s->nfname = s->capfname = 0;
   mp_hash_free(&s->cfuncs);
   mp_hash_free(&s->tracesyms);
   free(s->traces);

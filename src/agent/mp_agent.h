@@ -36,6 +36,15 @@ typedef struct mp_names {
   mp_hash metas;	/* ...and registry tables, by address. */
 } mp_names;
 
+/* The name of a function, known from its parent's bytecode before its own
+** symbol is written (mp_sym.c). */
+#define MP_FNAME_MAX	64	/* Longer names are cut. */
+typedef struct mp_fname {
+  const void *chunk;		/* Its chunk name (a GCstr), and... */
+  int32_t firstline;		/* ...first line: the same prototype still. */
+  char name[MP_FNAME_MAX];
+} mp_fname;
+
 /* What was last written for a trace number. */
 typedef struct mp_tracesym {
   const void *trace;		/* The GCtrace whose symbol was written. */
@@ -289,6 +298,11 @@ typedef struct mp_state {
   unsigned hi_len;
   size_t sym_min;		/* Smaller frees are no proto or trace. */
   mp_hash protos;		/* Prototypes written since start. */
+  mp_hash fnames;		/* Prototype -> index in fname: the names of
+				   functions whose parent was written before
+				   them (mp_sym.c). */
+  struct mp_fname *fname;
+  uint32_t nfname, capfname;
   mp_hash tracesyms;		/* Trace objects written since start. */
   mp_hash cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
@@ -440,6 +454,11 @@ int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
 ** "builtin#N". Its length. */
 size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
 			size_t size);
+/* The name of the function that FNEW at bytecode position i of pt makes,
+** from the instruction that stores it (local function f, M.f = function,
+** function obj:m, global function f) into out (NUL-terminated); its
+** length, 0 if it has none (an argument, a table entry by number). */
+size_t mp_fnew_name(const void *pt, uint32_t i, char *out, size_t size);
 /* At load time: check the generated names of the fast functions against
 ** the VM's library tables, and find io.lines's iterator. */
 void mp_names_check(lua_State *L);
