@@ -84,6 +84,24 @@ is "$(printf '%s\n' "$out" | grep -c 'luaopen_ljmemprof\|ljmemprof.so')" 0 \
   "no event of luaopen_ljmemprof in an LJMEMPROF-started profile"
 printf '%s\n' "$out" | grep -q '^=(command line):1: 1 events'
 ok $? "the program's table is there: =(command line):1"
+# cjson.safe's decode and encode are one C function in two closures: the
+# closure that ran says which (through a local alias too).
+cat > "$TMPD/cj.lua" <<'LUA'
+local safe = require("cjson.safe")
+local keep = {}
+for i = 1, 20 do keep[#keep + 1] = safe.encode({ i, "x" .. i }) end
+for i = 1, 10 do keep[#keep + 1] = safe.decode('{"a":[1,2,' .. i .. ']}') end
+local dec = safe.decode
+for i = 1, 5 do keep[#keep + 1] = dec('[' .. i .. ']') end
+return keep
+LUA
+run "$BUILD/ljmemprof" run --stacks -o "$TMPD/cj.ljm" "$TMPD/cj.lua"
+run "$BUILD/ljmemprof" report --format collapsed --metric alloc-count "$TMPD/cj.ljm"
+is "$(printf '%s\n' "$out" | grep -o 'cj.lua:[0-9]*);cjson[^;]*' | sort -u | tr '\n' ' ')" \
+  "cj.lua:3);cjson.safe.encode cj.lua:4);cjson.safe.decode cj.lua:6);cjson.safe.decode " \
+  "cjson.safe: encode and decode (and decode through a local) each by its name"
+is "$(printf '%s\n' "$out" | grep -c 'cjson.safe.{')" 0 "no cjson.safe.{decode,encode} frame"
+
 # 4. Lua functions by name, from the bytecode that makes them, in the
 # stacks (collapsed), pprof (function name, file, start line) and the
 # one-frame report where a line is shared.

@@ -25,6 +25,7 @@ typedef struct mp_name {
   uint16_t parent;	/* Length of the name of the table holding it. */
   uint16_t parts;	/* Components of the name. */
   uint8_t std;		/* In the standard library: ranks first. */
+  const void *cl;	/* The C closure found under the name, or NULL. */
 } mp_name;
 
 /* Candidate names, sorted by function and rank. */
@@ -34,6 +35,9 @@ typedef struct mp_names {
   int sorted;		/* 0 while names are being added. */
   mp_hash modules;	/* Modules walked, by hash of their name... */
   mp_hash metas;	/* ...and registry tables, by address. */
+  mp_hash shared;	/* C functions that two or three names of one
+			   table share ("t.{a,b}"): their closures tell
+			   which name ran (mp_cfunc_id()). */
 } mp_names;
 
 /* The name of a function, known from its parent's bytecode before its own
@@ -465,6 +469,11 @@ void mp_names_check(lua_State *L);
 /* The C function at the bottom of the main thread's stack when L is the
 ** main thread (the host's entry, luajit's main), else NULL. */
 const void *mp_names_host_entry(lua_State *L);
+/* For closure cl of C function f whose label several names of one table
+** share (in names->shared): its own name into out and in *k its place in
+** the label (1 to 3); the length, 0 if cl is under none of them. */
+size_t mp_names_closure(const mp_names *t, const void *f, const void *cl,
+			char *out, size_t size, unsigned *k);
 /* The label of C function f into out (NUL-terminated); 0 if it has none. */
 size_t mp_names_label(const mp_names *t, const void *f, char *out,
 		      size_t size);

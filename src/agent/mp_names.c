@@ -105,6 +105,7 @@ static int add(mp_names *t, const void *f, const char *name, size_t parent,
   t->e[t->n].parent = (uint16_t)parent;
   t->e[t->n].parts = (uint16_t)parts;
   t->e[t->n].std = (uint8_t)std_name(name);
+  t->e[t->n].cl = NULL;
   t->n++;
   t->sorted = 0;
   return 0;
@@ -138,8 +139,9 @@ static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
 	const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
 	if (fn->c.ffid > FF_C)	/* A builtin: named by its ffid. */
 	  rc = add(bt, (const void *)(uintptr_t)fn->c.ffid, name, np, parts + 1);
-	else if (iscfunc(fn) && fn->c.f)
-	  rc = add(t, (const void *)fn->c.f, name, np, parts + 1);
+	else if (iscfunc(fn) && fn->c.f &&
+		 (rc = add(t, (const void *)fn->c.f, name, np, parts + 1)) == 0)
+	  t->e[t->n - 1].cl = fn;	/* Which closure: cjson.safe's. */
 	else if (isluafunc(fn) && funcproto(fn)->firstline == ~(BCLine)0)
 	  rc = add(bt, funcproto(fn), name, np, parts + 1);	/* In Lua. */
       } else if (depth > 0 && lua_type(L, -2) == LUA_TSTRING &&
@@ -154,11 +156,24 @@ static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
   return rc;
 }
 
-/* Sort the candidates by function and rank, once after additions. */
+static int same_table(const mp_name *c, const mp_name *best);
+static size_t same_names(const mp_names *t, size_t lo);
+
+/* Sort the candidates by function and rank, once after additions, and
+** find the C functions that two or three names of one table share. */
 static void sort(mp_names *t)
 {
-  if (!t->sorted && t->n) qsort(t->e, t->n, sizeof(*t->e), by_rank);
+  size_t i, j;
+  if (t->sorted) return;
+  if (t->n) qsort(t->e, t->n, sizeof(*t->e), by_rank);
   t->sorted = 1;
+  mp_hash_free(&t->shared);
+  for (i = 0; i < t->n; i = j) {
+    size_t same = same_names(t, i);
+    for (j = i + 1; j < t->n && t->e[j].f == t->e[i].f; j++) ;
+    if (same >= 1 && same <= 2)
+      mp_hash_add(&t->shared, (uintptr_t)t->e[i].f);	/* OOM: unsplit. */
+  }
 }
 
 /* Whether module name was walked before; if not, it is from now on. */
@@ -275,40 +290,83 @@ static int same_table(const mp_name *c, const mp_name *best)
 	 strcmp(c->name, best->name) != 0;
 }
 
-size_t mp_names_label(const mp_names *t, const void *f, char *out,
-		      size_t size)
+/* How many other names of the best candidate's table the function of
+** candidate lo (its first) has; the same name found twice (from the
+** globals and from package.loaded) counts once: candidates are sorted, so
+** duplicates are neighbours. */
+static size_t same_names(const mp_names *t, size_t lo)
 {
-  size_t lo = 0, hi, i, same = 0;
-  const mp_name *best;
-  if (!size || !t->sorted) return 0;	/* Being added to: ask again. */
-  hi = t->n;
-  while (lo < hi) {	/* The first candidate for f. */
+  size_t i, same = 0;
+  for (i = lo + 1; i < t->n && t->e[i].f == t->e[lo].f; i++)
+    if (same_table(&t->e[i], &t->e[lo]) &&
+	strcmp(t->e[i].name, t->e[i - 1].name))
+      same++;
+  return same;
+}
+
+/* The first candidate for f, or t->n. */
+static size_t first_of(const mp_names *t, const void *f)
+{
+  size_t lo = 0, hi = t->n;
+  while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if ((uintptr_t)t->e[mid].f < (uintptr_t)f) lo = mid + 1;
     else hi = mid;
   }
-  if (lo >= t->n || t->e[lo].f != f) return 0;
+  return lo < t->n && t->e[lo].f == f ? lo : t->n;
+}
+
+/* The best name of candidate lo's function and the other names of its
+** table (up to 4 in all), in byte order, into pick; how many. */
+static size_t pick_names(const mp_names *t, size_t lo, mp_name *pick)
+{
+  size_t i, j, k = 1;
+  pick[0] = t->e[lo];
+  for (i = lo + 1; i < t->n && t->e[i].f == t->e[lo].f && k < 4; i++)
+    if (same_table(&t->e[i], &t->e[lo]) && strcmp(t->e[i].name, t->e[i - 1].name))
+      pick[k++] = t->e[i];
+  for (i = 1; i < k; i++)	/* Insertion sort by name. */
+    for (j = i; j > 0 && strcmp(pick[j - 1].name, pick[j].name) > 0; j--) {
+      mp_name tmp = pick[j];
+      pick[j] = pick[j - 1];
+      pick[j - 1] = tmp;
+    }
+  return k;
+}
+
+size_t mp_names_closure(const mp_names *t, const void *f, const void *cl,
+			char *out, size_t size, unsigned *k)
+{
+  mp_name pick[4];
+  size_t lo, n, i, j, len = 0, found = 0;
+  if (!size || !t->sorted || (lo = first_of(t, f)) == t->n) return 0;
+  n = pick_names(t, lo, pick);
+  for (i = 0; i < n; i++)	/* The one name the closure is under... */
+    for (j = lo; j < t->n && t->e[j].f == f; j++)
+      if (t->e[j].cl == cl && !strcmp(t->e[j].name, pick[i].name)) {
+	*k = (unsigned)i + 1;
+	found++;
+	break;
+      }
+  if (found != 1) return 0;	/* ...or none, or several: shared label. */
+  put(out, size, &len, pick[*k - 1].name, strlen(pick[*k - 1].name));
+  out[len] = '\0';
+  return len;
+}
+
+size_t mp_names_label(const mp_names *t, const void *f, char *out,
+		      size_t size)
+{
+  size_t lo, i, same;
+  const mp_name *best;
+  if (!size || !t->sorted) return 0;	/* Being added to: ask again. */
+  if ((lo = first_of(t, f)) == t->n) return 0;
   best = &t->e[lo];
-  /* Other best-ranked names (as many parts) in the same table; the same
-  ** name found twice (from the globals and from package.loaded) counts
-  ** once: candidates are sorted, so duplicates are neighbours. */
-  for (i = lo + 1; i < t->n && t->e[i].f == f; i++)
-    if (same_table(&t->e[i], best) && strcmp(t->e[i].name, t->e[i - 1].name))
-      same++;
-  if (same) {
+  /* Other best-ranked names (as many parts) in the same table. */
+  if ((same = same_names(t, lo)) != 0) {
     /* Shared by several names in one table: list them in byte order. */
     mp_name pick[4];
-    size_t k = 1, j;
-    pick[0] = *best;
-    for (i = lo + 1; i < t->n && t->e[i].f == f && k < 4; i++)
-      if (same_table(&t->e[i], best) && strcmp(t->e[i].name, t->e[i - 1].name))
-	pick[k++] = t->e[i];
-    for (i = 1; i < k; i++)	/* Insertion sort by name. */
-      for (j = i; j > 0 && strcmp(pick[j - 1].name, pick[j].name) > 0; j--) {
-	mp_name tmp = pick[j];
-	pick[j] = pick[j - 1];
-	pick[j - 1] = tmp;
-      }
+    pick_names(t, lo, pick);
     return shared_label(pick, same + 1, out, size);
   }
   i = 0;
@@ -581,5 +639,6 @@ void mp_names_free(mp_names *t)
   free(t->e);
   mp_hash_free(&t->modules);
   mp_hash_free(&t->metas);
+  mp_hash_free(&t->shared);
   memset(t, 0, sizeof(*t));
 }

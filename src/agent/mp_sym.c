@@ -196,6 +196,21 @@ void mp_sym_cfunc(mp_state *s, const void *f)
 }
 
 /* See mp_sym.h. */
+uint64_t mp_sym_cclosure(mp_state *s, const GCfunc *fn)
+{
+  char name[256];
+  unsigned k;
+  uint64_t f = (uint64_t)(uintptr_t)fn->c.f, id;
+  size_t n;
+  if (!mp_hash_has(&s->names.shared, f) ||
+      !(n = mp_names_closure(&s->names, fn->c.f, fn, name, sizeof(name), &k)))
+    return f;
+  id = f | (uint64_t)k << 56;	/* Above any user-space address. */
+  if (mp_hash_add(&s->cfuncs, id) > 0) put_cfunc(s, id, name, n);
+  return id;
+}
+
+/* See mp_sym.h. */
 void mp_sym_trace(mp_state *s, global_State *g, TraceNo n)
 {
   jit_State *J = G2J(g);
