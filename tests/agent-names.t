@@ -144,6 +144,11 @@ main chunk (fn.lua:19);up (fn.lua:10) 10
 main chunk (fn.lua:20);@fn.lua:20 (function at line 20) 10
 main chunk (fn.lua:22);one (fn.lua:22) 1" \
   "frames by name: local function, M.f = function, function M.f, M:m, global, upvalue; an argument unnamed"
+run "$BUILD/ljmemprof" report --format html -o "$TMPD/fn.html" "$TMPD/fn.ljm"
+for want in "parse_row ($F:3)" "M:method ($F:6)" "main chunk ($F:15)"; do
+  grep -qF "$want" "$TMPD/fn.html"
+  ok $? "html: the flame graph's frame $want"
+done
 if command -v go >/dev/null 2>&1; then
   run "$BUILD/ljmemprof" report --format pprof -o "$TMPD/fn.pb.gz" "$TMPD/fn.ljm"
   raw=$(with_timeout 120 go tool pprof -raw "$TMPD/fn.pb.gz" 2>&1 | sed -n '/^Locations/,/^Mappings/p')
