@@ -37,7 +37,11 @@ local function stacks(src, name, depth, jit_on, keep)
   for line in dump:gmatch("[^\n]+") do
     local stack, rest = line:match("^(.-)\t(.*)$")
     if stack then
-      local at = stack:find(";@" .. name:gsub("%p", "%%%0") .. ":")
+      -- The chunk's first frame: "@chunk:N" or "fn (chunk:N)".
+      local q = name:gsub("%p", "%%%0")
+      local at = stack:find(";@" .. q .. ":")
+      local fat = stack:find(";[^;]* %(" .. q .. ":%d+%)")
+      if fat and (not at or fat < at) then at = fat end
       local tr = stack:find(";TRACE %[")	-- A trace the chunk's frame runs.
       if tr and (not at or tr < at) then at = tr end
       if at and not stack:find("^%[deeper") then stack = stack:sub(at + 1) end
@@ -70,12 +74,12 @@ return keep
 ]]
 local lines, dump = stacks(chain, "chain.lua", 64, false)
 -- Lines 1 to 3 are each a function's and the main chunk's (which makes
--- the closure there): their labels say which (mp_label.h).
-t.is(count(lines, "^@chain.lua:5;@chain.lua:3 %(function at line 3%);" ..
-               "@chain.lua:2 %(function at line 2%);@chain.lua:1 %(function at line 1%)$"), 30,
+-- the closure there): frames say which by the function's name.
+t.is(count(lines, "^main chunk %(chain.lua:5%);a %(chain.lua:3%);" ..
+               "b %(chain.lua:2%);c %(chain.lua:1%)$"), 30,
      "30 tables on main:5 -> a:3 -> b:2 -> c:1", dump)
-t.is(count(lines, "^@chain.lua:6;@chain.lua:2 %(function at line 2%);" ..
-               "@chain.lua:1 %(function at line 1%)$"), 20,
+t.is(count(lines, "^main chunk %(chain.lua:6%);b %(chain.lua:2%);" ..
+               "c %(chain.lua:1%)$"), 20,
      "20 tables on main:6 -> b:2 -> c:1 (another caller)", dump)
 
 -- 2. Recursion, and the depth limit: a stack deeper than 8 frames keeps
@@ -87,8 +91,8 @@ local b = r(20)
 return a, b
 ]]
 lines, dump = stacks(rec, "rec.lua", 8, false)
-local r1 = "@rec.lua:1 %(function at line 1%)"	-- Line 1 is the main chunk's too.
-t.is(count(lines, "^@rec.lua:2;" .. r1 .. ";" .. r1 .. ";" .. r1 .. ";" .. r1 .. "$"), 1,
+local r1 = "r %(rec.lua:1%)"
+t.is(count(lines, "^main chunk %(rec.lua:2%);" .. r1 .. ";" .. r1 .. ";" .. r1 .. ";" .. r1 .. "$"), 1,
      "r(3): 4 frames of r under the call", dump)
 t.ok(count(lines, "^%[deeper than 8 frames%];" .. (r1 .. ";"):rep(7) .. r1 .. "$") >= 1,
      "r(20): its table (and the stack's growth) on the 8 innermost frames under a cut", dump)
@@ -136,13 +140,13 @@ for i = 1, 20 do rec(300) end
 return keep
 ]]
 lines, dump = stacks(up, "up.lua", 1000, true)
-local in_rec = "@up.lua:2 %(function at line 2%)$"
+local in_rec = "rec %(up.lua:2%)$"
 -- (Events while the trace exits, when the stack is rebuilt and grows,
 -- show the trace alone: no line of it, no frames.)
 t.is(count(lines, "^TRACE %[%d+%] started at @up.lua:2;"), 0,
      "JIT on, up-recursion: no line of rec's trace is rooted at the trace", dump)
 local all, below = count(lines, in_rec),
-  count(lines, "^@up.lua:3;.*" .. in_rec) +
+  count(lines, "^main chunk %(up.lua:3%);.*" .. in_rec) +
   count(lines, "^TRACE %[%d+%] started at @up.lua:3.*" .. in_rec)
 t.ok(all >= 20 * 301 and below == all,
      "JIT on, up-recursion: all " .. all .. " allocations of rec are under the main chunk's call (" .. below .. ")", dump)
@@ -166,13 +170,13 @@ return x, y, z, s, j
 lines, dump = stacks(misc, "misc.lua", 64, false)
 t.is(count(lines, "^@misc.lua:3$"), 1,
      "in a coroutine: its own stack (its function at its line)", dump)
-t.is(count(lines, "^@misc.lua:7 %(main chunk%);pcall;@misc.lua:7 %(function at line 7%)$"), 1,
+t.is(count(lines, "^main chunk %(misc.lua:7%);pcall;@misc.lua:7 %(function at line 7%)$"), 1,
      "through pcall: the protected function under pcall", dump)
-t.is(count(lines, "^@misc.lua:9;@misc.lua:8 %(function at line 8%)$"), 1,
+t.is(count(lines, "^main chunk %(misc.lua:9%);__index %(misc.lua:8%)$"), 1,
      "__index: the metamethod under the indexing line", dump)
-t.is(count(lines, "^@misc.lua:10;string.rep$"), 1,
+t.is(count(lines, "^main chunk %(misc.lua:10%);string.rep$"), 1,
      "a builtin: by name, under its calling line", dump)
-t.is(count(lines, "^@misc.lua:11;cjson.encode$"), 1,
+t.is(count(lines, "^main chunk %(misc.lua:11%);cjson.encode$"), 1,
      "a C function: by its Lua name, under its calling line", dump)
 
 -- 4. Stitched builtins in compiled loops (JIT on): gmatch under its line,
@@ -191,15 +195,15 @@ end
 return out, n
 ]]
 lines, dump = stacks(jitsrc, "jit.lua", 64, true)
-t.is(count(lines, "^@jit.lua:8;string.gmatch$"), 200,
+t.is(count(lines, "^main chunk %(jit.lua:8%);string.gmatch$"), 200,
      "JIT on: gmatch's 200 iterators under line 8 (stitched)", dump)
-t.ok(count(lines, "^@jit.lua:8;string.gmatch iterator$") >= 390,
+t.ok(count(lines, "^main chunk %(jit.lua:8%);string.gmatch iterator$") >= 390,
      "JIT on: its 400 matches (some strings exist already) under line 8", dump)
 -- The main chunk runs the trace: its line inside the trace stands for it,
 -- above the trace (not below it as well, at the trace's start).
-local traced = count(lines, "^TRACE %[%d+%] started at @jit.lua:3;@jit.lua:3$")
+local traced = count(lines, "^TRACE %[%d+%] started at @jit.lua:3;main chunk %(jit.lua:3%)$")
 t.ok(traced >= 250, "JIT on: the loop's tables on its trace, at the line in the trace", dump)
-t.is(count(lines, "^@jit.lua:3;@jit.lua:1 %(function at line 1%)$") + traced, 300,
+t.is(count(lines, "^main chunk %(jit.lua:3%);leaf %(jit.lua:1%)$") + traced, 300,
      "JIT on: 300 tables, interpreted (under leaf) or compiled (in the trace)", dump)
 -- A line of a function the trace inlined: its snapshot's innermost frame
 -- is found with 64-bit GC references too (the frame's flag is on the slot
@@ -218,11 +222,11 @@ end
 return out
 ]]
 lines, dump = stacks(inlsrc, "inl.lua", 64, true)
-local inl = count(lines, "^@inl.lua:7;TRACE %[%d+%] started at @inl.lua:7;@inl.lua:3$")
+local inl = count(lines, "^main chunk %(inl.lua:7%);TRACE %[%d+%] started at @inl.lua:7;pair %(inl.lua:3%)$")
 t.ok(inl >= 250, "JIT on: a table of an inlined function on the trace, at its line", dump)
 -- (pair may get a trace of its own first: a few of its tables are under
 -- that one, at the same line.)
-t.is(count(lines, ";@inl.lua:3$"), 300,
+t.is(count(lines, ";pair %(inl.lua:3%)$"), 300,
      "JIT on: 300 tables of line 3, interpreted or compiled", dump)
 -- Functions the trace inlined between its base frame (the loop's) and
 -- the line's: each on the stack, at the line of its call (from the links
@@ -240,13 +244,13 @@ for i = 1, 2000 do out[i] = mk(i) end
 return out
 ]]
 lines, dump = stacks(chainsrc, "chain3.lua", 64, true)
-t.is(count(lines, "started at @chain3.lua:9;@chain3.lua:3$"), 0,
+t.is(count(lines, "started at @chain3.lua:9;vec %(chain3.lua:3%)$"), 0,
      "JIT on: no line of vec on the loop's trace without mk and rec2", dump)
-t.ok(count(lines, "^@chain3.lua:9;TRACE %[%d+%] started at @chain3.lua:9;" ..
-               "@chain3.lua:7 %(function at line 7%);@chain3.lua:6 %(function at line 6%);" ..
-               "@chain3.lua:3$") >= 1900,
+t.ok(count(lines, "^main chunk %(chain3.lua:9%);TRACE %[%d+%] started at @chain3.lua:9;" ..
+               "mk %(chain3.lua:7%);rec2 %(chain3.lua:6%);" ..
+               "vec %(chain3.lua:3%)$") >= 1900,
      "JIT on: vec's tables on the loop's trace under mk at line 7 and rec2 at line 6", dump)
-t.is(count(lines, ";@chain3.lua:3$"), 2000, "JIT on: 2000 tables of line 3", dump)
+t.is(count(lines, ";vec %(chain3.lua:3%)$"), 2000, "JIT on: 2000 tables of line 3", dump)
 -- A function inlined through pcall, whose snapshot is at its entry: the
 -- line is its body's first, not its header's (which allocates nothing).
 local hdrsrc = [[
@@ -261,10 +265,10 @@ end
 return keep
 ]]
 lines, dump = stacks(hdrsrc, "hdr.lua", 64, true)
-t.is(count(lines, "^@hdr.lua:5;TRACE %[%d+%] started at @hdr.lua:5;@hdr.lua:2$"), 0,
+t.is(count(lines, "^main chunk %(hdr.lua:5%);TRACE %[%d+%] started at @hdr.lua:5;leaf %(hdr.lua:2%)$"), 0,
      "JIT on: nothing at an inlined function's header line", dump)
-t.is(count(lines, "^@hdr.lua:5;TRACE %[%d+%] started at @hdr.lua:5;@hdr.lua:3$") +
-     count(lines, "^@hdr.lua:6;pcall;@hdr.lua:3$"), 300,
+t.is(count(lines, "^main chunk %(hdr.lua:5%);TRACE %[%d+%] started at @hdr.lua:5;leaf %(hdr.lua:3%)$") +
+     count(lines, "^main chunk %(hdr.lua:6%);pcall;leaf %(hdr.lua:3%)$"), 300,
      "JIT on: 300 tables of line 3 under pcall or in the trace", dump)
 -- A function's trace entered through xpcall after errors: L->top is
 -- stale below the trace's base then (the VM does not keep it in compiled
@@ -291,7 +295,7 @@ for line in dump:gmatch("[^\n]+") do
   if line:find("^TRACE ") then bare = bare + 1 end
 end
 t.is(bare, 0, "JIT on: no trace without the frames below it (xpcall)", dump)
-t.ok(count(lines, "^@pcx.lua:11 %(main chunk%);xpcall;TRACE %[%d+%] started at @pcx.lua:2;@pcx.lua:3$") >= 1000,
+t.ok(count(lines, "^main chunk %(pcx.lua:11%);xpcall;TRACE %[%d+%] started at @pcx.lua:2;thrower %(pcx.lua:3%)$") >= 1000,
      "JIT on: thrower's trace under xpcall under line 11", dump)
 
 -- 5. Conservation with stacks, and the report of a stack profile equals

@@ -65,7 +65,7 @@ do
   p:close()
   os.remove(path)
   local got, bad = { old = {}, new = {} }, {}
-  for kind, i, bytes in out:gmatch(";=(%a+)(%d+):1 (%d+)\n") do
+  for kind, i, bytes in out:gmatch(";main chunk %(=(%a+)(%d+):1%) (%d+)\n") do
     local seen = got[kind]
     if not seen or seen[i] or bytes ~= "64" then bad[#bad + 1] = kind .. i .. ":" .. bytes end
     if seen then seen[i] = true end

@@ -69,8 +69,8 @@ run $MP report --peak --stacks-per-source --leak-only "$TMPD/peaks.ljm"
 is "$(echo "$out" | sed -n '/^CALL STACKS/,/^$/p' | sed -n '2,6p')" "@peaks.lua:4: 2 blocks	${F}B at the peak	in 1 stack
 	2 blocks	${F}B at the peak
 		table.new
-		@peaks.lua:4
-		@peaks.lua:9" "--peak --stacks-per-source: f's stack (table.new called by f, called by the main chunk) held the peak"
+		f (peaks.lua:4)
+		main chunk (peaks.lua:9)" "--peak --stacks-per-source: f's stack (table.new called by f, called by the main chunk) held the peak"
 t=$(echo "$out" | sed -n 's/^PEAK: .*, at \([0-9.]*\) ms of \([0-9.]*\) ms$/\1 \2/p')
 [ -n "$t" ] && awk -v t="$t" 'BEGIN { split(t, a, " "); exit !(a[1] > 0 && a[1] <= a[2]) }'
 ok $? "the peak's time lies within the profile's duration ($t ms)"

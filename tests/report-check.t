@@ -49,7 +49,7 @@ esac
 ok $r "the verdict: info's live less INTERNAL's, and the report's peak"
 echo "$out" | grep -q "^@det.lua:4: 10 blocks	${line4}B not freed	in 1 stack$"
 ok $? "line 4's 10 blocks are named, with the report's bytes ($line4)"
-echo "$out" | grep -q "^		@det.lua:7$"
+echo "$out" | grep -q "^		main chunk (det.lua:7)$"
 ok $? "with the call stack that made them (line 7)"
 echo "$out" | grep -q "INTERNAL"
 ok $((!$?)) "the VM's own blocks are not shown"
@@ -68,7 +68,7 @@ run "$MP" check --max-leak none --max-peak $((peak - 1)) d.ljm
 is "$rc" 1 "--max-peak PEAK-1: over"
 is "$(echo "$out" | sed -n 2p)" "CALL STACKS (bytes live at the peak, at most 3 per source):" \
   "the sources at the peak follow"
-echo "$out" | grep -q "^		@det.lua:8$"
+echo "$out" | grep -q "^		main chunk (det.lua:8)$"
 ok $? "line 8's garbage is named at the peak"
 
 run "$MP" check -H --max-leak 1K --max-peak 1M d.ljm

@@ -305,8 +305,9 @@ for _, r in ipairs(sdoc.call_stacks.sources) do
   if r.label == '[string "tbl"]:1' then sframe = r.paths[1].frames[1] end
 end
 t.is(cjson.encode(sframe and { sframe.file, sframe["function"] } or {}),
-     '["[string \\"tbl\\"]","[string \\"tbl\\"]:0"]',
-     "a frame of a chunk with a short name: its file as labels name it")
+     '["[string \\"tbl\\"]","main chunk"]',
+     "a frame of a chunk with a short name: its file as labels name it, " ..
+     "its function the main chunk")
 local tr
 for _, r in ipairs(doc.allocations) do
   if r.source.kind == "trace" then tr = r.source end

@@ -30,7 +30,7 @@ is "$(version s64.ljm):$(setting 64 s64.ljm)" "4c:1" "run --stacks SCRIPT: 64 fr
 
 with_timeout 60 "$MP" run -o s0.ljm --stacks=0 --leak-only a.lua >out 2>err
 is "$?:$(version s0.ljm)" "0:03" "run --stacks=0: the one-frame v3 stream"
-grep -q '^@a.lua:1 (function at line 1) holds' out	# The main chunk's line too.
+grep -q '^@a.lua:1 (leaf) holds' out	# The main chunk's line too.
 ok $? "run --stacks=0: the usual report"
 
 with_timeout 60 "$MP" run -o s3.ljm --stacks 3 -- luajit -joff a.lua >/dev/null 2>&1
@@ -58,7 +58,7 @@ ok $? "the stack profile reads"
 out=$(with_timeout 60 "$MP" run --stacks 8 --leak-only a.lua 2>&1)
 echo "$out" | grep -q '^CALL STACKS (bytes not freed, at most 3 per source):$'
 ok $? "run --stacks: the report has the CALL STACKS view"
-echo "$out" | grep -q '^		@a.lua:2 (function at line 2)$'
+echo "$out" | grep -q '^		mid (a.lua:2)$'
 ok $? "run --stacks: the stacks show the caller of the allocating line"
 
 
@@ -95,7 +95,7 @@ for j in off on; do
         "JIT on, --stacks=$d: line 2 and its trace as in the one-frame report ($want2)"
     fi
   done
-  got=$("$MP" report --format collapsed r1.ljm | grep -c '^\[deeper than 1 frames\];@rep.lua:3;pcall;string.rep ')
+  got=$("$MP" report --format collapsed r1.ljm | grep -c '^\[deeper than 1 frames\];main chunk (rep.lua:3);pcall;string.rep ')
   is "$got" 1 "JIT $j, --stacks=1: pcall and string.rep, then their line, under the cut"
 done
 echo "$want_off" | grep -q '^@rep.lua:2: 101 events'
@@ -119,7 +119,7 @@ for i = 1, 2000 do out[i] = mk(i) end
 EOF2
 with_timeout 60 "$MP" run -o c3.ljm --stacks -- luajit -jon chain3.lua >c3.txt 2>&1
 ok $? "run --stacks of a loop through three inlined functions"
-"$MP" report --format collapsed c3.ljm | grep -q 'started at @chain3.lua:9;@chain3.lua:7 (function at line 7);@chain3.lua:6 (function at line 6);@chain3.lua:3 '
+"$MP" report --format collapsed c3.ljm | grep -q 'started at @chain3.lua:9;mk (chain3.lua:7);rec2 (chain3.lua:6);vec (chain3.lua:3) '
 ok $? "its stacks have the inlined frames between the trace and the line"
 tr=$(sed -n '/^ALLOCATIONS/,/^$/s/^TRACE \[[0-9]*\] started at @chain3.lua:9: \([0-9]*\) events.*/\1/p' c3.txt)
 l3=$(sed -n '/^ALLOCATIONS/,/^$/s/^@chain3.lua:3: \([0-9]*\) events.*/\1/p' c3.txt)

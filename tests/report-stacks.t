@@ -93,12 +93,12 @@ if command -v go >/dev/null 2>&1; then
   done
   top=$(with_timeout 120 go tool pprof -top "$TMPD/ex.pb.gz" 2>&1)
   is "$(echo "$top" | sed -n 's/^Type: //p')" "alloc_space" "go tool pprof: alloc_space shown first (--metric alloc-bytes)"
-  echo "$top" | grep -q '@examples/example.lua:9$'
-  ok $? "go tool pprof: Lua functions by chunk and first line"
+  echo "$top" | grep -q ' make_records$'
+  ok $? "go tool pprof: Lua functions by name (make_records)"
   # The file of a chunk loaded from a file is its path, without the "@" of
   # the chunk name, so pprof shows the source (it said "could not find file
   # @examples/example.lua").
-  list=$(with_timeout 120 go tool pprof -list 'example.lua:9$' "$TMPD/ex.pb.gz" 2>&1)
+  list=$(with_timeout 120 go tool pprof -list '^make_records$' "$TMPD/ex.pb.gz" 2>&1)
   echo "$list" | grep -q '^ *[0-9.]*MB *[0-9.]*MB *12:    out\[i\] = { id = i'
   ok $? "go tool pprof -list: the source of a Lua function, its line's bytes" || echo "$list" | sed 's/^/# /'
   $MP report --format pprof --metric leak-count -o "$TMPD/ex2.pb.gz" "$E"
@@ -265,7 +265,7 @@ ok $? "the diff stack program runs twice"
 # The lines that the stacks of a text diff were called from, in order.
 callers() {
   printf '%s\n' "$1" | grep -A2 '^	[0-9]' |
-    sed -n 's/^		@ds.lua:\([0-9]*\)$/\1/p' | grep -v '^5$' | tr '\n' ' '
+    sed -n 's/^		main chunk (ds.lua:\([0-9]*\))$/\1/p' | tr '\n' ' '
 }
 for n in 1 2 3 4; do
   run $MP diff --stacks $n "$TMPD/da.ljm" "$TMPD/db.ljm"
@@ -290,7 +290,7 @@ is "$rc:$(echo "$out" | luajit -e '
   for _, x in ipairs(require("cjson").decode(io.read("*a")).call_stacks.stacks) do
     s[#s + 1] = x.frames[2] .. "+" .. (x.new.alloc_events - x.base.alloc_events)
   end
-  print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11 @ds.lua:16+10" \
+  print(table.concat(s, " "))')" "0:main chunk (ds.lua:18)+12 main chunk (ds.lua:17)+11 main chunk (ds.lua:16)+10" \
   "diff --format json --stacks 3: the 3 largest changes"
 # Under a peak metric the JSON stacks carry what they held at the peak, the
 # numbers the text shows and orders by (they had only the four costs).
@@ -298,7 +298,7 @@ run $MP report --format json --stacks-per-source 1 --top 1 --metric peak-count "
 is "$rc:$(echo "$out" | luajit -e '
   local s = require("cjson").decode(io.read("*a")).call_stacks.sources[1]
   print(s.label, s.peak_blocks, s.paths[1].peak_blocks, s.paths[1].frames[2].label)')" \
-  "0:@ds.lua:5	156	24	@ds.lua:18" \
+  "0:@ds.lua:5	156	24	main chunk (ds.lua:18)" \
   "json --stacks --metric peak-count: each source's and stack's blocks at the peak"
 run $MP diff --format json --stacks 2 --metric peak-count "$TMPD/da.ljm" "$TMPD/db.ljm"
 is "$rc:$(echo "$out" | luajit -e '
@@ -306,7 +306,7 @@ is "$rc:$(echo "$out" | luajit -e '
   for _, x in ipairs(require("cjson").decode(io.read("*a")).call_stacks.stacks) do
     s[#s + 1] = x.frames[2] .. "+" .. (x.new.peak_blocks - x.base.peak_blocks)
   end
-  print(table.concat(s, " "))')" "0:@ds.lua:18+12 @ds.lua:17+11" \
+  print(table.concat(s, " "))')" "0:main chunk (ds.lua:18)+12 main chunk (ds.lua:17)+11" \
   "diff --format json --stacks --metric peak-count: the stacks' blocks at the peak"
 # A profile without stacks against one with them: every stack differs, and
 # a warning says why (the stacks of each side were shown as all new or all
@@ -327,19 +327,20 @@ done
 
 # f and the main chunk share line 1: their labels say which is which in
 # every output (they were both "@one.lua:1", two rows and two Overrides
-# lines alike, and one frame of the flame graphs).
+# lines alike, and one frame of the flame graphs): the sources by the
+# function's name, the frames by function and line.
 printf 'local function f(i) return {i} end local t={} for i=1,100 do t[i]=f(i) end\n' >"$TMPD/one.lua"
 (cd "$TMPD" && with_timeout 60 $MP run --stacks -o one.ljm -- luajit -joff one.lua >/dev/null)
 ok $? "the one-line program runs"
 run $MP report "$TMPD/one.ljm"
-is "$rc:$(printf '%s\n' "$out" | grep '^@one' | sed 's/	.*//')" "0:@one.lua:1 (function at line 1): 100 events
+is "$rc:$(printf '%s\n' "$out" | grep '^@one' | sed 's/	.*//')" "0:@one.lua:1 (f): 100 events
 @one.lua:1 (main chunk): 3 events
 @one.lua:1 (main chunk): 6 events" "text: the function's rows and the main chunk's say which"
-is "$(printf '%s\n' "$out" | sed -n '/^DEALLOCATIONS/,$p' | grep '^		@')" "		@one.lua:1 (function at line 1)
+is "$(printf '%s\n' "$out" | sed -n '/^DEALLOCATIONS/,$p' | grep '^		@')" "		@one.lua:1 (f)
 		@one.lua:1 (main chunk)" "text: Overrides names each once"
 run $MP report --format collapsed "$TMPD/one.ljm"
-is "$rc:$(printf '%s\n' "$out" | grep '@one' | sed 's/^[^;]*;//; s/ [0-9]*$//')" "0:@one.lua:1 (main chunk)
-@one.lua:1 (main chunk);@one.lua:1 (function at line 1)" \
+is "$rc:$(printf '%s\n' "$out" | grep 'one.lua' | sed 's/^[^;]*;//; s/ [0-9]*$//')" "0:main chunk (one.lua:1)
+main chunk (one.lua:1);f (one.lua:1)" \
   "collapsed: the main chunk's frame calls the function's"
 run $MP report --format json "$TMPD/one.ljm"
 is "$rc:$(echo "$out" | luajit -e '
@@ -347,11 +348,11 @@ is "$rc:$(echo "$out" | luajit -e '
   for _, r in ipairs(d.allocations) do
     s[#s + 1] = r.source.label .. "=" .. r.source.function_line .. ":" .. r.events
   end
-  print(table.concat(s, " "))')" "0:@one.lua:1 (function at line 1)=1:100 @one.lua:1 (main chunk)=0:3" \
+  print(table.concat(s, " "))')" "0:@one.lua:1 (f)=1:100 @one.lua:1 (main chunk)=0:3" \
   "json: the labels, with function_line"
 run $MP report --format svg "$TMPD/one.ljm"
-is "$rc:$(printf '%s\n' "$out" | grep -o '@one.lua:1 ([a-z ]*[0-9]*)' | sort -u | tr '\n' ';')" \
-  "0:@one.lua:1 (function at line 1);@one.lua:1 (main chunk);" "svg: both frames, told apart"
+is "$rc:$(printf '%s\n' "$out" | grep -o '[a-z ]* (one.lua:1)' | sort -u | tr '\n' ';')" \
+  "0:f (one.lua:1);main chunk (one.lua:1);" "svg: both frames, told apart"
 run $MP report --format collapsed "$TMPD/two.ljm"
 is "$(printf '%s\n' "$out" | sed 's/ .*//')" "@two.lua:6
 @two.lua:8" "a line of one function keeps its short label"
@@ -372,7 +373,7 @@ EOF
 (cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 luajit ev.lua ev.ljm)
 ok $? "a stack profile of a -> b"
 run $MP events "$TMPD/ev.ljm"
-is "$rc:$(printf '%s\n' "$out" | grep -c '"source":"stack","label":"@ev.lua:4","node":[0-9]*,"stack":\["@ev.lua:4","@ev.lua:5","@ev.lua:7","[^"]*"\],')" "0:5" \
+is "$rc:$(printf '%s\n' "$out" | grep -c '"source":"stack","label":"b (ev.lua:4)","node":[0-9]*,"stack":\["b (ev.lua:4)","a (ev.lua:5)","main chunk (ev.lua:7)","[^"]*"\],')" "0:5" \
   "events: the 5 tables of b with their frames, innermost first, down to the host"
 
 done_testing

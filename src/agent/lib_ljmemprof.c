@@ -356,26 +356,6 @@ static const luaL_Reg mp_funcs[] = {
   {NULL, NULL}
 };
 
-/* Note the names of the builtins that generators return (iterators, the
-** function of coroutine.wrap), which no table reaches: their ffids are
-** read from one of each, made here, before any profile. */
-static void note_builtins(lua_State *L)
-{
-  static const struct { const char *code, *name; } aux[] = {
-    { "return string.gmatch('', '')", "string.gmatch iterator" },
-    { "return ipairs({})", "ipairs iterator" },
-    { "return coroutine.wrap(function() end)", "coroutine.wrap function" },
-  };
-  int top = lua_gettop(L);
-  size_t i;
-  for (i = 0; i < sizeof(aux) / sizeof(aux[0]); i++) {
-    if (luaL_loadstring(L, aux[i].code) == 0 &&
-	lua_pcall(L, 0, 1, 0) == 0 && lua_iscfunction(L, -1))
-      mp_names_note(mp_builtin_id(lua_topointer(L, -1)), aux[i].name);
-    lua_settop(L, top);
-  }
-}
-
 /* require("ljmemprof"): check the VM, pin the module, return the API. */
 int luaopen_ljmemprof(lua_State *L)
 {
@@ -386,17 +366,17 @@ int luaopen_ljmemprof(lua_State *L)
 		      ljmp_strerror(LJMP_EVM), why);
   pin_module();
   mp_sentinel_install(L);
-  note_builtins(L);
-  {
-    char err[512];
-    if (mp_env_start(L, err, sizeof(err)) < 0)
-      return luaL_error(L, "ljmemprof: LJMEMPROF: %s", err);
-  }
+  mp_names_check(L);
   lua_newtable(L);
   luaL_register(L, NULL, mp_funcs);
   lua_pushliteral(L, "ljmemprof " LJMP_VERSION);
   lua_setfield(L, -2, "_VERSION");
   lua_pushliteral(L, MP_DEFAULT_PATH);
   lua_setfield(L, -2, "DEFAULT_PATH");
+  {	/* Last: what the module makes for itself is no event of a profile. */
+    char err[512];
+    if (mp_env_start(L, err, sizeof(err)) < 0)
+      return luaL_error(L, "ljmemprof: LJMEMPROF: %s", err);
+  }
   return 1;
 }

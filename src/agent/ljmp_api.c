@@ -215,6 +215,10 @@ mp_state *mp_state_find(lua_State *L)
 static void state_strip(mp_state *s)
 {
   mp_hash_free(&s->protos);
+  mp_hash_free(&s->fnames);
+  free(s->fname);
+  s->fname = NULL;
+  s->nfname = s->capfname = 0;
   mp_hash_free(&s->cfuncs);
   mp_hash_free(&s->tracesyms);
   free(s->traces);
@@ -594,6 +598,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     rc = rc == ENOMEM ? LJMP_ENOMEM : -rc;
     goto fail;
   }
+  s->host_entry = mp_names_host_entry(L);
   mp_names_build(&s->names, &s->builtins, L);
   mp_names_prepare(L);
   mp_names_wrap_require(&s->names, L);

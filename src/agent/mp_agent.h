@@ -24,6 +24,8 @@ typedef struct mp_name {
   char *name;
   uint16_t parent;	/* Length of the name of the table holding it. */
   uint16_t parts;	/* Components of the name. */
+  uint8_t std;		/* In the standard library: ranks first. */
+  const void *cl;	/* The C closure found under the name, or NULL. */
 } mp_name;
 
 /* Candidate names, sorted by function and rank. */
@@ -33,7 +35,19 @@ typedef struct mp_names {
   int sorted;		/* 0 while names are being added. */
   mp_hash modules;	/* Modules walked, by hash of their name... */
   mp_hash metas;	/* ...and registry tables, by address. */
+  mp_hash shared;	/* C functions that two or three names of one
+			   table share ("t.{a,b}"): their closures tell
+			   which name ran (mp_cfunc_id()). */
 } mp_names;
+
+/* The name of a function, known from its parent's bytecode before its own
+** symbol is written (mp_sym.c). */
+#define MP_FNAME_MAX	64	/* Longer names are cut. */
+typedef struct mp_fname {
+  const void *chunk;		/* Its chunk name (a GCstr), and... */
+  int32_t firstline;		/* ...first line: the same prototype still. */
+  char name[MP_FNAME_MAX];
+} mp_fname;
 
 /* What was last written for a trace number. */
 typedef struct mp_tracesym {
@@ -288,6 +302,11 @@ typedef struct mp_state {
   unsigned hi_len;
   size_t sym_min;		/* Smaller frees are no proto or trace. */
   mp_hash protos;		/* Prototypes written since start. */
+  mp_hash fnames;		/* Prototype -> index in fname: the names of
+				   functions whose parent was written before
+				   them (mp_sym.c). */
+  struct mp_fname *fname;
+  uint32_t nfname, capfname;
   mp_hash tracesyms;		/* Trace objects written since start. */
   mp_hash cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
@@ -295,6 +314,9 @@ typedef struct mp_state {
   mp_names builtins;		/* Names of builtins, keyed by ffid. */
   mp_stacks st;			/* Stacks mode (st.depth > 0). */
   int host_written;		/* The host's symbol is in the stream. */
+  const void *host_entry;	/* The C function at the bottom of the main
+				   thread's stack at start (named "luajit
+				   (main)" when it has no symbol). */
   char host_name[80];		/* "HOST (program)": see host_loc(). */
   size_t ntraces;
   /* Sink: the hook fills buf (one of the chunks); full chunks go to the
@@ -432,14 +454,26 @@ void mp_names_build(mp_names *t, mp_names *bt, lua_State *L);
 int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
 		    const char *name);
 /* The name of builtin id (an ffid, or the prototype of one written in
-** Lua) into out: its Lua name, a name noted by mp_names_note(), else
+** Lua) into out: the generated name of its ffid, else its Lua name, else
 ** "builtin#N". Its length. */
 size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
 			size_t size);
-/* Note the name of a builtin that no table reaches (an iterator). */
-void mp_names_note(unsigned ffid, const char *name);
-/* The ffid of function fn (lua_topointer of a function). */
-unsigned mp_builtin_id(const void *fn);
+/* The name of the function that FNEW at bytecode position i of pt makes,
+** from the instruction that stores it (local function f, M.f = function,
+** function obj:m, global function f) into out (NUL-terminated); its
+** length, 0 if it has none (an argument, a table entry by number). */
+size_t mp_fnew_name(const void *pt, uint32_t i, char *out, size_t size);
+/* At load time: check the generated names of the fast functions against
+** the VM's library tables, and find io.lines's iterator. */
+void mp_names_check(lua_State *L);
+/* The C function at the bottom of the main thread's stack when L is the
+** main thread (the host's entry, luajit's main), else NULL. */
+const void *mp_names_host_entry(lua_State *L);
+/* For closure cl of C function f whose label several names of one table
+** share (in names->shared): its own name into out and in *k its place in
+** the label (1 to 3); the length, 0 if cl is under none of them. */
+size_t mp_names_closure(const mp_names *t, const void *f, const void *cl,
+			char *out, size_t size, unsigned *k);
 /* The label of C function f into out (NUL-terminated); 0 if it has none. */
 size_t mp_names_label(const mp_names *t, const void *f, char *out,
 		      size_t size);

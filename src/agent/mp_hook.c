@@ -70,9 +70,10 @@ static inline void lua_loc(mp_state *s, loc *l, GCfunc *fn, const BCIns *pc)
 /* Location of C function fn. */
 static inline void c_loc(mp_state *s, loc *l, GCfunc *fn)
 {
-  mp_sym_cfunc(s, (const void *)fn->c.f);
+  l->id = mp_cfunc_id(s, fn);
+  if (l->id == (uint64_t)(uintptr_t)fn->c.f)
+    mp_sym_cfunc(s, (const void *)fn->c.f);
   l->src = MP_SRC_CFUNC;
-  l->id = (uint64_t)(uintptr_t)fn->c.f;
 }
 
 /* Location of the host: code outside any Lua call (the program that

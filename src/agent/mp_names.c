@@ -16,11 +16,20 @@
 **
 ** A function is often reachable under several names (Neovim's API under
 ** vim.api, vim._editor.api and vim.shared.api); the label must not depend
-** on the order of a table walk, so it is chosen by rule: the fewest
-** components, then the shortest, then the first in byte order. A C function
+** on the order of a table walk, so it is chosen by rule: a name in the
+** standard library first (table.insert, not penlight's pl.List.push),
+** then the fewest components, then the shortest, then the first in byte
+** order. A C function
 ** shared by several names in one table (Neovim registers one loader for
 ** every package.preload entry) is labelled by that table: "t.{a,b}" for
 ** two or three names, "t.*" for more.
+**
+** Builtins (fast functions) are named by their ffid from a table generated
+** at build time from the LuaJIT source the agent is compiled against
+** (scripts/gen-ffnames.pl: table.new, ffi.meta.__add, string.gmatch
+** iterator, whether a table reaches them or not), checked at load time
+** against the library tables of the running VM; the walk names them only
+** when that check fails.
 */
 
 #include <stdio.h>
@@ -28,12 +37,39 @@
 #include <string.h>
 
 #include "lj_obj.h"
+#include "lj_bc.h"
+#include "lj_debug.h"
 #include "lua.h"
 #include "lauxlib.h"
 
 #include "mp_agent.h"
+#include "mp_frame.h"
+#include "mp_ffnames.h"	/* Generated: mp_ffnames[ffid]. */
 
 #define NAME_MAX_LEN	255	/* Longer names are not collected. */
+#define NFF	(sizeof(mp_ffnames) / sizeof(mp_ffnames[0]))
+
+/* Whether mp_ffnames agrees with the running VM's tables (mp_names_check():
+** the same for every VM of the process, which has one LuaJIT). */
+static int ff_ok;
+/* The C function of the iterators io.lines and file:lines return (a C
+** closure no table reaches). */
+static const void *lines_iter;
+
+/* Is name (with top-level component before its first '.', '[' or ':') one
+** of the standard library's? */
+static int std_name(const char *name)
+{
+  static const char *const libs[] = {
+    "string", "table", "math", "io", "os", "bit", "jit", "coroutine",
+    "debug", "package", "ffi", "require", "module", NULL
+  };
+  size_t n = strcspn(name, ".[:");
+  int i;
+  for (i = 0; libs[i]; i++)
+    if (strlen(libs[i]) == n && !memcmp(libs[i], name, n)) return 1;
+  return 0;
+}
 
 /* Order candidates by function, then by rank (see the file header). */
 static int by_rank(const void *a, const void *b)
@@ -41,6 +77,7 @@ static int by_rank(const void *a, const void *b)
   const mp_name *x = a, *y = b;
   size_t nx, ny;
   if (x->f != y->f) return (uintptr_t)x->f < (uintptr_t)y->f ? -1 : 1;
+  if (x->std != y->std) return x->std ? -1 : 1;
   if (x->parts != y->parts) return x->parts < y->parts ? -1 : 1;
   nx = strlen(x->name);
   ny = strlen(y->name);
@@ -67,6 +104,8 @@ static int add(mp_names *t, const void *f, const char *name, size_t parent,
   t->e[t->n].name = copy;
   t->e[t->n].parent = (uint16_t)parent;
   t->e[t->n].parts = (uint16_t)parts;
+  t->e[t->n].std = (uint8_t)std_name(name);
+  t->e[t->n].cl = NULL;
   t->n++;
   t->sorted = 0;
   return 0;
@@ -100,8 +139,9 @@ static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
 	const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
 	if (fn->c.ffid > FF_C)	/* A builtin: named by its ffid. */
 	  rc = add(bt, (const void *)(uintptr_t)fn->c.ffid, name, np, parts + 1);
-	else if (iscfunc(fn) && fn->c.f)
-	  rc = add(t, (const void *)fn->c.f, name, np, parts + 1);
+	else if (iscfunc(fn) && fn->c.f &&
+		 (rc = add(t, (const void *)fn->c.f, name, np, parts + 1)) == 0)
+	  t->e[t->n - 1].cl = fn;	/* Which closure: cjson.safe's. */
 	else if (isluafunc(fn) && funcproto(fn)->firstline == ~(BCLine)0)
 	  rc = add(bt, funcproto(fn), name, np, parts + 1);	/* In Lua. */
       } else if (depth > 0 && lua_type(L, -2) == LUA_TSTRING &&
@@ -116,11 +156,24 @@ static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
   return rc;
 }
 
-/* Sort the candidates by function and rank, once after additions. */
+static int same_table(const mp_name *c, const mp_name *best);
+static size_t same_names(const mp_names *t, size_t lo);
+
+/* Sort the candidates by function and rank, once after additions, and
+** find the C functions that two or three names of one table share. */
 static void sort(mp_names *t)
 {
-  if (!t->sorted && t->n) qsort(t->e, t->n, sizeof(*t->e), by_rank);
+  size_t i, j;
+  if (t->sorted) return;
+  if (t->n) qsort(t->e, t->n, sizeof(*t->e), by_rank);
   t->sorted = 1;
+  mp_hash_free(&t->shared);
+  for (i = 0; i < t->n; i = j) {
+    size_t same = same_names(t, i);
+    for (j = i + 1; j < t->n && t->e[j].f == t->e[i].f; j++) ;
+    if (same >= 1 && same <= 2)
+      mp_hash_add(&t->shared, (uintptr_t)t->e[i].f);	/* OOM: unsplit. */
+  }
 }
 
 /* Whether module name was walked before; if not, it is from now on. */
@@ -155,6 +208,9 @@ void mp_names_build(mp_names *t, mp_names *bt, lua_State *L)
   int top = lua_gettop(L);
   memset(t, 0, sizeof(*t));
   memset(bt, 0, sizeof(*bt));
+  if (__atomic_load_n(&lines_iter, __ATOMIC_RELAXED) &&
+      add(t, lines_iter, "io.lines iterator", 0, 2) < 0)
+    goto done;
   lua_pushvalue(L, LUA_GLOBALSINDEX);
   if (walk(t, bt, L, NULL, 0, 2) < 0 || walk_registry(t, bt, L) < 0)
     goto done;
@@ -234,40 +290,83 @@ static int same_table(const mp_name *c, const mp_name *best)
 	 strcmp(c->name, best->name) != 0;
 }
 
-size_t mp_names_label(const mp_names *t, const void *f, char *out,
-		      size_t size)
+/* How many other names of the best candidate's table the function of
+** candidate lo (its first) has; the same name found twice (from the
+** globals and from package.loaded) counts once: candidates are sorted, so
+** duplicates are neighbours. */
+static size_t same_names(const mp_names *t, size_t lo)
 {
-  size_t lo = 0, hi, i, same = 0;
-  const mp_name *best;
-  if (!size || !t->sorted) return 0;	/* Being added to: ask again. */
-  hi = t->n;
-  while (lo < hi) {	/* The first candidate for f. */
+  size_t i, same = 0;
+  for (i = lo + 1; i < t->n && t->e[i].f == t->e[lo].f; i++)
+    if (same_table(&t->e[i], &t->e[lo]) &&
+	strcmp(t->e[i].name, t->e[i - 1].name))
+      same++;
+  return same;
+}
+
+/* The first candidate for f, or t->n. */
+static size_t first_of(const mp_names *t, const void *f)
+{
+  size_t lo = 0, hi = t->n;
+  while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if ((uintptr_t)t->e[mid].f < (uintptr_t)f) lo = mid + 1;
     else hi = mid;
   }
-  if (lo >= t->n || t->e[lo].f != f) return 0;
+  return lo < t->n && t->e[lo].f == f ? lo : t->n;
+}
+
+/* The best name of candidate lo's function and the other names of its
+** table (up to 4 in all), in byte order, into pick; how many. */
+static size_t pick_names(const mp_names *t, size_t lo, mp_name *pick)
+{
+  size_t i, j, k = 1;
+  pick[0] = t->e[lo];
+  for (i = lo + 1; i < t->n && t->e[i].f == t->e[lo].f && k < 4; i++)
+    if (same_table(&t->e[i], &t->e[lo]) && strcmp(t->e[i].name, t->e[i - 1].name))
+      pick[k++] = t->e[i];
+  for (i = 1; i < k; i++)	/* Insertion sort by name. */
+    for (j = i; j > 0 && strcmp(pick[j - 1].name, pick[j].name) > 0; j--) {
+      mp_name tmp = pick[j];
+      pick[j] = pick[j - 1];
+      pick[j - 1] = tmp;
+    }
+  return k;
+}
+
+size_t mp_names_closure(const mp_names *t, const void *f, const void *cl,
+			char *out, size_t size, unsigned *k)
+{
+  mp_name pick[4];
+  size_t lo, n, i, j, len = 0, found = 0;
+  if (!size || !t->sorted || (lo = first_of(t, f)) == t->n) return 0;
+  n = pick_names(t, lo, pick);
+  for (i = 0; i < n; i++)	/* The one name the closure is under... */
+    for (j = lo; j < t->n && t->e[j].f == f; j++)
+      if (t->e[j].cl == cl && !strcmp(t->e[j].name, pick[i].name)) {
+	*k = (unsigned)i + 1;
+	found++;
+	break;
+      }
+  if (found != 1) return 0;	/* ...or none, or several: shared label. */
+  put(out, size, &len, pick[*k - 1].name, strlen(pick[*k - 1].name));
+  out[len] = '\0';
+  return len;
+}
+
+size_t mp_names_label(const mp_names *t, const void *f, char *out,
+		      size_t size)
+{
+  size_t lo, i, same;
+  const mp_name *best;
+  if (!size || !t->sorted) return 0;	/* Being added to: ask again. */
+  if ((lo = first_of(t, f)) == t->n) return 0;
   best = &t->e[lo];
-  /* Other best-ranked names (as many parts) in the same table; the same
-  ** name found twice (from the globals and from package.loaded) counts
-  ** once: candidates are sorted, so duplicates are neighbours. */
-  for (i = lo + 1; i < t->n && t->e[i].f == f; i++)
-    if (same_table(&t->e[i], best) && strcmp(t->e[i].name, t->e[i - 1].name))
-      same++;
-  if (same) {
+  /* Other best-ranked names (as many parts) in the same table. */
+  if ((same = same_names(t, lo)) != 0) {
     /* Shared by several names in one table: list them in byte order. */
     mp_name pick[4];
-    size_t k = 1, j;
-    pick[0] = *best;
-    for (i = lo + 1; i < t->n && t->e[i].f == f && k < 4; i++)
-      if (same_table(&t->e[i], best) && strcmp(t->e[i].name, t->e[i - 1].name))
-	pick[k++] = t->e[i];
-    for (i = 1; i < k; i++)	/* Insertion sort by name. */
-      for (j = i; j > 0 && strcmp(pick[j - 1].name, pick[j].name) > 0; j--) {
-	mp_name tmp = pick[j];
-	pick[j] = pick[j - 1];
-	pick[j - 1] = tmp;
-      }
+    pick_names(t, lo, pick);
     return shared_label(pick, same + 1, out, size);
   }
   i = 0;
@@ -345,29 +444,78 @@ void mp_names_unwrap_require(lua_State *L)
   lua_settop(L, top);
 }
 
-/* Names of builtins that no table reaches, noted at luaopen (the ffids
-** are those of the LuaJIT build, the same in every VM). */
-static const char *noted[256];
+/* -- Builtins by ffid ------------------------------------------------------ */
 
-unsigned mp_builtin_id(const void *fn)
+/* Count how the fast functions of table t (at the top of the stack, named
+** prefix, "" for the globals) agree with mp_ffnames: a key the generated
+** table has under another ffid is a disagreement (the VM was built with
+** other options than the agent's headers say); other keys are aliases. */
+static void check_table(lua_State *L, const char *prefix, int *good, int *bad)
 {
-  return ((const GCfunc *)fn)->c.ffid;
+  char name[NAME_MAX_LEN + 1];
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1)) {
+      const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
+      int n = snprintf(name, sizeof(name), "%s%s%s", prefix,
+		       *prefix ? "." : "", lua_tostring(L, -2));
+      size_t j;
+      if (n > 0 && n <= NAME_MAX_LEN && fn->c.ffid > FF_C)
+	for (j = 2; j < NFF; j++)
+	  if (mp_ffnames[j] && !strcmp(mp_ffnames[j], name)) {
+	    if (j == fn->c.ffid) ++*good; else ++*bad;
+	    break;
+	  }
+    }
+    lua_pop(L, 1);
+  }
 }
 
-void mp_names_note(unsigned ffid, const char *name)
+void mp_names_check(lua_State *L)
 {
-  if (ffid < 256) noted[ffid] = name;
+  static const char *const libs[] = {
+    "string", "table", "math", "bit", "io", "os", "debug", "jit",
+    "coroutine", NULL
+  };
+  int top = lua_gettop(L), good = 0, bad = 0, i;
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+  check_table(L, "", &good, &bad);
+  for (i = 0; libs[i]; i++) {
+    lua_getfield(L, LUA_GLOBALSINDEX, libs[i]);
+    if (lua_istable(L, -1)) check_table(L, libs[i], &good, &bad);
+    lua_pop(L, 1);
+  }
+  __atomic_store_n(&ff_ok, good > 0 && bad == 0, __ATOMIC_RELAXED);
+  /* io.lines() over the default input: an iterator, nothing read. */
+  lua_settop(L, top);
+  lua_getfield(L, LUA_GLOBALSINDEX, "io");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "lines");	/* The builtin's, not a program's. */
+    if (lua_isfunction(L, -1) &&
+	((const GCfunc *)lua_topointer(L, -1))->c.ffid > FF_C &&
+	lua_pcall(L, 0, 1, 0) == 0 &&
+	lua_iscfunction(L, -1)) {
+      const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1);
+      if (fn->c.ffid == FF_C)
+	__atomic_store_n(&lines_iter, (const void *)fn->c.f, __ATOMIC_RELAXED);
+    }
+  }
+  lua_settop(L, top);
 }
 
 size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
 			size_t size)
 {
-  size_t n = mp_names_label(bt, (const void *)(uintptr_t)id, out, size);
+  size_t n = 0;
   char num[24];
   int k = 0;
-  if (n) return n;
-  if (id < 256 && noted[id]) {
-    put(out, size, &n, noted[id], strlen(noted[id]));
+  if (!size) return 0;
+  if (id > FF_C && id < NFF && mp_ffnames[id] &&
+      __atomic_load_n(&ff_ok, __ATOMIC_RELAXED)) {
+    put(out, size, &n, mp_ffnames[id], strlen(mp_ffnames[id]));
+  } else if ((n = mp_names_label(bt, (const void *)(uintptr_t)id, out,
+				 size)) != 0) {
+    return n;
   } else if (id >= 256) {	/* Written in Lua: its chunk name. */
     const GCstr *cn = proto_chunkname((const GCproto *)(uintptr_t)id);
     put(out, size, &n, strdata(cn), cn->len);
@@ -380,6 +528,110 @@ size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
   return n;
 }
 
+/* -- The host's entry ----------------------------------------------------- */
+
+const void *mp_names_host_entry(lua_State *L)
+{
+  mp_walk w;
+  mp_frame fr;
+  const void *f = NULL;
+  if (L != mainthread(G(L))) return NULL;	/* Its frames are not ours. */
+  mp_walk_init(&w, L);
+  while (mp_walk_next(&w, &fr))
+    f = fr.kind == MP_FR_C ? (const void *)fr.fn->c.f : NULL;
+  return f;
+}
+
+/* -- Names of Lua functions ---------------------------------------------- */
+
+/* Read a ULEB128 number of debug info at *pp. */
+static uint32_t read_uleb(const uint8_t **pp)
+{
+  const uint8_t *p = *pp;
+  uint32_t v = *p++;
+  if (v >= 0x80) {
+    int sh = 0;
+    v &= 0x7f;
+    do { v |= (uint32_t)(*p & 0x7f) << (sh += 7); } while (*p++ >= 0x80 && sh < 28);
+  }
+  *pp = p;
+  return v;
+}
+
+/* Name of the local variable in register slot of pt at bytecode position
+** pos, from its debug info (the k-th variable active there is register
+** k); NULL if none, or an internal one ("(for index)"), or stripped. */
+static const char *var_name(const GCproto *pt, BCPos pos, BCReg slot)
+{
+  const uint8_t *p = proto_varinfo(pt);
+  BCPos start = 0;
+  if (!p) return NULL;
+  for (;;) {
+    const uint8_t *name = p;
+    uint32_t code = *p;
+    BCPos end;
+    if (code == VARNAME_END) return NULL;
+    if (code >= VARNAME__MAX) p += strlen((const char *)p);
+    p++;
+    start += read_uleb(&p);
+    if (start > pos) return NULL;
+    end = start + read_uleb(&p);
+    if (pos < end && slot-- == 0)
+      return code >= VARNAME__MAX ? (const char *)name : NULL;
+  }
+}
+
+/* Name of upvalue idx of pt ("" when stripped). */
+static const char *uv_name(const GCproto *pt, uint32_t idx)
+{
+  const uint8_t *p = proto_uvinfo(pt);
+  if (!p || idx >= pt->sizeuv) return "";
+  while (idx--) p += strlen((const char *)p) + 1;
+  return (const char *)p;
+}
+
+/* The string constant d of pt. */
+static const char *kstr(const GCproto *pt, uint32_t d)
+{
+  return strdata(gco2str(proto_kgc(pt, ~(ptrdiff_t)d)));
+}
+
+size_t mp_fnew_name(const void *proto, uint32_t i, char *out, size_t size)
+{
+  const GCproto *pt = proto;
+  const BCIns *bc = proto_bc(pt);
+  BCIns ins = bc[i], next = i + 1 < pt->sizebc ? bc[i + 1] : 0;
+  BCReg a = bc_a(ins);
+  const GCproto *child = gco2pt(proto_kgc(pt, ~(ptrdiff_t)bc_d(ins)));
+  const char *name = NULL, *tab = NULL;
+  size_t n = 0;
+  if (!size) return 0;
+  if ((name = var_name(pt, i + 1, a)) != NULL) {
+    /* Made in a local's register: local function f, local f = function. */
+  } else if (bc_op(next) == BC_TSETS && bc_a(next) == a) {	/* t.k = */
+    const char *self = child->numparams ? var_name(child, 0, 0) : NULL;
+    BCReg t = bc_b(next);
+    name = kstr(pt, bc_c(next));
+    if (!(tab = var_name(pt, i, t)) && i > 0 && bc_a(bc[i - 1]) == t &&
+	bc_op(bc[i - 1]) == BC_GGET)
+      tab = kstr(pt, bc_d(bc[i - 1]));	/* function M.f() of a global M */
+    if (tab) {
+      put(out, size, &n, tab, strlen(tab));
+      put(out, size, &n, self && !strcmp(self, "self") ? ":" : ".", 1);
+    }
+  } else if (bc_op(next) == BC_GSET && bc_a(next) == a) {	/* global */
+    name = kstr(pt, bc_d(next));
+  } else if (bc_op(next) == BC_MOV && bc_d(next) == a) {
+    name = var_name(pt, i + 1, bc_a(next));
+  } else if (bc_op(next) == BC_USETV && bc_d(next) == a) {
+    name = uv_name(pt, bc_a(next));
+  }
+  if (!name || !*name) return 0;
+  put(out, size, &n, name, strlen(name));
+  out[n] = '\0';
+  return n;
+}
+
 void mp_names_free(mp_names *t)
 {
   size_t i;
@@ -387,5 +639,6 @@ void mp_names_free(mp_names *t)
   free(t->e);
   mp_hash_free(&t->modules);
   mp_hash_free(&t->metas);
+  mp_hash_free(&t->shared);
   memset(t, 0, sizeof(*t));
 }

@@ -532,7 +532,7 @@ static inline void frame_of(mp_state *s, const mp_frame *fr, int exact,
     w->pc = lua_frame(s, fr->fn, fr->pc, exact, f);
   } else if (fr->kind == MP_FR_C) {
     f->kind = MP_FK_C;
-    f->a = (uint64_t)(uintptr_t)fr->fn->c.f;
+    f->a = mp_cfunc_id(s, fr->fn);	/* cjson.safe.decode's closure. */
     f->b = 0;
   } else {
     f->kind = MP_FK_BUILTIN;	/* By ffid, or a Lua one by its prototype. */

@@ -9,11 +9,70 @@
 #include <time.h>
 
 #include "lj_obj.h"
+#include "lj_bc.h"
 #include "lj_jit.h"
 #include "lj_dispatch.h"
 
 #include "mp_agent.h"
 #include "mp_sym.h"
+
+static void put_cfunc(mp_state *s, uint64_t addr, const char *name, size_t n);
+
+/* -- Function names ------------------------------------------------------- */
+
+/* Write the name record of prototype pt (its symbol just written) if its
+** parent told it before (name_children()). */
+static void put_fname_of(mp_state *s, const GCproto *pt)
+{
+  uint32_t *v;
+  if (!s->fnames.count || !(v = mp_hash_get(&s->fnames, (uintptr_t)pt)))
+    return;
+  if (s->fname[*v].chunk == proto_chunkname(pt) &&
+      s->fname[*v].firstline == pt->firstline)
+    put_cfunc(s, MP_FNAME_TAG | (uintptr_t)pt, s->fname[*v].name,
+	      strlen(s->fname[*v].name));
+  mp_hash_del(&s->fnames, (uintptr_t)pt);
+}
+
+/* Name the functions pt makes (its FNEW instructions, mp_fnew_name()):
+** write the name of each whose symbol is written, keep the others' for
+** when theirs is. A function exists only once its parent made it, and
+** making it allocates in the parent, so the parent's symbol usually comes
+** first; one whose parent died before recording started stays unnamed.
+** Once per prototype, in the time of a pass over its bytecode. */
+static void name_children(mp_state *s, const GCproto *pt)
+{
+  const BCIns *bc = proto_bc(pt);
+  BCPos i;
+  if (!(pt->flags & PROTO_CHILD)) return;
+  for (i = 0; i < pt->sizebc; i++) {
+    char name[MP_FNAME_MAX];
+    const GCproto *c;
+    size_t n;
+    mp_fname *f;
+    if (bc_op(bc[i]) != BC_FNEW ||
+	!(n = mp_fnew_name(pt, i, name, sizeof(name))))
+      continue;
+    c = gco2pt(proto_kgc(pt, ~(ptrdiff_t)bc_d(bc[i])));
+    if (mp_hash_has(&s->protos, (uintptr_t)c)) {
+      put_cfunc(s, MP_FNAME_TAG | (uintptr_t)c, name, n);
+      continue;
+    }
+    if (s->nfname == s->capfname) {
+      uint32_t cap = s->capfname ? 2 * s->capfname : 64;
+      mp_fname *e = realloc(s->fname, cap * sizeof(*e));
+      if (!e) return;	/* Out of memory: unnamed. */
+      s->fname = e;
+      s->capfname = cap;
+    }
+    if (!s->fnames.map) mp_hash_init_map(&s->fnames);
+    if (mp_hash_put(&s->fnames, (uintptr_t)c, s->nfname) < 0) return;
+    f = &s->fname[s->nfname++];
+    f->chunk = proto_chunkname(c);
+    f->firstline = c->firstline;
+    memcpy(f->name, name, n + 1);
+  }
+}
 
 /* See mp_sym.h. */
 void mp_sym_proto(mp_state *s, const GCproto *pt)
@@ -63,6 +122,8 @@ void mp_sym_proto(mp_state *s, const GCproto *pt)
   }
   s->pos = mp_put_uleb(s->pos, (uint64_t)pt->firstline);
   mp_settle(s);
+  put_fname_of(s, pt);
+  name_children(s, pt);
 }
 
 /* Append hex digits of v to p. */
@@ -85,7 +146,9 @@ static size_t copy_name(char *out, size_t size, const char *src)
 }
 
 /* Name of C function f: its Lua name in a loaded module, else its dynamic
-** symbol, else "module+0xoffset" (out has at least 64 bytes). */
+** symbol, else "module (main)" for the host's entry (the bottom of the main
+** thread's stack: luajit's main), else "module+0xoffset" (out has at least
+** 64 bytes). */
 static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
 {
   Dl_info info;
@@ -100,6 +163,10 @@ static size_t cfunc_name(mp_state *s, const void *f, char *out, size_t size)
     return copy_name(out, size, info.dli_sname);
   name = strrchr(info.dli_fname, '/');
   n = copy_name(out, size - 24, name ? name + 1 : info.dli_fname);
+  if (f == s->host_entry) {
+    memcpy(out + n, " (main)", 7);
+    return n + 7;
+  }
   memcpy(out + n, "+0x", 3);
   return (size_t)(put_hex(out + n + 3,
 			  (uintptr_t)f - (uintptr_t)info.dli_fbase) - out);
@@ -126,6 +193,21 @@ void mp_sym_cfunc(mp_state *s, const void *f)
   if (mp_hash_add(&s->cfuncs, (uintptr_t)f) <= 0) return;
   n = cfunc_name(s, f, name, sizeof(name));
   put_cfunc(s, (uint64_t)(uintptr_t)f, name, n);
+}
+
+/* See mp_sym.h. */
+uint64_t mp_sym_cclosure(mp_state *s, const GCfunc *fn)
+{
+  char name[256];
+  unsigned k;
+  uint64_t f = (uint64_t)(uintptr_t)fn->c.f, id;
+  size_t n;
+  if (!mp_hash_has(&s->names.shared, f) ||
+      !(n = mp_names_closure(&s->names, fn->c.f, fn, name, sizeof(name), &k)))
+    return f;
+  id = f | (uint64_t)k << 56;	/* Above any user-space address. */
+  if (mp_hash_add(&s->cfuncs, id) > 0) put_cfunc(s, id, name, n);
+  return id;
 }
 
 /* See mp_sym.h. */

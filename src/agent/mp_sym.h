@@ -68,6 +68,23 @@ MP_NOINLINE void mp_sym_proto(mp_state *s, const GCproto *pt);
 /* Write the symbol of C function f unless it is known already. */
 MP_NOINLINE void mp_sym_cfunc(mp_state *s, const void *f);
 
+/* The frame id of C closure fn: for a function in names.shared, its
+** address with the place of the closure's own name above bit 56
+** (cjson.safe.decode and cjson.safe.encode are one C function in two
+** closures), its symbol written; else (or when no name is the
+** closure's) the address alone. */
+MP_NOINLINE uint64_t mp_sym_cclosure(mp_state *s, const GCfunc *fn);
+
+/* The id of C function fn as an event or frame location: its address, or
+** for a function several names share, its closure's (mp_sym_cclosure()).
+** One load when no function is shared. */
+static MP_INLINE uint64_t mp_cfunc_id(mp_state *s, const GCfunc *fn)
+{
+  if (MP_LIKELY(!s->names.shared.count))
+    return (uint64_t)(uintptr_t)fn->c.f;
+  return mp_sym_cclosure(s, fn);
+}
+
 /* Write the symbol of trace number n unless the same trace is known. */
 MP_NOINLINE void mp_sym_trace(mp_state *s, global_State *g, TraceNo n);
 

@@ -36,6 +36,13 @@ int mp_merge_loc(mp_profile *m, const mp_strtab *names, const mp_loc *l,
   *out = *l;
   out->name = name_in(m, names, l->name, &nomem);
   if (nomem) return 0;
+  if (l->name && l->src == MP_SRC_LFUNC) {	/* The function's name. */
+    uint32_t f = mp_strtab_fname(names, l->name, l->aux);
+    const mp_name *nm = f ? mp_strtab_get(names, f) : NULL;
+    if (nm && mp_strtab_fname_set(&m->syms.names, out->name, l->aux, nm->s,
+				  nm->len) < 0)
+      return 0;
+  }
   if (l->name && l->src == MP_SRC_TRACE) {
     out->id = 0;	/* Where it started, not its number. */
   } else if (l->name && l->src == MP_SRC_CFUNC &&

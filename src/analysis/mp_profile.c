@@ -543,6 +543,8 @@ static int on_item(mp_profile *p, const mp_item *it)
   case MP_SRC_GCSTART:
     p->gcstart = 1;
     return MP_OK;
+  case MP_SRC_FNAME:
+    return mp_symtab_add(&p->syms, it) ? MP_OK : nomem(p, it->offset);
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;

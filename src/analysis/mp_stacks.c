@@ -49,23 +49,24 @@ static uint8_t kind_of(const mp_loc *l)
   return MP_FK_INTERNAL;
 }
 
-/* Fill node n's names from site i of sec: label, and for Lua its file and
-** function ("chunk:first line"). 0, or -1 when out of memory. */
+/* Fill node n's names from site i of sec: label (as the text report names
+** the source: a profile without stacks has sources, not frames), and for
+** Lua its file and function (mp_func_label()). 0, or -1 when out of
+** memory. */
 static int name_site(mp_stacktree *t, mp_tnode *n, const mp_sections *sec,
 		     uint32_t i)
 {
   const mp_loc *l = &sec->p->site[i].loc;
+  mp_strtab *names = (mp_strtab *)&sec->p->syms.names;
   const char *label = sec->label[i];
   char buf[MP_LABEL_MAX];
   n->label = keep(t, label, strlen(label));
   n->func = n->label;
-  if (l->src == MP_SRC_LFUNC && l->name) {
-    size_t m = mp_chunk_label((mp_strtab *)&sec->p->syms.names, l->name,
-			      buf, sizeof(buf));
+  if (l->src == MP_SRC_LFUNC && l->name) {	/* Labelled as its source. */
+    size_t m = mp_chunk_label(names, l->name, buf, sizeof(buf));
     n->file = keep(t, buf, m);
-    snprintf(buf + m, sizeof(buf) - m, ":%llu",
-	     (unsigned long long)l->aux);
-    n->func = keep(t, buf, strlen(buf));
+    m = mp_func_label(names, l, buf, sizeof(buf));
+    n->func = keep(t, buf, m);
     n->line = l->line;
     n->func_line = l->aux;
     if (!n->file || !n->func) return -1;
@@ -126,17 +127,13 @@ static uint32_t child_of(mp_stacktree *t, mp_hash *index, uint32_t parent,
   c->label = keep(t, buf, len);
   c->func = c->label;
   if (n->kind == MP_FK_LUA && n->loc.name) {	/* File and function. */
-    const mp_name *nm = mp_strtab_get(&p->syms.names, n->loc.name);
-    char *colon = strrchr(buf, ':');
-    int m;
-    if (colon) *colon = '\0';	/* The label is "chunk:line". */
-    c->file = keep(t, buf, strlen(buf));
-    m = snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ":%llu",
-		 (unsigned long long)n->loc.aux);
-    c->func = m > 0 ? keep(t, buf, strlen(buf)) : NULL;
+    mp_strtab *names = (mp_strtab *)&p->syms.names;
+    len = mp_chunk_label(names, n->loc.name, buf, sizeof(buf));
+    c->file = keep(t, buf, len);
+    len = mp_func_label(names, &n->loc, buf, sizeof(buf));
+    c->func = keep(t, buf, len);
     c->line = n->loc.line;
     c->func_line = n->loc.aux;
-    (void)nm;
     if (!c->file || !c->func) return 0;
   }
   return c->label ? k : 0;

@@ -424,6 +424,11 @@ static int next_event(mp_reader *r, mp_item *it)
     rc = get_symbol(r, it, (int)(h & MP_SRC_MASK));
     if (rc == MP_OK && it->src == MP_SRC_CFUNC && is_gcstart(it))
       it->src = MP_SRC_GCSTART;
+    else if (rc == MP_OK && it->src == MP_SRC_CFUNC &&
+	     (it->id & MP_FNAME_TAG)) {	/* A function's name. */
+      it->src = MP_SRC_FNAME;
+      it->id &= ~MP_FNAME_TAG;
+    }
     return rc;
   }
   if (left >= MP_EVENT_LONGEST) {

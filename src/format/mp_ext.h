@@ -86,6 +86,11 @@
 ** address 1). Readers of memprof take it as a symbol nobody uses; ours
 ** as the point after which frees end blocks that lived to the end
 ** (item source MP_SRC_GCSTART).
+**
+** Function names: after the symbol of a prototype (or later, once it is
+** known), both kinds of stream may get a C function symbol at
+** MP_FNAME_TAG | the prototype's address, named after the function
+** ("parse_row", "M.parse", "obj:method"), which no event refers to either.
 */
 
 #ifndef MP_EXT_H
@@ -112,6 +117,13 @@
 
 #define MP_GCSTART_ADDR		1
 #define MP_GCSTART_NAME		"(final collection)"
+
+/* A function's name: a C function symbol at MP_FNAME_TAG | the address of
+** a prototype whose symbol is in force, named after the function (item
+** source MP_SRC_FNAME, id the prototype's address). No C function lives
+** above 2^63, no event refers to it. */
+#define MP_FNAME_TAG		((uint64_t)1 << 63)
+#define MP_SRC_FNAME		(11 << 2)
 
 /* Extended record types. */
 enum {

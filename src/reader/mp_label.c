@@ -105,11 +105,18 @@ size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
     }
     put_lua(names, l->name, l->line, out, size, &n);
     if (!mp_strtab_line_shared(names, l->name, l->line)) break;
-    if (l->aux)	/* Two functions on the line: which one. */
+    if (mp_strtab_fname(names, l->name, l->aux)) {	/* Which function. */
+      put(out, size, &n, " (");
+      put_name(out, size, &n, mp_strtab_get(names,
+					    mp_strtab_fname(names, l->name,
+							    l->aux)));
+      put(out, size, &n, ")");
+    } else if (l->aux) {
       put(out, size, &n, " (function at line %llu)",
 	  (unsigned long long)l->aux);
-    else
+    } else {
       put(out, size, &n, " (main chunk)");
+    }
     break;
   case MP_SRC_CFUNC:
     if (!l->name) {
@@ -161,11 +168,62 @@ mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
   }
 }
 
+/* Is l (resolved) the main chunk of a Lua file or string (first line 0,
+** not one of LuaJIT's builtins written in Lua)? */
+static int main_chunk(const mp_strtab *names, const mp_loc *l)
+{
+  const mp_name *nm = mp_strtab_get(names, l->name);
+  return l->aux == 0 && !(nm->kept >= 10 && !memcmp(nm->s, "=[builtin:", 10));
+}
+
+/* Append the chunk of l as a frame shows it: its label without a file's
+** '@'. */
+static void put_file(mp_strtab *names, const mp_loc *l, char *out,
+		     size_t size, size_t *n)
+{
+  size_t at = *n;
+  put_chunk(names, l->name, out, size, n);
+  if (*n > at && out[at] == '@' && *n > at + 1) {
+    memmove(out + at, out + at + 1, *n - at);	/* With its NUL. */
+    --*n;
+  }
+}
+
+size_t mp_func_label(mp_strtab *names, const mp_loc *l, char *out,
+		     size_t size)
+{
+  uint32_t f;
+  size_t n = 0;
+  if (!size) return 0;
+  out[0] = '\0';
+  if (l->src != MP_SRC_LFUNC || !l->name) return 0;
+  if ((f = mp_strtab_fname(names, l->name, l->aux)) != 0) {
+    put_name(out, size, &n, mp_strtab_get(names, f));
+  } else if (main_chunk(names, l)) {
+    put(out, size, &n, "main chunk");
+  } else {
+    put(out, size, &n, "function at ");	/* Not "<...>": pprof cuts it. */
+    put_file(names, l, out, size, &n);
+    put(out, size, &n, ":%llu", (unsigned long long)l->aux);
+  }
+  return n;
+}
+
 size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
 		      char *out, size_t size)
 {
   int m;
   switch (fkind) {
+  case MP_FK_LUA:
+    if (l->name && (mp_strtab_fname(names, l->name, l->aux) ||
+		    main_chunk(names, l))) {	/* "parse_row (app.lua:12)" */
+      size_t n = mp_func_label(names, l, out, size);
+      put(out, size, &n, " (");
+      put_file(names, l, out, size, &n);
+      put(out, size, &n, ":%llu)", (unsigned long long)l->line);
+      return n;
+    }
+    return mp_label(names, l, out, size);
   case MP_FK_BUILTIN:
     if (l->name) {
       const mp_name *nm = mp_strtab_get(names, l->name);

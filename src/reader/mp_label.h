@@ -5,7 +5,8 @@
 **   INTERNAL                          the VM itself
 **   @app.lua:12                       a line of a Lua function
 **   @app.lua:7 (function at line 5)   a line that two functions have
-**   @app.lua:7 (main chunk)           (mp_loc below)
+**   @app.lua:7 (main chunk)           (mp_loc below); the function's
+**   @app.lua:7 (parse_row)            name when the profile has it
 **   [string "tbl"]:3                  a line of code loaded from a string
 **                                     with a short name (load(s, "tbl"))
 **   function_alias_1:3                a line of code loaded from a string
@@ -134,10 +135,19 @@ mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
 		    uint64_t line);
 
 /* Write the label of a frame of kind fkind at l (from mp_frame_loc())
-** into out as mp_label() does: builtins by name ("string.rep", else
+** into out as mp_label() does, but a Lua frame of a named function or of
+** a main chunk by the function and its line: "parse_row (app.lua:12)",
+** "main chunk (app.lua:30)"; builtins by name ("string.rep", else
 ** "builtin#N"), a cut as "[deeper than N frames]". Its length. */
 size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
 		      char *out, size_t size);
+
+/* Write the name of the Lua function of l (resolved) into out: its name
+** as the profile gives it ("parse_row", "M.parse", "obj:method"), "main
+** chunk", else "function at app.lua:5" (where it starts). Its length; 0 (and "") if l is no resolved Lua
+** location. */
+size_t mp_func_label(mp_strtab *names, const mp_loc *l, char *out,
+		     size_t size);
 
 /* Length of the first bytes of a name to show when at most max may be:
 ** all n, or a cut at a UTF-8 character boundary at most max. */

@@ -27,6 +27,7 @@ void mp_strtab_init(mp_strtab *t)
   memset(t, 0, sizeof(*t));
   mp_hash_init_map(&t->map);
   mp_hash_init_map(&t->lline);
+  mp_hash_init_map(&t->fname);
 }
 
 void mp_strtab_free(mp_strtab *t)
@@ -41,6 +42,7 @@ void mp_strtab_free(mp_strtab *t)
   free(t->alias);
   mp_hash_free(&t->map);
   mp_hash_free(&t->lline);
+  mp_hash_free(&t->fname);
   memset(t, 0, sizeof(*t));
 }
 
@@ -146,6 +148,27 @@ int mp_strtab_line_shared(const mp_strtab *t, uint32_t chunk, uint64_t line)
 {
   uint32_t *v = mp_hash_get(&t->lline, line_key(chunk, line));
   return v && !*v;
+}
+
+int mp_strtab_fname_set(mp_strtab *t, uint32_t chunk, uint64_t fline,
+			const char *name, uint64_t len)
+{
+  uint64_t k = line_key(chunk, fline);
+  uint32_t id = mp_strtab_intern(t, name, len), *v;
+  if (!id) return -1;
+  if ((v = mp_hash_get(&t->fname, k)) != NULL) {
+    if (*v != id) *v = 0;	/* Two names for one function: neither. */
+    return 0;
+  }
+  return mp_hash_put(&t->fname, k, id) < 0 ? -1 : 0;
+}
+
+uint32_t mp_strtab_fname(const mp_strtab *t, uint32_t chunk, uint64_t fline)
+{
+  const uint32_t *v = t->fname.count ? mp_hash_get(&t->fname,
+						    line_key(chunk, fline))
+				     : NULL;
+  return v ? *v : 0;
 }
 
 uint32_t mp_strtab_alias(mp_strtab *t, uint32_t i)

@@ -48,6 +48,8 @@ typedef struct mp_strtab {
   mp_hash lline;	/* Lua lines that sources have, by chunk << 32 |
 			   line: the first line of the function + 1, or
 			   0 once two functions have it (mp_label.h). */
+  mp_hash fname;	/* Names of Lua functions, by chunk << 32 | first
+			   line: the name's id (mp_strtab_fname()). */
   struct mp_strblock *block;	/* Storage, newest first. */
   size_t bytes;		/* Bytes of names stored. */
 } mp_strtab;
@@ -93,6 +95,17 @@ int mp_strtab_lua_line(mp_strtab *t, uint32_t chunk, uint64_t line,
 
 /* Whether two functions have line of chunk (mp_strtab_lua_line()). */
 int mp_strtab_line_shared(const mp_strtab *t, uint32_t chunk, uint64_t line);
+
+/* Note that the function starting at fline of chunk is called name (len
+** bytes: "parse_row", "M.parse"). Functions are sources by chunk and
+** first line (mp_label.h): two that start on one line and are given two
+** names have none. 0, or -1 when out of memory. */
+int mp_strtab_fname_set(mp_strtab *t, uint32_t chunk, uint64_t fline,
+			const char *name, uint64_t len);
+
+/* The id of the name of the function starting at fline of chunk, 0 if it
+** has none. */
+uint32_t mp_strtab_fname(const mp_strtab *t, uint32_t chunk, uint64_t fline);
 
 /* Alias number of name i, given now if it has none; 0 when out of memory. */
 uint32_t mp_strtab_alias(mp_strtab *t, uint32_t i);

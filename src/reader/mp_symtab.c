@@ -94,6 +94,11 @@ uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it)
   mp_sym *s;
   switch (it->src) {	/* The extension's records that are no symbols. */
   case MP_SRC_BUILTIN: return mp_symtab_builtin_add(t, it) == 0;
+  case MP_SRC_FNAME:	/* The name of the function in force there. */
+    i = mp_symtab_find(t, MP_SRC_LFUNC, it->id);
+    return !i || !t->sym[i].name ||
+	   mp_strtab_fname_set(&t->names, t->sym[i].name, t->sym[i].line,
+			       it->name, it->name_len) == 0;
   case MP_SRC_LFUNC: case MP_SRC_CFUNC: case MP_SRC_TRACE: break;
   default: return UINT32_MAX;
   }

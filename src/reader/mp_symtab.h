@@ -63,7 +63,8 @@ void mp_symtab_free(mp_symtab *t);
 /* Record a symbol item (kind MP_AEV_SYMTAB); returns its serial (that of
 ** the definition it replaces, for a Lua function or a trace), or 0 when
 ** out of memory. The extension's records of that kind are taken too: a
-** builtin's name is kept (1 returned), a node or a setting ignored
+** builtin's name is kept (1 returned), a function's name given to the
+** function in force at its address (1 returned), a node or a setting ignored
 ** (UINT32_MAX returned: they are the profile pass's). */
 uint32_t mp_symtab_add(mp_symtab *t, const mp_item *it);
 
