@@ -12,12 +12,21 @@ M.mp = require("ljmemprof")
 M.tmp = os.getenv("TMPDIR") or "/tmp"
 M.cli = BUILD .. "/ljmemprof"
 
--- A fresh file name for a profile.
-local seq = 0
+-- A fresh file name for a profile. Names are unique to this process (the
+-- random part of an os.tmpname()), so that suites run at the same time
+-- (two flavours, two trees) never remove each other's files: a name made
+-- of the time and a counter alone was shared by two tests started within
+-- the same second.
+local seq, uniq = 0, nil
 function M.tmpname(tag)
+  if not uniq then
+    local n = os.tmpname()
+    os.remove(n)
+    uniq = n:match("([^/]+)$"):gsub("[^%w]", "")
+  end
   seq = seq + 1
-  local name = string.format("%s/ljmp-test-%d-%s-%d.bin", M.tmp,
-    math.floor(os.time() % 100000), tag or "p", seq)
+  local name = string.format("%s/ljmp-test-%s-%s-%d.bin", M.tmp, uniq,
+    tag or "p", seq)
   os.remove(name)
   return name
 end
