@@ -64,6 +64,18 @@
 **     MP_FK_CUT       depth             more frames below, not recorded
 **                                       (the stack was deeper than the
 **                                       limit, which `depth` gives)
+**     MP_FK_NATIVE    function          native memory (minor 2): the
+**                                       innermost frame of an event of
+**                                       the malloc family or of mmap
+**                                       (MP_NF_*), on the Lua stack that
+**                                       called it or on its native caller
+**                                       (a C frame)
+**
+** Native memory (minor 2, setting "native" = "1"): events at a node whose
+** frame is MP_FK_NATIVE are native blocks, apart from the VM's heap (an
+** address may be both at once in the stream's order: a reader keeps them
+** in two heaps); their frees are at such a node too (header FREE|STACK,
+** which minor 1 has not got).
 **
 ** A node is written before the first event that refers to it, a symbol
 ** before the first node or event that refers to it. Stacks are stored
@@ -93,6 +105,7 @@
 
 #define MP_VERSION_EXT		0x4c	/* 'L': the ljmemprof extension. */
 #define MP_EXT_MINOR		1	/* Its revision, after the version. */
+#define MP_EXT_MINOR_NATIVE	2	/* A stream with native memory. */
 
 #define MP_SRC_STACK		(5 << 2)	/* Event location: a node id. */
 #define MP_EV_OLD8		0x20	/* Old address delta in units of 8. */
@@ -133,9 +146,32 @@ enum {
   MP_FK_TRACE = 4,
   MP_FK_HOST = 5,
   MP_FK_CUT = 6,
-  MP_FK_INTERNAL = 7	/* Not written: what readers call the VM's own
+  MP_FK_INTERNAL = 7,	/* Not written: what readers call the VM's own
 			   events, which carry no stack. */
+  MP_FK_NATIVE = 8	/* Native memory: the function called (MP_NF_*). */
 };
+
+/* The native functions of an MP_FK_NATIVE frame. */
+enum {
+  MP_NF_MALLOC = 1, MP_NF_CALLOC, MP_NF_REALLOC, MP_NF_REALLOCARRAY,
+  MP_NF_FREE, MP_NF_POSIX_MEMALIGN, MP_NF_ALIGNED_ALLOC, MP_NF_MEMALIGN,
+  MP_NF_VALLOC, MP_NF_PVALLOC, MP_NF_MMAP, MP_NF_MUNMAP, MP_NF_N
+};
+
+/* The name of native function nf, or NULL if it is none. */
+static inline const char *mp_native_fname(uint64_t nf)
+{
+  static const char *const names[MP_NF_N] = {
+    NULL, "malloc", "calloc", "realloc", "reallocarray", "free",
+    "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+    "mmap", "munmap"
+  };
+  return nf < MP_NF_N ? names[nf] : NULL;
+}
+
+/* The key of a native block in a reader's heap: apart from the VM's
+** blocks (bit 63 is never set in a user-space address). */
+#define MP_NATIVE_KEY		((uint64_t)1 << 63)
 
 /* Zigzag: signed differences as small unsigned numbers (0, -1, 1, -2, ...
 ** become 0, 1, 2, 3, ...). */
@@ -156,6 +192,7 @@ static inline int64_t mp_unzigzag(uint64_t v)
 #define MP_HEADERS_FLAGS	(1u << 31)
 #define MP_EXT_HEADERS	(0xeee0u | 0xe0000u | \
 			 1u << (MP_AEV_ALLOC | MP_SRC_STACK) | \
+			 1u << (MP_AEV_FREE | MP_SRC_STACK) | \
 			 1u << (MP_AEV_REALLOC | MP_SRC_STACK) | MP_HEADERS_FLAGS)
 
 #endif
