@@ -108,9 +108,11 @@ READER_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(LIB_SRC))
 
 TEST_C     := $(wildcard tests/c/*.c)
 TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
+# Lua C modules of the tests (tests/agent-native.t).
+TEST_CMOD  := $(patsubst tests/cmod/%.c,$(BUILD)/tests/cmod/%.so,$(wildcard tests/cmod/*.c))
 
 .PHONY: all deps example test install uninstall bench clean distclean
-all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
+all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) $(TEST_CMOD) \
      $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/stackcheck/ljmemprof.so \
      $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 
@@ -226,6 +228,10 @@ $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
 	  $(READER_OBJ) $(BUILD)/libljmemprof.a $(LUAJIT_LIBS) -lz -lm -ldl -lpthread
+
+$(BUILD)/tests/cmod/%.so: tests/cmod/%.c $(LUAJIT_LIBDEP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -I$(LUAJIT_SRC)/src -o $@ $< -lpthread
 
 example: all
 	@PATH="$(TEST_PATH)" BUILD=$(BUILD) scripts/example.sh

@@ -160,6 +160,7 @@ static int read_in(const char *path, mp_input *in, mp_profile *p,
   mp_profile_init(p);
   if (o) {
     p->want = o->want;
+    p->heapsel = o->heapsel;
     if (o->window) p->window = o->window;
   }
   if (mp_input_open(in, path) < 0) {
