@@ -114,7 +114,8 @@ TEST_CMOD  := $(patsubst tests/cmod/%.c,$(BUILD)/tests/cmod/%.so,$(wildcard test
 .PHONY: all deps example test install uninstall bench clean distclean
 all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) $(TEST_CMOD) \
      $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/stackcheck/ljmemprof.so \
-     $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
+     $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(BUILD)/tsan/native_threads \
+     $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 
 # Install missing Debian packages when root (never removing one), else say
 # exactly what to run.
@@ -208,6 +209,10 @@ $(BUILD)/tsan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJ
 	@mkdir -p $(@D)
 	$(SAN_CC) -g -O1 -fsanitize=thread $(AGENT_CPPFLAGS) \
 	  -o $@ tests/c/agent_host.c $(AGENT_SRC) $(LUAJIT_LIBS) -ldl -lpthread
+$(BUILD)/tsan/native_threads: tests/c/native_threads.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJIT_LIBDEP)
+	@mkdir -p $(@D)
+	$(SAN_CC) -g -O1 -fsanitize=thread $(AGENT_CPPFLAGS) \
+	  -o $@ tests/c/native_threads.c $(AGENT_SRC) $(LUAJIT_LIBS) -ldl -lpthread
 $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJIT_LIBDEP)
 	@mkdir -p $(@D)
 	$(SAN_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \

@@ -308,8 +308,10 @@ static void enqueue(const nat_ev *e)
 ** it is linked into the program) and recording: s, else NULL. */
 static mp_state *vm_state(void)
 {
-  mp_state *s = nat.s;
-  if (!s || !pthread_equal(pthread_self(), nat.vm)) return NULL;
+  mp_state *s = __atomic_load_n(&nat.s, __ATOMIC_ACQUIRE);
+  if (!s || !pthread_equal(pthread_self(), __atomic_load_n(&nat.vm,
+							   __ATOMIC_RELAXED)))
+    return NULL;
   return s;
 }
 
@@ -354,10 +356,13 @@ out:
 static inline int wanted(void)
 {
   mp_state *s;
-  if (depth || !__atomic_load_n(&nat.on, __ATOMIC_RELAXED)) return 0;
-  s = nat.s;
-  return !(s && pthread_equal(pthread_self(), nat.vm) &&
-	   __atomic_load_n(&s->busy, __ATOMIC_RELAXED));
+  if (depth || !__atomic_load_n(&nat.on, __ATOMIC_ACQUIRE)) return 0;
+  /* s only on the VM's thread: another may see it freed by a stop. */
+  if (!pthread_equal(pthread_self(), __atomic_load_n(&nat.vm,
+						     __ATOMIC_RELAXED)))
+    return 1;
+  s = __atomic_load_n(&nat.s, __ATOMIC_RELAXED);
+  return !(s && __atomic_load_n(&s->busy, __ATOMIC_RELAXED));
 }
 
 /* Record an allocation made: nf, the block at p of n bytes. */
@@ -490,7 +495,7 @@ static MP_NOINLINE void *resize(int nf, void *p, size_t k, size_t n,
     if (s) {
       put = live_apply(&e);
       b = take_queue();
-    } else if (!nat.s || !pthread_equal(pthread_self(), nat.vm)) {
+    } else if (!vm_state()) {
       if (live_apply(&e)) enqueue(&e);
     }
   }
@@ -918,8 +923,8 @@ int mp_native_start(mp_state *s)
   mp_hash_init_map(&nat.live);
   mp_hash_init_map(&nat.big);
   nat.unseen = nat.lost = 0;
-  nat.vm = pthread_self();
-  nat.s = s;
+  __atomic_store_n(&nat.vm, pthread_self(), __ATOMIC_RELAXED);
+  __atomic_store_n(&nat.s, s, __ATOMIC_RELEASE);
   s->native = 1;
   __atomic_store_n(&nat.on, 1, __ATOMIC_SEQ_CST);
   patch_all();
@@ -982,5 +987,5 @@ void mp_native_stop(mp_state *s)
     nat.vma = NULL;
   }
   s->native = 0;
-  nat.s = NULL;
+  __atomic_store_n(&nat.s, NULL, __ATOMIC_RELEASE);
 }
