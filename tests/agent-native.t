@@ -159,6 +159,21 @@ nm.leak(4242)
   f:close()
   t.ok(text:find("native_mod.leak [native] holds 4242B: 1 allocs, 0 frees",
 		 1, true), "the text's heap summary says so", text)
+  -- `ljmemprof events`: native events say so, the VM's do not.
+  local nat, vm, leak = 0, 0, 0
+  for _, e in ipairs((T.events(path))) do
+    if e.heap == "native" then
+      nat = nat + 1
+      if e.nsize == 4242 and e.stack[2] == "native_mod.leak" then
+	leak = leak + 1
+      end
+    elseif e.label and e.label:find("[native]", 1, true) then
+      vm = vm + 1
+    end
+  end
+  t.is(leak, 1, "events: the leak's malloc, heap = native, under its C function")
+  t.ok(nat >= 7, "events: the six of churn and the leak's are native", nat)
+  t.is(vm, 0, "events: no native frame without heap = native")
   os.remove(path)
 end
 
