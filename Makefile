@@ -82,7 +82,7 @@ LUAJIT     ?= luajit
 # nothing), the rest unpacked under build/luajit2/root with luajit2.
 DEB_COMMON := dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
               lua-lpeg zlib1g-dev golang-go python3 chromium curl nginx pkg-config \
-              lua-busted
+              lua-busted heaptrack
 DEB_PKGS_luajit  := luajit libluajit-5.1-dev neovim wrk python3-lupa
 DEB_PKGS_luajit2 :=
 DEB_PKGS_src     :=
