@@ -174,6 +174,22 @@ nm.leak(4242)
   t.is(leak, 1, "events: the leak's malloc, heap = native, under its C function")
   t.ok(nat >= 7, "events: the six of churn and the leak's are native", nat)
   t.is(vm, 0, "events: no native frame without heap = native")
+  -- info: where the memory is, from the RSS written at stop.
+  local f2 = assert(io.popen(T.cli .. " info --format json " .. t.shq(path)))
+  local info = require("cjson").decode(f2:read("*a"))
+  f2:close()
+  local m = info.memory or {}
+  local held = sources(path, "heap_summary", "--heap native")
+  local nb = 0
+  for _, h in pairs(held) do nb = nb + h.bytes end
+  t.is(m.native_live_bytes, nb, "info: the native bytes live, as the "
+       .. "native heap summary holds them (" .. nb .. ")")
+  t.ok(m.native_live_bytes and m.native_live_bytes >= 4242,
+       "info: the leak among them")
+  t.ok(m.rss_bytes and m.rss_bytes > 1000000 and m.rss_max_bytes >= m.rss_bytes
+       and m.rest_bytes == m.rss_bytes - m.vm_live_bytes - m.native_live_bytes,
+       "info: the RSS at the end, the largest, and the rest",
+       m.rss_bytes and (m.rss_bytes .. " " .. m.rest_bytes))
   os.remove(path)
 end
 

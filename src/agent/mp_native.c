@@ -45,6 +45,7 @@
 #endif
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -277,6 +278,23 @@ static nat_q *take_queue(void)
   return &nat.spare;
 }
 
+/* Write the process's resident set size (MP_X_RSS), if it can be read. */
+static void put_rss(mp_state *s)
+{
+  char buf[64];
+  unsigned long long size = 0, rss = 0;
+  ssize_t n;
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return;
+  buf[n] = '\0';
+  if (sscanf(buf, "%llu %llu", &size, &rss) != 2) return;
+  s->pos = mp_put_xuleb(s->pos, MP_X_RSS, rss * nat.page);
+  mp_settle(s);
+}
+
 void mp_native_drain(mp_state *s)
 {
   nat_q *b;
@@ -286,6 +304,7 @@ void mp_native_drain(mp_state *s)
   b = take_queue();
   pthread_mutex_unlock(&nat.mu);
   if (b) put_queued(s, b);
+  put_rss(s);	/* At each time mark. */
   depth--;
 }
 
@@ -964,6 +983,7 @@ void mp_native_stop(mp_state *s)
   pthread_mutex_unlock(&nat.mu);
   if (b) put_queued(s, b);
   if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) {
+    put_rss(s);
     put_count(s, "native_unseen", nat.unseen);
     if (nat.lost) put_count(s, "native_lost", nat.lost);
   }

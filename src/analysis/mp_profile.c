@@ -566,6 +566,11 @@ static int on_item(mp_profile *p, const mp_item *it)
   case MP_SRC_GCSTART:
     p->gcstart = 1;
     return MP_OK;
+  case MP_SRC_RSS:
+    p->rss = it->id;
+    if (it->id > p->rss_max) p->rss_max = it->id;
+    p->nrss++;
+    return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;

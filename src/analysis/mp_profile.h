@@ -176,6 +176,9 @@ typedef struct mp_profile {
   unsigned want;	/* MP_WANT_*. */
   unsigned heapsel;	/* MP_HEAPSEL_*: the events aggregated (the
 			   others are skipped as if not in the stream). */
+  uint64_t rss, rss_max;	/* The process's RSS: the last, the largest
+				   (MP_X_RSS of native profiles)... */
+  uint32_t nrss;		/* ...and how many the stream has. */
   uint32_t window;	/* Temporaries: MP_TEMP_WINDOW unless set. */
   int full;		/* The pass keeps blocks by owner (want or
 			   sample). */

@@ -358,6 +358,12 @@ static int get_xrec(mp_reader *r, mp_item *it)
     if ((rc = get_uleb_in(r, &q, end, &it->id, "time mark")) != MP_OK)
       return rc;
     break;
+  case MP_X_RSS:
+    it->src = MP_SRC_RSS;
+    if ((rc = get_uleb_in(r, &q, end, &it->id, "resident set size")) !=
+	MP_OK)
+      return rc;
+    break;
   case MP_X_DROP:
     it->src = MP_SRC_DROP;
     if ((rc = get_uleb_in(r, &q, end, &it->oaddr, "dropped address")) !=

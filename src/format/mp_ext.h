@@ -48,6 +48,9 @@
 **                                       address left the sample (it was
 **                                       resized into a block that is not
 **                                       sampled): no longer live, not freed
+**   MP_X_RSS      bytes                 native profiles: the process's
+**                                       resident set size, after each time
+**                                       mark and at the end
 **   frame       := kind payload
 **     MP_FK_LUA       proto-addr line   a Lua function at a line
 **     MP_FK_BUILTIN   builtin-id        a builtin, named by MP_X_BUILTIN: its
@@ -122,6 +125,7 @@
 #define MP_SRC_TIME		(8 << 2)	/* A time mark: id is its ns. */
 #define MP_SRC_DROP		(9 << 2)	/* A block left the sample: oaddr. */
 #define MP_SRC_GCSTART		(10 << 2)	/* The final collection starts. */
+#define MP_SRC_RSS		(11 << 2)	/* The process's RSS: id bytes. */
 
 #define MP_GCSTART_ADDR		1
 #define MP_GCSTART_NAME		"(final collection)"
@@ -132,7 +136,8 @@ enum {
   MP_X_BUILTIN = 2,
   MP_X_INFO = 3,
   MP_X_TIME = 4,
-  MP_X_DROP = 5
+  MP_X_DROP = 5,
+  MP_X_RSS = 6
 };
 
 #define MP_LJN_MAGIC		"ljn"	/* The trailer of notes. */
