@@ -279,7 +279,14 @@ do
   t.ok(rounds > 1000, "the threads ran", rounds)
   t.is(bad, 0, "no block of theirs was corrupted")
   local worker, churn, complete = 0, 0, 0
+  local tids, unmarked = {}, 0
   for _, path in ipairs(paths) do
+    for s in pairs(collapsed(path, "--heap native")) do
+      if s:find("native_mod_worker", 1, true) then
+	local tid = s:match("^%[thread (%d+)%];native_mod_worker%+0x%x+;")
+	if tid then tids[tid] = true else unmarked = unmarked + 1 end
+      end
+    end
     local al, r = sources(path, "allocations")
     if r.complete then complete = complete + 1 end
     for label, e in pairs(al) do
@@ -290,6 +297,10 @@ do
     churn = churn + (al["native_mod.churn [native]"] or {}).events
     os.remove(path)
   end
+  local ntid = 0
+  for _ in pairs(tids) do ntid = ntid + 1 end
+  t.is(unmarked, 0, "every stack of theirs starts at its thread, [thread TID]")
+  t.ok(ntid >= 1 and ntid <= 4, "at most the four threads", ntid)
   t.is(complete, 20, "the 20 profiles are complete")
   t.is(churn, 20 * 200, "the VM's thread's 4000 mallocs, exactly")
   t.ok(worker > 0, "the other threads' billed to their caller, "

@@ -54,6 +54,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +77,15 @@
 ** real call, or inside the VM's allocator. Initial-exec: no allocation
 ** on first use (which would come back here). */
 static __thread int depth __attribute__((tls_model("initial-exec")));
+/* This thread's id, once asked. */
+static __thread uint32_t my_tid __attribute__((tls_model("initial-exec")));
+
+/* This thread's id (the kernel's, as ps and /proc show it). */
+static uint32_t thread_id(void)
+{
+  if (!my_tid) my_tid = (uint32_t)syscall(SYS_gettid);
+  return my_tid;
+}
 
 /* The functions wrapped, by index; W_MMAP64 is mmap's other name. */
 enum {
@@ -113,6 +123,7 @@ static struct {
 typedef struct nat_ev {
   uint64_t oaddr, osize, naddr, nsize;
   uintptr_t caller;	/* Return address of the wrapped call. */
+  uint32_t tid;		/* Another thread's id (0: the VM's thread). */
   uint8_t ev;		/* MP_AEV_*. */
   uint8_t nf;		/* MP_NF_*. */
 } nat_ev;
@@ -225,10 +236,11 @@ static int live_apply(nat_ev *e)
 
 /* The node of a native caller: a C frame at the return address, named by
 ** the symbol it is in (the reader adds the offset), or "object+0x..." when
-** it is in none. */
-static uint32_t caller_node(mp_state *s, uintptr_t caller)
+** it is in none; another thread's (tid) on a root naming the thread. */
+static uint32_t caller_node(mp_state *s, uintptr_t caller, uint32_t tid)
 {
   mp_snode c;
+  uint32_t root = 0;
   if (!mp_hash_has(&s->cfuncs, caller)) {
     Dl_info i;
     if (dladdr((void *)caller, &i) && i.dli_sname && i.dli_saddr) {
@@ -239,9 +251,14 @@ static uint32_t caller_node(mp_state *s, uintptr_t caller)
     }
   }
   memset(&c, 0, sizeof(c));
+  if (tid) {
+    c.kind = MP_FK_THREAD;
+    c.a = tid;
+    if (!(root = mp_stack_child(s, 0, &c))) return 0;
+  }
   c.kind = MP_FK_C;
   c.a = caller;
-  return mp_stack_child(s, 0, &c);
+  return mp_stack_child(s, root, &c);
 }
 
 /* Write event e at node parent (0: at its native caller) with its native
@@ -250,7 +267,7 @@ static void put_event(mp_state *s, const nat_ev *e, uint32_t parent)
 {
   mp_snode f;
   uint32_t id;
-  if (!parent) parent = caller_node(s, e->caller);
+  if (!parent) parent = caller_node(s, e->caller, e->tid);
   memset(&f, 0, sizeof(f));
   f.kind = MP_FK_NATIVE;
   f.a = e->nf;
@@ -362,6 +379,7 @@ static MP_NOINLINE void record(nat_ev *e, const void *from)
     if (put) put_event(s, e, node);
     mp_leave(s);
   } else {
+    e->tid = thread_id();
     pthread_mutex_lock(&nat.mu);
     if (live_apply(e)) enqueue(e);
     pthread_mutex_unlock(&nat.mu);
@@ -515,6 +533,7 @@ static MP_NOINLINE void *resize(int nf, void *p, size_t k, size_t n,
       put = live_apply(&e);
       b = take_queue();
     } else if (!vm_state()) {
+      e.tid = thread_id();
       if (live_apply(&e)) enqueue(&e);
     }
   }

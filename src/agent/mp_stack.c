@@ -142,6 +142,7 @@ static void write_node(mp_state *s, uint32_t parent, const mp_snode *f)
   case MP_FK_LUA: q = mp_put_uleb(q, f->a); q = mp_put_uleb(q, f->b); break;
   case MP_FK_BUILTIN: q = mp_put_uleb(q, f->a); break;
   case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT: case MP_FK_NATIVE:
+  case MP_FK_THREAD:
     q = mp_put_uleb(q, f->a);
     break;
   }

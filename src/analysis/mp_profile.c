@@ -127,7 +127,8 @@ static int node_add(mp_profile *p, const mp_item *it)
     if ((site = site_find(p, &s)) > SITE_MAX) return MP_ERR_NOMEM;
   } else {
     mp_loc s = l;
-    if (it->fkind == MP_FK_BUILTIN || it->fkind == MP_FK_CUT) {
+    if (it->fkind == MP_FK_BUILTIN || it->fkind == MP_FK_CUT ||
+	it->fkind == MP_FK_THREAD) {
       memset(&s, 0, sizeof(s));	/* Called from nowhere: internal. */
       s.src = MP_SRC_INTERNAL;
     }

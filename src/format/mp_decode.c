@@ -318,7 +318,7 @@ static int get_xrec(mp_reader *r, mp_item *it)
 	return rc;
       break;
     case MP_FK_BUILTIN: case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT:
-    case MP_FK_NATIVE:
+    case MP_FK_NATIVE: case MP_FK_THREAD:
       if ((rc = get_uleb_in(r, &q, end, &it->fa, "frame address or number"))
 	  != MP_OK)
 	return rc;
@@ -326,7 +326,7 @@ static int get_xrec(mp_reader *r, mp_item *it)
     case MP_FK_HOST:
       break;
     default:
-      snprintf(msg, sizeof(msg), "frame kind 1 to 6 or 8, found %d",
+      snprintf(msg, sizeof(msg), "frame kind 1 to 6, 8 or 9, found %d",
 	       it->fkind);
       return fail(r, MP_ERR_DATA, q - 1, msg);
     }

@@ -73,6 +73,9 @@
 **                                       (MP_NF_*), on the Lua stack that
 **                                       called it or on its native caller
 **                                       (a C frame)
+**     MP_FK_THREAD    thread-id         native memory (minor 2): the root
+**                                       of another thread's events (the
+**                                       kernel's thread id)
 **
 ** Native memory (minor 2, setting "native" = "1"): events at a node whose
 ** frame is MP_FK_NATIVE are native blocks, apart from the VM's heap (an
@@ -153,7 +156,8 @@ enum {
   MP_FK_CUT = 6,
   MP_FK_INTERNAL = 7,	/* Not written: what readers call the VM's own
 			   events, which carry no stack. */
-  MP_FK_NATIVE = 8	/* Native memory: the function called (MP_NF_*). */
+  MP_FK_NATIVE = 8,	/* Native memory: the function called (MP_NF_*). */
+  MP_FK_THREAD = 9	/* Native memory of another thread: its id. */
 };
 
 /* The native functions of an MP_FK_NATIVE frame. */

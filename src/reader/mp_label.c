@@ -161,6 +161,9 @@ mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
     l.id = fa;
     l.heap = MP_HEAP_NATIVE;
     return l;
+  case MP_FK_THREAD:
+    l.id = fa;
+    return l;
   default:	/* A cut: the depth limit. */
     l.id = fa;
     return l;
@@ -191,6 +194,9 @@ size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
     else
       m = snprintf(out, size, "native#%llu [native]",
 		   (unsigned long long)l->id);
+    break;
+  case MP_FK_THREAD:
+    m = snprintf(out, size, "[thread %llu]", (unsigned long long)l->id);
     break;
   default:
     return mp_label(names, l, out, size);
