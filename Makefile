@@ -84,7 +84,7 @@ LUAJIT     ?= luajit
 # nothing), the rest unpacked under build/luajit2/root with luajit2.
 DEB_COMMON := dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
               lua-lpeg zlib1g-dev golang-go python3 chromium curl nginx pkg-config \
-              lua-busted
+              lua-busted heaptrack
 DEB_PKGS_luajit  := luajit libluajit-5.1-dev neovim wrk python3-lupa
 DEB_PKGS_luajit2 :=
 DEB_PKGS_src     :=
@@ -92,7 +92,7 @@ DEB_PKGS   := $(DEB_COMMON) $(DEB_PKGS_$(FLAVOUR))
 DEB_UNPACK := luajit2 libluajit2-5.1-2 libluajit2-5.1-common \
               libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache
 
-AGENT_SRC := src/agent/mp_arm.c src/agent/mp_hook.c src/agent/mp_stack.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
+AGENT_SRC := src/agent/mp_arm.c src/agent/mp_hook.c src/agent/mp_native.c src/agent/mp_stack.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
              src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \
              src/agent/lib_ljmemprof.c
 AGENT_OBJ := $(patsubst src/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))
@@ -110,14 +110,16 @@ READER_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(LIB_SRC))
 
 TEST_C     := $(wildcard tests/c/*.c)
 TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
+# Lua C modules of the tests (tests/agent-native.t).
+TEST_CMOD  := $(patsubst tests/cmod/%.c,$(BUILD)/tests/cmod/%.so,$(wildcard tests/cmod/*.c))
 
 .PHONY: all deps example test install uninstall bench clean distclean
-all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) \
+all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) $(TEST_CMOD) \
      $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/stackcheck/ljmemprof.so \
      $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 # The sanitizer builds of the tests (clang): made by make test, not by
 # make all, so that building needs no clang.
-SAN_BIN := $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host
+SAN_BIN := $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(BUILD)/tsan/native_threads
 
 # Install missing Debian packages when root (never removing one), else say
 # exactly what to run.
@@ -228,6 +230,10 @@ $(BUILD)/tsan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJ
 	@mkdir -p $(@D)
 	$(SAN_CC) -g -O1 -fsanitize=thread $(AGENT_CPPFLAGS) \
 	  -o $@ tests/c/agent_host.c $(AGENT_SRC) $(LUAJIT_LIBS) -ldl -lpthread
+$(BUILD)/tsan/native_threads: tests/c/native_threads.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJIT_LIBDEP)
+	@mkdir -p $(@D)
+	$(SAN_CC) -g -O1 -fsanitize=thread $(AGENT_CPPFLAGS) \
+	  -o $@ tests/c/native_threads.c $(AGENT_SRC) $(LUAJIT_LIBS) -ldl -lpthread
 $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJIT_LIBDEP)
 	@mkdir -p $(@D)
 	$(SAN_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -250,6 +256,10 @@ $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(LUAJIT_SRC)/src -o $@ $< \
 	  $(READER_OBJ) $(BUILD)/libljmemprof.a $(LUAJIT_LIBS) -lz -lm -ldl -lpthread
+
+$(BUILD)/tests/cmod/%.so: tests/cmod/%.c $(LUAJIT_LIBDEP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -I$(LUAJIT_SRC)/src -o $@ $< -lpthread
 
 # Only what the example runs: the module and the command.
 example: $(BUILD)/ljmemprof.so $(BUILD)/ljmemprof $(LUAJIT_BIN)

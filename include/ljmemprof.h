@@ -103,10 +103,17 @@ typedef struct ljmp_options {
 			   this many bytes (at least LJMP_MAX_SIZE_MIN),
 			   with a complete stream that notes why; 0 = no
 			   limit. */
+  int native;		/* Non-zero: record native memory too: the
+			   malloc family, free and anonymous mmap/munmap
+			   as every loaded object calls them (see README,
+			   "Native memory"). Implies stacks, as sample does
+			   (stacks = 0 here is LJMP_STACKS_DEFAULT); cannot
+			   go with sample (LJMP_EARG). One native recording
+			   per process at a time (LJMP_EBUSY). */
 } ljmp_options;
 
 #define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0, 0, \
-				  0, 0, 0 }
+				  0, 0, 0, 0 }
 #define LJMP_SAMPLE_DEFAULT	524288	/* What `sample = true` asks for. */
 #define LJMP_MAX_SIZE_MIN	65536
 #define LJMP_BUFSIZE_MAX	((size_t)1 << 30)	/* Also the cap of the

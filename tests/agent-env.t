@@ -57,13 +57,16 @@ bad() {
   # The message after luajit's own "PROGRAM: " (a path in luajit2's wrapper).
   is "$rc:$out:$(echo "$err" | head -n 1 | sed 's/^[^ ]*luajit: //')" "1::ljmemprof: LJMEMPROF: $2" "LJMEMPROF=$1"
 }
-bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: stacks, sample, seed, max_size, bufsize, mode, collect, signal, start)"
+bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: stacks, sample, seed, max_size, bufsize, mode, collect, native, signal, start)"
 bad ",stacks=8" "no path before the first ','; the form is path[,key=value]..."
 bad "," "no path before the first ','; the form is path[,key=value]..."
 bad "$TMPD/b.ljm,stacks" "'stacks' is not key=value"
 bad "$TMPD/b.ljm,stacks=5,stacks=6" "key 'stacks' is given twice"
 bad "$TMPD/b.ljm,sample=4K,stacks=0" "stacks=0 cannot go with sample: sampled profiles record call stacks (leave stacks out for 64 frames, or give 1 to 10000)"
 bad "$TMPD/b.ljm,stacks=no,sample=yes" "stacks=0 cannot go with sample: sampled profiles record call stacks (leave stacks out for 64 frames, or give 1 to 10000)"
+bad "$TMPD/b.ljm,native=yes,sample=1M" "native cannot go with sample: native events are not sampled"
+bad "$TMPD/b.ljm,native=yes,stacks=0" "stacks=0 cannot go with native: native events carry call stacks"
+bad "$TMPD/b.ljm,native=maybe" "native=maybe: yes or no"
 bad "$TMPD/b.ljm,signal=USR2,start=no,sample=4K,start=yes" "key 'start' is given twice"
 bad "$TMPD/b.ljm,stacks=lots" "stacks=lots: frames from 0 to 10000, or yes/no"
 bad "$TMPD/b.ljm,stacks=10001" "stacks=10001: frames from 0 to 10000, or yes/no"
@@ -158,7 +161,7 @@ run env LUA_CPATH="$BUILD/?.so;;" luajit -joff "$TMPD/api.lua" "$TMPD"
 expect="false	bad argument #1 to 'signal' (a signal that can toggle the profiler expected (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n, or its number))
 false	bad argument #1 to 'signal' (a signal that can toggle the profiler expected (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n, or its number))
 false	bad argument #2 to 'signal' (path '$TMPD/x%q': % must be followed by p (the pid), n (the number of the start) or %)
-false	bad argument #2 to 'signal' (unknown option 'paht'; options are path, bufsize, mode, stacks, sample, seed, max_size, collect)
+false	bad argument #2 to 'signal' (unknown option 'paht'; options are path, bufsize, mode, stacks, sample, seed, max_size, collect, native)
 nil	directory /nonexistent/dir: No such file or directory	2
 false	bad argument #2 to 'signal' (path '$TMPD/%n/x.ljm': the directory must not hold %p or %n: it is checked when the signal is armed)
 true

@@ -178,13 +178,13 @@ ljmemprof: m.ljm: warning: data ends at byte 0 before the end of the profile (ex
 # valid symtab: not a profile this reader can read (status 2), not a
 # damaged one (3).
 python3 -c 'import sys
-d = bytearray(open("bigs.ljm", "rb").read()); d[12] = 2; open("rev.ljm", "wb").write(d)
+d = bytearray(open("bigs.ljm", "rb").read()); d[12] = 9; open("rev.ljm", "wb").write(d)
 d = bytearray(open("big.ljm", "rb").read()); d[11] = 4; open("v4.ljm", "wb").write(d)'
 run "$MP" info rev.ljm
-is "$rc:$out:$err" "2::ljmemprof: rev.ljm: unknown version of the event stream at byte 12: expected ljmemprof extension revision 1, found revision 2 (a newer ljmemprof wrote it)" \
+is "$rc:$out:$err" "2::ljmemprof: rev.ljm: unknown version of the event stream at byte 12: expected ljmemprof extension revision 1 or 2, found revision 9 (a newer ljmemprof wrote it)" \
   "info: an extension revision it does not know is status 2, unknown version"
 run "$MP" report rev.ljm
-is "$rc:$out:$err" "2::ljmemprof: rev.ljm: unknown version of the event stream at byte 12: expected ljmemprof extension revision 1, found revision 2 (a newer ljmemprof wrote it)" \
+is "$rc:$out:$err" "2::ljmemprof: rev.ljm: unknown version of the event stream at byte 12: expected ljmemprof extension revision 1 or 2, found revision 9 (a newer ljmemprof wrote it)" \
   "report: the same"
 run "$MP" info v4.ljm
 is "$rc:$out:$err" "2::ljmemprof: v4.ljm: unknown version of the event stream at byte 11: expected ljm version 1 to 3 or the ljmemprof extension (76), found version 4" \

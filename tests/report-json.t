@@ -136,6 +136,19 @@ local _, info_rc = run(t.build .. "/ljmemprof info '" .. stacks .. "' 2>/dev/nul
 t.is(info_rc, 0, "the stack profile reads")
 profiles[#profiles + 1] = stacks
 
+-- And with native memory (cjson's buffer): sources with heap = native.
+-- JIT off: the JIT's machine code area made this profile's peak a tie
+-- for --peak's rounded percentage (6.25%), which LuaJIT's string.format
+-- and C's printf round apart.
+local native = TMP .. "/kinds-native.ljm"
+write(TMP .. "/kinds-native.lua", (slurp(TMP .. "/kinds.lua"):gsub(
+  "mp%.start%(arg%[1%]%)", "mp.start{ path = arg[1], native = true }"):gsub(
+  'jit%.opt%.start%("hotloop=2"%)', "jit.off()")))
+assert(os.execute(t.timeout("cd '" .. TMP .. "' && LUA_CPATH='" ..
+                            t.build_abs() .. "/?.so;;' luajit kinds-native.lua " ..
+                            "kinds-native.ljm")) == 0)
+profiles[#profiles + 1] = native
+
 -- Parse the text report into comparable lines.
 local function text_rows(text)
   local rows, section = {}, nil

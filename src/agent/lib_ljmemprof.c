@@ -145,6 +145,10 @@ static void read_options(lua_State *L, int idx, const char *fname,
       if (lua_type(L, -1) != LUA_TBOOLEAN)
 	bad_option(L, key, "must be a boolean");
       opt->collect = lua_toboolean(L, -1);
+    } else if (!strcmp(key, "native")) {
+      if (lua_type(L, -1) != LUA_TBOOLEAN)
+	bad_option(L, key, "must be a boolean");
+      opt->native = lua_toboolean(L, -1);
     } else if (!strcmp(key, "sample")) {
       if (lua_type(L, -1) == LUA_TBOOLEAN)
 	opt->sample = lua_toboolean(L, -1) ? LJMP_SAMPLE_DEFAULT : 0;
@@ -167,13 +171,19 @@ static void read_options(lua_State *L, int idx, const char *fname,
     } else {
       luaL_error(L, "bad argument #%d to '%s' (unknown option '%s'; "
 		 "options are path, bufsize, mode, stacks, sample, seed, "
-		 "max_size, collect)", idx, fname, key);
+		 "max_size, collect, native)", idx, fname, key);
     }
     lua_pop(L, 1);
   }
   /* ljmp_options cannot say "0 given": it would mean 64 frames. */
   if (no_stacks && opt->sample)
     bad_option(L, "stacks", "= 0 cannot go with sample: " MP_SAMPLE_STACKS);
+  if (opt->native && opt->sample)
+    bad_option(L, "native", "cannot go with sample: native events are not "
+	       "sampled");
+  if (no_stacks && opt->native)
+    bad_option(L, "stacks", "= 0 cannot go with native: native events "
+	       "carry call stacks");
 }
 
 /* A path must not be empty (open() would say only "No such file or

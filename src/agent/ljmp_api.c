@@ -37,6 +37,7 @@
 
 #include "mp_agent.h"
 #include "mp_check.h"
+#include "mp_native.h"
 #include "mp_sym.h"
 #include "../format/mp_format.h"
 
@@ -355,6 +356,9 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
   if (o->stacks > LJMP_STACKS_MAX)
     return bad_option(msg, size, "stacks must be from 0 to %u, not %u",
 		      (unsigned)LJMP_STACKS_MAX, o->stacks);
+  if (o->native && o->sample)
+    return bad_option(msg, size, "native cannot go with sample: native "
+		      "events are not sampled");
   if (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN)
     return bad_option(msg, size, "max_size must be 0 or at least %u, not "
 		      "%zu", (unsigned)LJMP_MAX_SIZE_MIN, o->max_size);
@@ -532,7 +536,8 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   int rc, created = 0;
   if (!L || !user || mp_options_read(&opt, user, NULL, 0) < 0)
     return LJMP_EARG;
-  if (opt.sample && !opt.stacks) opt.stacks = LJMP_STACKS_DEFAULT;
+  if ((opt.sample || opt.native) && !opt.stacks)
+    opt.stacks = LJMP_STACKS_DEFAULT;
   if ((s = state_of(L)) != NULL) {
     if (s->limited && !s->forked) ljmp_stop(L);	/* Ended at max_size. */
     else if (!s->forked) return LJMP_ERUNNING;
@@ -590,7 +595,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   *p++ = MP_FINAL;
   p = mp_put_prologue(p, MP_LJM_MAGIC,
 		      opt.stacks ? MP_VERSION_EXT : MP_VERSION_WRITE);
-  if (opt.stacks) p[-3] = MP_EXT_MINOR;
+  if (opt.stacks) p[-3] = opt.native ? MP_EXT_MINOR_NATIVE : MP_EXT_MINOR;
   rc = mp_sink_begin(s, head, (size_t)(p - head));
   if (rc) {
     list_del(s);
@@ -604,6 +609,15 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_names_wrap_require(&s->names, L);
   if (opt.stacks) put_info(s, "stacks", opt.stacks);
   if (opt.sample) put_info(s, "sample", opt.sample);
+  if (opt.native) {
+    put_info(s, "native", 1);
+    if ((rc = mp_native_start(s)) != 0) {	/* Another runs. */
+      mp_names_unwrap_require(L);
+      list_del(s);
+      if (created) unlink(opt.path);
+      goto fail;
+    }
+  }
   s->recording = 1;
   list_live(s);
   lua_setallocf(L, opt.sample ? mp_hook_alloc_sampled :
@@ -652,10 +666,12 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
     if (!(s = wrapped_state(L))) return LJMP_ENOTRUN;
     mp_names_unwrap_require(L);
     list_del(s);
+    mp_native_stop(s);
     mp_sink_finish(s);
     state_strip(s);
     return LJMP_EWRAPPED;
   }
+  mp_native_stop(s);
   lua_setallocf(L, s->orig_f, s->orig_ud);
   mp_names_unwrap_require(L);
   list_del(s);

@@ -351,6 +351,7 @@ typedef struct mp_state {
   int ext;			/* The stream is the ljmemprof extension. */
   unsigned notes;		/* MP_NOTE_*: written at the end. */
   int collect;			/* Collect garbage fully before the end. */
+  int native;			/* Native memory is recorded (mp_native.c). */
   uint64_t t0;			/* Monotonic ns at start (time marks). */
   char *path;			/* The file written, or NULL (callback). */
   dev_t dev;			/* Its identity, to refuse a second profiler */
@@ -373,6 +374,20 @@ void mp_sample_mark(mp_state *s, uintptr_t a);
 void mp_sample_unmark(mp_state *s, uintptr_t a);
 /* Forget every stack node: a prototype or a trace they name has died. */
 void mp_stack_forget(mp_state *s);
+/* For native events (mp_native.c), on the VM's thread inside an event:
+** the node of the Lua stack now (from: the caller's frame), 0 if no Lua
+** code runs (the VM's own work, the host); the node of frame f on node
+** parent (0: out of memory); and the event ev (MP_AEV_*) at node, its
+** old block (frees, reallocations) and its new one (the rest). */
+uint32_t mp_stack_here(mp_state *s, const void *from);
+uint32_t mp_stack_child(mp_state *s, uint32_t parent, const mp_snode *f);
+void mp_stack_event(mp_state *s, int ev, uint32_t node, uint64_t oaddr,
+		    uint64_t osize, uint64_t naddr, uint64_t nsize);
+
+/* -- mp_native.c (see mp_native.h) ----------------------------------------- */
+/* Write the native events other threads queued (on the VM's thread,
+** inside an event). */
+void mp_native_drain(mp_state *s);
 
 /* -- ljmp_api.c ----------------------------------------------------------- */
 void mp_sentinel_install(lua_State *L);

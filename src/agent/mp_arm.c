@@ -324,6 +324,7 @@ static const struct env_key {
   { "mode", K_OCTAL, 0, 0777, "octal permissions from 0 to 0777, e.g. "
 			      "0644" },
   { "collect", K_BOOL, 0, 1, "yes or no" },
+  { "native", K_BOOL, 0, 1, "yes or no" },
   { "start", K_BOOL, 0, 1, "yes or no" },
   { "signal", K_SIGNAL, 0, 0, "a signal that can toggle the profiler (USR1, "
 			      "USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n)" },
@@ -404,7 +405,7 @@ static int env_parse(const char *env, char *buf, size_t size,
       if (!strcmp(item, env_keys[i].name)) k = &env_keys[i];
     if (!k) {
       snprintf(err, errsize, "unknown key '%s' (keys: stacks, sample, seed, "
-	       "max_size, bufsize, mode, collect, signal, start)", item);
+	       "max_size, bufsize, mode, collect, native, signal, start)", item);
       return -1;
     }
     /* The last one would win unnoticed: which did the user mean? */
@@ -424,10 +425,21 @@ static int env_parse(const char *env, char *buf, size_t size,
     else if (!strcmp(item, "bufsize")) opt->bufsize = (size_t)n;
     else if (!strcmp(item, "mode")) opt->mode = (unsigned)n;
     else if (!strcmp(item, "collect")) opt->collect = (int)n;
+    else if (!strcmp(item, "native")) opt->native = (int)n;
     else if (!strcmp(item, "signal")) *signo = (int)n;
     else *start = (int)n;
   }
   /* ljmp_options cannot say "0 given": it would mean 64 frames. */
+  if (opt->native && opt->sample) {
+    snprintf(err, errsize, "native cannot go with sample: native events "
+	     "are not sampled");
+    return -1;
+  }
+  if (no_stacks && opt->native) {
+    snprintf(err, errsize, "stacks=0 cannot go with native: native events "
+	     "carry call stacks");
+    return -1;
+  }
   if (no_stacks && opt->sample) {
     snprintf(err, errsize, "stacks=0 cannot go with sample: %s",
 	     MP_SAMPLE_STACKS);

@@ -141,7 +141,8 @@ static void write_node(mp_state *s, uint32_t parent, const mp_snode *f)
   switch (f->kind) {
   case MP_FK_LUA: q = mp_put_uleb(q, f->a); q = mp_put_uleb(q, f->b); break;
   case MP_FK_BUILTIN: q = mp_put_uleb(q, f->a); break;
-  case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT:
+  case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT: case MP_FK_NATIVE:
+  case MP_FK_THREAD:
     q = mp_put_uleb(q, f->a);
     break;
   }
@@ -1462,6 +1463,7 @@ static MP_INLINE void time_mark(mp_state *s)
   memo_window(&st->jmemo_use, 2);
   s->pos = mp_put_time(s, s->pos);
   mp_settle(s);
+  if (s->native) mp_native_drain(s);	/* Other threads' native events. */
 }
 
 /* A time mark every MP_TICK events (or fewer, see mp_stacks.tick). */
@@ -1794,4 +1796,34 @@ void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize)
   if (MP_LIKELY(!*mp_seen(sm, (uintptr_t)ptr)))
     return f(s->orig_ud, ptr, osize, nsize);
   return sample_slow(s, ptr, osize, nsize);
+}
+
+/* -- Native events (mp_native.c) ------------------------------------------ */
+
+uint32_t mp_stack_here(mp_state *s, const void *from)
+{
+  uint32_t id = capture(s, from);
+  return id && node_at(&s->st, id)->kind == MP_FK_HOST ? 0 : id;
+}
+
+uint32_t mp_stack_child(mp_state *s, uint32_t parent, const mp_snode *f)
+{
+  return node_of(s, parent, f);
+}
+
+void mp_stack_event(mp_state *s, int ev, uint32_t node, uint64_t oaddr,
+		    uint64_t osize, uint64_t naddr, uint64_t nsize)
+{
+  mp_stacks *st = &s->st;
+  uint8_t *h = s->pos, *p = put_where(st, h, ev, node);
+  if (ev & MP_AEV_FREE) {
+    p = put_delta(p, h, MP_EV_OLD8, &st->old_addr, oaddr);
+    p = mp_put_uleb_fast(p, osize);
+  }
+  if (ev & MP_AEV_ALLOC) {
+    p = put_delta(p, h, MP_EV_NEW8, &st->new_addr, naddr);
+    p = mp_put_uleb_fast(p, nsize);
+  }
+  s->pos = p;
+  mp_settle(s);
 }

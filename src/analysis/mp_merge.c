@@ -106,7 +106,7 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
       int nomem = 0;
       y->loc.name = name_in(m, &s->syms.names, x->loc.name, &nomem);
       if (nomem) goto done;
-    } else if (x->kind != MP_FK_CUT &&
+    } else if (x->kind != MP_FK_CUT && x->kind != MP_FK_THREAD &&
 	       !mp_merge_loc(m, &s->syms.names, &x->loc, &y->loc)) {
       goto done;
     }

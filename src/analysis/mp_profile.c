@@ -113,9 +113,22 @@ static int node_add(mp_profile *p, const mp_item *it)
   l = mp_frame_loc(&p->syms, it->fkind, it->fa, it->line);
   if ((it->fkind == MP_FK_BUILTIN && parent) || intrace) {
     site = parent->site;
+  } else if (it->fkind == MP_FK_NATIVE) {
+    /* Native memory: billed where the VM's would be, as a source of its
+    ** own (its kind in the label). */
+    mp_loc s;
+    if (parent) {
+      s = p->site[parent->site].loc;
+    } else {
+      memset(&s, 0, sizeof(s));
+      s.src = MP_SRC_INTERNAL;
+    }
+    s.heap = MP_HEAP_NATIVE;
+    if ((site = site_find(p, &s)) > SITE_MAX) return MP_ERR_NOMEM;
   } else {
     mp_loc s = l;
-    if (it->fkind == MP_FK_BUILTIN || it->fkind == MP_FK_CUT) {
+    if (it->fkind == MP_FK_BUILTIN || it->fkind == MP_FK_CUT ||
+	it->fkind == MP_FK_THREAD) {
       memset(&s, 0, sizeof(s));	/* Called from nowhere: internal. */
       s.src = MP_SRC_INTERNAL;
     }
@@ -402,6 +415,7 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
   unsigned k = e->kind;
   uint32_t si, owner, put = 0;
   uint64_t size, cnt = 1, nb = e->nsize, ob = e->osize, before = 0;
+  uint64_t oa = e->oaddr, na = e->naddr;	/* Keys in the heap table. */
   mp_weight wn = { 1, e->nsize }, wo = { 1, e->osize };
   mp_site *s;
   if (full) {
@@ -425,11 +439,21 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
     mp_pnode *n;
     if (e->id - 1 >= p->nnode) return MP_ERR_DATA;	/* No such node. */
     n = &p->node[e->id - 1];
-    n->alloc.n += cnt;
-    n->alloc.plus += nb;
+    if (n->kind == MP_FK_NATIVE) {	/* A heap of its own. */
+      if (p->heapsel == MP_HEAPSEL_VM) return MP_OK;
+      oa ^= MP_NATIVE_KEY;
+      na ^= MP_NATIVE_KEY;
+    } else if (p->heapsel == MP_HEAPSEL_NATIVE) {
+      return MP_OK;
+    }
+    if (k & MP_AEV_ALLOC) {	/* Native frees have a node too. */
+      n->alloc.n += cnt;
+      n->alloc.plus += nb;
+    }
     si = n->site;
     put = MP_OWNER_NODE | (uint32_t)e->id;
   } else {
+    if (p->heapsel == MP_HEAPSEL_NATIVE) return MP_OK;
     si = site_of(p, e->src, e->id, e->line);
     if (si > SITE_MAX) return MP_ERR_NOMEM;
     put = si;
@@ -444,7 +468,7 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
   }
   p->net += nb - ob;	/* Modulo 2^64: bad data must not trap. */
   if ((int64_t)p->net > p->peak) p->peak = (int64_t)p->net;
-  if ((k & MP_AEV_FREE) && mp_heap_take(&p->heap, e->oaddr, &size, &owner)) {
+  if ((k & MP_AEV_FREE) && mp_heap_take(&p->heap, oa, &size, &owner)) {
     mp_weight w = { 1, size };
     if (full) {
       mp_live *l = owner_live(p, owner);
@@ -469,11 +493,11 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
   }
   if ((k & MP_AEV_ALLOC) && e->naddr) {
     if (full) p->heap.now = p->nalloc;
-    if (mp_heap_put(&p->heap, e->naddr, e->nsize, put) < 0)
+    if (mp_heap_put(&p->heap, na, e->nsize, put) < 0)
       return MP_ERR_NOMEM;
     if (full) {
       live_change(p, owner_live(p, put), wn.n, wn.bytes);
-      if (__builtin_expect(p->heap.replaced, 0)) replaced(p, e->naddr);
+      if (__builtin_expect(p->heap.replaced, 0)) replaced(p, na);
     }
   }
   p->nev++;
@@ -545,6 +569,11 @@ static int on_item(mp_profile *p, const mp_item *it)
     return MP_OK;
   case MP_SRC_FNAME:
     return mp_symtab_add(&p->syms, it) ? MP_OK : nomem(p, it->offset);
+  case MP_SRC_RSS:
+    p->rss = it->id;
+    if (it->id > p->rss_max) p->rss_max = it->id;
+    p->nrss++;
+    return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);
   p->nsym[!it->in_header][it->src >> MP_SRC_SHIFT]++;

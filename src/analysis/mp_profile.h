@@ -101,6 +101,11 @@ typedef struct mp_pnode {
 /* Owners in the heap table: a site, or a node (this bit, and its id). */
 #define MP_OWNER_NODE	0x80000000u
 
+/* Which heap a pass aggregates (mp_profile.heapsel, report --heap). */
+#define MP_HEAPSEL_ALL		0
+#define MP_HEAPSEL_VM		1	/* The VM's heap only. */
+#define MP_HEAPSEL_NATIVE	2	/* Native memory only. */
+
 /* What a pass computes beyond the report (mp_profile.want). */
 #define MP_WANT_PEAK	1	/* Per owner: what it held at the peak. */
 #define MP_WANT_TEMP	2	/* Per owner: temporary blocks. */
@@ -169,6 +174,11 @@ typedef struct mp_profile {
   char stopped[64];	/* Why recording stopped early, or "". */
   /* What the pass computes beyond the report (set before it). */
   unsigned want;	/* MP_WANT_*. */
+  unsigned heapsel;	/* MP_HEAPSEL_*: the events aggregated (the
+			   others are skipped as if not in the stream). */
+  uint64_t rss, rss_max;	/* The process's RSS: the last, the largest
+				   (MP_X_RSS of native profiles)... */
+  uint32_t nrss;		/* ...and how many the stream has. */
   uint32_t window;	/* Temporaries: MP_TEMP_WINDOW unless set. */
   int full;		/* The pass keeps blocks by owner (want or
 			   sample). */

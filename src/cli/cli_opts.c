@@ -70,6 +70,14 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
       return bad_value(cmd, "--format", v);
     return MP_OPT_TAKEN;
   }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--heap", NULL, &v))) {
+    if (m < 0) return MP_OPT_ERROR;
+    if (!strcmp(v, "all")) o->heapsel = MP_HEAPSEL_ALL;
+    else if (!strcmp(v, "vm")) o->heapsel = MP_HEAPSEL_VM;
+    else if (!strcmp(v, "native")) o->heapsel = MP_HEAPSEL_NATIVE;
+    else return bad_value(cmd, "--heap", v);
+    return MP_OPT_TAKEN;
+  }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--sort", NULL, &v))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!strcmp(v, "bytes")) o->sort = MP_SORT_BYTES;

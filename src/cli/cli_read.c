@@ -214,6 +214,7 @@ static void profile_start(mp_profile *p, const mp_cli_opts *o)
   mp_profile_init(p);
   if (o) {
     p->want = o->want;
+    p->heapsel = o->heapsel;
     if (o->window) p->window = o->window;
   }
 }

@@ -36,7 +36,8 @@ const char mp_help_events[] =
 "    names are cut at 4096 bytes. An event of a profile recorded with\n"
 "    stacks has the labels of its frames in stack, innermost first (as\n"
 "    the collapsed output shows them, read backwards), and is labelled by\n"
-"    its innermost frame.\n"
+"    its innermost frame; one of native memory (native = true) has heap\n"
+"    \"native\" too.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 complete; 3 cut short or damaged (events up to the cut or the\n"
@@ -118,6 +119,8 @@ static void json_loc(FILE *out, mp_symtab *t, const frames *fr,
     break;
   case MP_SRC_STACK:
     fprintf(out, ",\"node\":%llu", (unsigned long long)it->id);
+    if (it->id - 1 < fr->n && fr->kind[it->id - 1] == MP_FK_NATIVE)
+      fputs(",\"heap\":\"native\"", out);
     json_stack(out, t, fr, it->id);
     break;
   case MP_SRC_TRACE:

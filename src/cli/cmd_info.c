@@ -2,6 +2,7 @@
 ** cmd_info.c: `ljmemprof info`: versions, counts and totals of a profile.
 */
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/mp_cli.h"
@@ -29,6 +30,12 @@ const char mp_help_info[] =
 "    end, why recording stopped early, and the sampling rate of a\n"
 "    sampled profile. When the sizes add up to 2^63 bytes or more\n"
 "    (absurd data), it says so: the byte figures are then not exact.\n"
+"    A profile of native memory (native = true) says where the memory\n"
+"    is (memory:): the process's RSS at the end and its largest at a\n"
+"    time mark, the VM heap and the native memory live at the end\n"
+"    (allocated within the profile), and the rest (allocator caches and\n"
+"    fragmentation, machine code, stacks, mapped files, and what was\n"
+"    allocated before the start).\n"
 "\n"
 "OPTIONS\n"
 "    --format text|json   Text (default) or one JSON object.\n"
@@ -57,6 +64,20 @@ static int info_opt(const char *cmd, int argc, char **argv, int *i,
 }
 
 /* Where reading stopped, for "complete:". */
+/* The bytes live at the end of the blocks of native sources into *native,
+** of the VM's into *vm (allocated within the profile). */
+static void live_by_heap(const mp_profile *p, uint64_t *native, uint64_t *vm)
+{
+  mp_live *by = mp_profile_by_site(p);
+  uint32_t i;
+  *native = *vm = 0;
+  for (i = 0; by && i < p->nsite; i++) {
+    if (p->site[i].loc.heap == MP_HEAP_NATIVE) *native += by[i].bytes;
+    else *vm += by[i].bytes;
+  }
+  free(by);
+}
+
 static const char *stop_word(int rc)
 {
   return rc == MP_ERR_DATA ? "bad data at byte" :
@@ -118,6 +139,16 @@ int mp_cmd_info(int argc, char **argv)
 	     (long long)(int64_t)p.net, (long long)p.peak);
     printf(",\"live_blocks\":%llu,\"live_bytes\":%llu",
 	   (unsigned long long)p.live_n, (unsigned long long)p.live_bytes);
+    if (p.nrss) {
+      uint64_t nat, vm;
+      live_by_heap(&p, &nat, &vm);
+      printf(",\"memory\":{\"rss_bytes\":%llu,\"rss_max_bytes\":%llu,"
+	     "\"vm_live_bytes\":%llu,\"native_live_bytes\":%llu,"
+	     "\"rest_bytes\":%llu}", (unsigned long long)p.rss,
+	     (unsigned long long)p.rss_max, (unsigned long long)vm,
+	     (unsigned long long)nat, (unsigned long long)
+	     (p.rss > vm + nat ? p.rss - vm - nat : 0));
+    }
     mp_render_json_summary(stdout, &p);
     fputs("}\n", stdout);
   } else {
@@ -186,6 +217,18 @@ int mp_cmd_info(int argc, char **argv)
 	   "ran before the end: what is live is reachable)" : "no (what is "
 	   "live may be garbage not yet collected)");
     if (p.stopped[0]) printf("stopped:    %s\n", p.stopped);
+    if (p.nrss) {	/* Where the memory is (native profiles). */
+      uint64_t nat, vm;
+      live_by_heap(&p, &nat, &vm);
+      printf("memory:     RSS %lluB at the end (at most %lluB at a time "
+	     "mark): VM heap %lluB and native %lluB live (allocated within "
+	     "the profile), the rest %lluB (allocator caches and "
+	     "fragmentation, machine code, stacks, mapped files, and what "
+	     "was allocated before the start)\n",
+	     (unsigned long long)p.rss, (unsigned long long)p.rss_max,
+	     (unsigned long long)vm, (unsigned long long)nat,
+	     (unsigned long long)(p.rss > vm + nat ? p.rss - vm - nat : 0));
+    }
     if (p.sample)
       printf("sampled:    one sample every %.0f bytes allocated on average: "
 	     "counts and bytes are estimates\n", p.sample);

@@ -30,6 +30,7 @@
 #define ENV_STACKS	"LJMEMPROF_RUN_STACKS"
 #define ENV_SAMPLE	"LJMEMPROF_RUN_SAMPLE"
 #define ENV_MAX_SIZE	"LJMEMPROF_RUN_MAX_SIZE"
+#define ENV_NATIVE	"LJMEMPROF_RUN_NATIVE"
 #define SAMPLE_DEFAULT	524288	/* Bytes of a bare --sample (the agent's
 				   LJMP_SAMPLE_DEFAULT). */
 #define MAX_SIZE_MIN	65536	/* The agent's LJMP_MAX_SIZE_MIN. */
@@ -43,11 +44,11 @@ const char mp_help_run[] =
 "\n"
 "SYNOPSIS\n"
 "    ljmemprof run [-o FILE] [--luajit PATH] [--stacks [N]] [--sample [BYTES]]\n"
-"                  [--max-size BYTES] [--html FILE] [REPORT OPTIONS]\n"
+"                  [--native] [--max-size BYTES] [--html FILE] [REPORT OPTIONS]\n"
 "                  SCRIPT [ARGS...]\n"
 "    ljmemprof run [-o FILE] [--stacks [N]] [--sample [BYTES]]\n"
-"                  [--max-size BYTES] [--html FILE] [REPORT OPTIONS] -- LUAJIT\n"
-"                  [LUAJIT OPTIONS] [SCRIPT [ARGS...]]\n"
+"                  [--native] [--max-size BYTES] [--html FILE] [REPORT OPTIONS]\n"
+"                  -- LUAJIT [LUAJIT OPTIONS] [SCRIPT [ARGS...]]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs `luajit SCRIPT ARGS...` with the ljmemprof agent recording from\n"
@@ -121,13 +122,18 @@ const char mp_help_run[] =
 "        back to estimates and says it is sampled. Sampling records call\n"
 "        stacks (--stacks sets their depth, 64 by default; --stacks 0 is\n"
 "        refused with it).\n"
+"    --native\n"
+"        Record native memory too (malloc, free, anonymous mmap of the\n"
+"        program and its C modules, FFI calls), as mp.start{native = true}\n"
+"        does: its sources are labelled [native] (--heap selects). Records\n"
+"        call stacks (64 frames unless --stacks says); not with --sample.\n"
 "    --max-size BYTES, --max-size=BYTES\n"
 "        Stop recording before the profile grows past BYTES (at least 64K;\n"
 "        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
 "        complete and notes that it stopped at the limit.\n"
 "    --format, --sort, --top, --leak-only, -H/--human-readable, --metric,\n"
-"    --peak, --temporary [N], --stacks-per-source [N], --accounting A\n"
-"        As for 'ljmemprof report'. The report goes to standard output\n"
+"    --peak, --temporary [N], --stacks-per-source [N], --accounting A,\n"
+"    --heap vm|native|all\n""        As for 'ljmemprof report'. The report goes to standard output\n"
 "        (-o names the profile here); pprof, a binary format, is refused\n"
 "        on a terminal before the script runs.\n"
 "    -h, --help\n"
@@ -184,7 +190,8 @@ static const char start_code[] =
   "local opts = { path = os.getenv('" ENV_OUT "'), "
   "stacks = tonumber(os.getenv('" ENV_STACKS "')), "
   "sample = tonumber(os.getenv('" ENV_SAMPLE "')), "
-  "max_size = tonumber(os.getenv('" ENV_MAX_SIZE "')), collect = true } "
+  "max_size = tonumber(os.getenv('" ENV_MAX_SIZE "')), collect = true, "
+  "native = os.getenv('" ENV_NATIVE "') == '1' } "
   "debug.sethook(function() local i = debug.getinfo(2, 'S') "
   "if not i or i.what == 'C' then return end "
   "debug.sethook() "
@@ -467,6 +474,7 @@ int mp_cmd_run(int argc, char **argv)
   int i, n, status, rstatus, dashdash = 0, keep, rescued;
   uint32_t stacks = 0;
   int stacks_given = 0;	/* --stacks 0 means one frame, not 64. */
+  int native = 0;
   long long sample = 0, max_size = 0;
   struct stat st;
   memset(&o, 0, sizeof(o));
@@ -504,6 +512,10 @@ int mp_cmd_run(int argc, char **argv)
 	o.stacks_run = 1;
       }
       stacks_given = 1;
+      continue;
+    }
+    if (!strcmp(a, "--native")) {
+      native = 1;
       continue;
     }
     if (!strcmp(a, "--sample") || !strncmp(a, "--sample=", 9)) {
@@ -547,6 +559,17 @@ int mp_cmd_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: --stacks 0 cannot go with --sample: "
 	    "sampled profiles record call stacks (leave --stacks out for 64 "
 	    "frames, or give 1 to 10000)\n");
+    return MP_EXIT_ERROR;
+  }
+  if (native && (sample || (stacks_given && !stacks))) {
+    fprintf(stderr, "ljmemprof run: --native cannot go with %s\n",
+	    sample ? "--sample: native events are not sampled" :
+	    "--stacks 0: native events carry call stacks");
+    return MP_EXIT_ERROR;
+  }
+  if (native && !stacks_given) stacks = STACKS_DEFAULT;
+  if ((native ? setenv(ENV_NATIVE, "1", 1) : unsetenv(ENV_NATIVE)) < 0) {
+    fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
     return MP_EXIT_ERROR;
   }
   if (mp_cli_check_opts("run", &o)) return MP_EXIT_ERROR;

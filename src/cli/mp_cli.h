@@ -73,6 +73,7 @@ typedef struct mp_cli_opts {
 				   recorded), not --stacks-per-source. */
   const char *output;		/* -o FILE of report; NULL or "-": stdout. */
   unsigned want;		/* What the pass keeps (MP_WANT_*). */
+  unsigned heapsel;		/* --heap: MP_HEAPSEL_*. */
   uint32_t window;		/* --temporary N, or 0: the default. */
   const char *html;		/* run --html FILE: also the HTML report. */
   uint32_t bare_stacks;		/* What a bare --stacks means, set by the

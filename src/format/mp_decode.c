@@ -111,10 +111,10 @@ static int get_prologue(mp_reader *r, const char *magic, int *ver)
   }
   *ver = r->p[3];
   if (*ver == MP_VERSION_EXT && magic[2] == 'm') {	/* The extension. */
-    if (r->p[4] != MP_EXT_MINOR) {
-      snprintf(msg, sizeof(msg), "ljmemprof extension revision %d, found "
-	       "revision %d (a newer ljmemprof wrote it)", MP_EXT_MINOR,
-	       r->p[4]);
+    if (r->p[4] != MP_EXT_MINOR && r->p[4] != MP_EXT_MINOR_NATIVE) {
+      snprintf(msg, sizeof(msg), "ljmemprof extension revision %d or %d, "
+	       "found revision %d (a newer ljmemprof wrote it)", MP_EXT_MINOR,
+	       MP_EXT_MINOR_NATIVE, r->p[4]);
       return fail(r, MP_ERR_DATA, r->p + 4, msg);
     }
     r->ext = 1;
@@ -318,6 +318,7 @@ static int get_xrec(mp_reader *r, mp_item *it)
 	return rc;
       break;
     case MP_FK_BUILTIN: case MP_FK_C: case MP_FK_TRACE: case MP_FK_CUT:
+    case MP_FK_NATIVE: case MP_FK_THREAD:
       if ((rc = get_uleb_in(r, &q, end, &it->fa, "frame address or number"))
 	  != MP_OK)
 	return rc;
@@ -325,7 +326,8 @@ static int get_xrec(mp_reader *r, mp_item *it)
     case MP_FK_HOST:
       break;
     default:
-      snprintf(msg, sizeof(msg), "frame kind 1 to 6, found %d", it->fkind);
+      snprintf(msg, sizeof(msg), "frame kind 1 to 6, 8 or 9, found %d",
+	       it->fkind);
       return fail(r, MP_ERR_DATA, q - 1, msg);
     }
     if (it->parent > r->nodes) {
@@ -354,6 +356,12 @@ static int get_xrec(mp_reader *r, mp_item *it)
   case MP_X_TIME:
     it->src = MP_SRC_TIME;
     if ((rc = get_uleb_in(r, &q, end, &it->id, "time mark")) != MP_OK)
+      return rc;
+    break;
+  case MP_X_RSS:
+    it->src = MP_SRC_RSS;
+    if ((rc = get_uleb_in(r, &q, end, &it->id, "resident set size")) !=
+	MP_OK)
       return rc;
     break;
   case MP_X_DROP:

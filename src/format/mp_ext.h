@@ -48,6 +48,9 @@
 **                                       address left the sample (it was
 **                                       resized into a block that is not
 **                                       sampled): no longer live, not freed
+**   MP_X_RSS      bytes                 native profiles: the process's
+**                                       resident set size, after each time
+**                                       mark and at the end
 **   frame       := kind payload
 **     MP_FK_LUA       proto-addr line   a Lua function at a line
 **     MP_FK_BUILTIN   builtin-id        a builtin, named by MP_X_BUILTIN: its
@@ -64,6 +67,21 @@
 **     MP_FK_CUT       depth             more frames below, not recorded
 **                                       (the stack was deeper than the
 **                                       limit, which `depth` gives)
+**     MP_FK_NATIVE    function          native memory (minor 2): the
+**                                       innermost frame of an event of
+**                                       the malloc family or of mmap
+**                                       (MP_NF_*), on the Lua stack that
+**                                       called it or on its native caller
+**                                       (a C frame)
+**     MP_FK_THREAD    thread-id         native memory (minor 2): the root
+**                                       of another thread's events (the
+**                                       kernel's thread id)
+**
+** Native memory (minor 2, setting "native" = "1"): events at a node whose
+** frame is MP_FK_NATIVE are native blocks, apart from the VM's heap (an
+** address may be both at once in the stream's order: a reader keeps them
+** in two heaps); their frees are at such a node too (header FREE|STACK,
+** which minor 1 has not got).
 **
 ** A node is written before the first event that refers to it, a symbol
 ** before the first node or event that refers to it. Stacks are stored
@@ -98,6 +116,7 @@
 
 #define MP_VERSION_EXT		0x4c	/* 'L': the ljmemprof extension. */
 #define MP_EXT_MINOR		1	/* Its revision, after the version. */
+#define MP_EXT_MINOR_NATIVE	2	/* A stream with native memory. */
 
 #define MP_SRC_STACK		(5 << 2)	/* Event location: a node id. */
 #define MP_EV_OLD8		0x20	/* Old address delta in units of 8. */
@@ -114,6 +133,7 @@
 #define MP_SRC_TIME		(8 << 2)	/* A time mark: id is its ns. */
 #define MP_SRC_DROP		(9 << 2)	/* A block left the sample: oaddr. */
 #define MP_SRC_GCSTART		(10 << 2)	/* The final collection starts. */
+#define MP_SRC_RSS		(11 << 2)	/* The process's RSS: id bytes. */
 
 #define MP_GCSTART_ADDR		1
 #define MP_GCSTART_NAME		"(final collection)"
@@ -123,7 +143,7 @@
 ** source MP_SRC_FNAME, id the prototype's address). No C function lives
 ** above 2^63, no event refers to it. */
 #define MP_FNAME_TAG		((uint64_t)1 << 63)
-#define MP_SRC_FNAME		(11 << 2)
+#define MP_SRC_FNAME		(12 << 2)
 
 /* Extended record types. */
 enum {
@@ -131,7 +151,8 @@ enum {
   MP_X_BUILTIN = 2,
   MP_X_INFO = 3,
   MP_X_TIME = 4,
-  MP_X_DROP = 5
+  MP_X_DROP = 5,
+  MP_X_RSS = 6
 };
 
 #define MP_LJN_MAGIC		"ljn"	/* The trailer of notes. */
@@ -145,9 +166,33 @@ enum {
   MP_FK_TRACE = 4,
   MP_FK_HOST = 5,
   MP_FK_CUT = 6,
-  MP_FK_INTERNAL = 7	/* Not written: what readers call the VM's own
+  MP_FK_INTERNAL = 7,	/* Not written: what readers call the VM's own
 			   events, which carry no stack. */
+  MP_FK_NATIVE = 8,	/* Native memory: the function called (MP_NF_*). */
+  MP_FK_THREAD = 9	/* Native memory of another thread: its id. */
 };
+
+/* The native functions of an MP_FK_NATIVE frame. */
+enum {
+  MP_NF_MALLOC = 1, MP_NF_CALLOC, MP_NF_REALLOC, MP_NF_REALLOCARRAY,
+  MP_NF_FREE, MP_NF_POSIX_MEMALIGN, MP_NF_ALIGNED_ALLOC, MP_NF_MEMALIGN,
+  MP_NF_VALLOC, MP_NF_PVALLOC, MP_NF_MMAP, MP_NF_MUNMAP, MP_NF_N
+};
+
+/* The name of native function nf, or NULL if it is none. */
+static inline const char *mp_native_fname(uint64_t nf)
+{
+  static const char *const names[MP_NF_N] = {
+    NULL, "malloc", "calloc", "realloc", "reallocarray", "free",
+    "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+    "mmap", "munmap"
+  };
+  return nf < MP_NF_N ? names[nf] : NULL;
+}
+
+/* The key of a native block in a reader's heap: apart from the VM's
+** blocks (bit 63 is never set in a user-space address). */
+#define MP_NATIVE_KEY		((uint64_t)1 << 63)
 
 /* Zigzag: signed differences as small unsigned numbers (0, -1, 1, -2, ...
 ** become 0, 1, 2, 3, ...). */
@@ -168,6 +213,7 @@ static inline int64_t mp_unzigzag(uint64_t v)
 #define MP_HEADERS_FLAGS	(1u << 31)
 #define MP_EXT_HEADERS	(0xeee0u | 0xe0000u | \
 			 1u << (MP_AEV_ALLOC | MP_SRC_STACK) | \
+			 1u << (MP_AEV_FREE | MP_SRC_STACK) | \
 			 1u << (MP_AEV_REALLOC | MP_SRC_STACK) | MP_HEADERS_FLAGS)
 
 #endif

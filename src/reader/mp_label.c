@@ -49,6 +49,7 @@ mp_loc mp_loc_of(const mp_symtab *t, int src, uint64_t id, uint64_t line)
   l.line = line;
   l.aux = 0;
   l.name = 0;
+  l.heap = 0;
   if (i) {
     const mp_sym *s = &t->sym[i];
     l.name = s->name;
@@ -145,6 +146,7 @@ size_t mp_label(mp_strtab *names, const mp_loc *l, char *out, size_t size)
     put(out, size, &n, "INTERNAL");
     break;
   }
+  if (l->heap == MP_HEAP_NATIVE) put(out, size, &n, " [native]");
   return n;
 }
 
@@ -161,6 +163,13 @@ mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
   case MP_FK_BUILTIN:
     l.id = fa;
     l.name = mp_symtab_builtin(t, fa);
+    return l;
+  case MP_FK_NATIVE:
+    l.id = fa;
+    l.heap = MP_HEAP_NATIVE;
+    return l;
+  case MP_FK_THREAD:
+    l.id = fa;
     return l;
   default:	/* A cut: the depth limit. */
     l.id = fa;
@@ -236,6 +245,16 @@ size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
   case MP_FK_CUT:
     m = snprintf(out, size, "[deeper than %llu frames]",
 		 (unsigned long long)l->id);
+    break;
+  case MP_FK_NATIVE:
+    if (mp_native_fname(l->id))
+      m = snprintf(out, size, "%s [native]", mp_native_fname(l->id));
+    else
+      m = snprintf(out, size, "native#%llu [native]",
+		   (unsigned long long)l->id);
+    break;
+  case MP_FK_THREAD:
+    m = snprintf(out, size, "[thread %llu]", (unsigned long long)l->id);
     break;
   default:
     return mp_label(names, l, out, size);

@@ -24,6 +24,8 @@
 **                                     name and the symbol's address
 **   lj_tab_new+0x1c                   a C address inside a symbol
 **   LFUNC 0x7f00...:12, CFUNC 0x7f... locations without a symbol
+**   @app.lua:12 [native]              native memory (malloc, mmap) made
+**                                     there; a frame "malloc [native]"
 **
 ** Labels are raw bytes as the stream has them (renderers escape them for
 ** their output); a name longer than MP_NAME_SHOWN bytes is cut there
@@ -69,7 +71,11 @@ typedef struct mp_loc {
   uint32_t name;	/* Lua: chunk name; C: symbol name; trace: chunk
 			   it started in (mp_strtab ids); 0: unresolved. */
   uint8_t src;		/* MP_SRC_*. */
+  uint8_t heap;		/* MP_HEAP_NATIVE: a source of native memory (the
+			   same place of the VM's heap is another one). */
 } mp_loc;
+
+#define MP_HEAP_NATIVE	1
 
 /* The location (src, id, line) resolved against the symbols in force. */
 mp_loc mp_loc_of(const mp_symtab *t, int src, uint64_t id, uint64_t line);
@@ -102,7 +108,8 @@ static inline int mp_loc_same(const mp_loc *a, const mp_loc *b)
   uint64_t a1, a2, b1, b2;
   mp_loc_key(a, &a1, &a2);
   mp_loc_key(b, &b1, &b2);
-  return a->src == b->src && a->name == b->name && a1 == b1 && a2 == b2;
+  return a->src == b->src && a->name == b->name && a1 == b1 && a2 == b2 &&
+	 a->heap == b->heap;
 }
 
 /* Hash of a source (equal for locations that mp_loc_same() finds equal). */
@@ -111,6 +118,7 @@ static inline uint64_t mp_loc_hash(const mp_loc *l)
   uint64_t k1, k2;
   mp_loc_key(l, &k1, &k2);
   return mp_hash_mix(k1 ^ mp_hash_mix(k2 + ((uint64_t)l->src << 40) +
+				      ((uint64_t)l->heap << 48) +
 				      ((uint64_t)l->name << 8)));
 }
 

@@ -150,8 +150,9 @@ void mp_sview_mark_aliases(const mp_stacktree *t, uint32_t k,
 
 const char *mp_fk_name(uint8_t kind)
 {
-  static const char *const name[8] = {
-    "internal", "lua", "builtin", "cfunc", "trace", "host", "cut", "internal"
+  static const char *const name[10] = {
+    "internal", "lua", "builtin", "cfunc", "trace", "host", "cut", "internal",
+    "native", "thread"
   };
-  return name[kind < 8 ? kind : 0];
+  return name[kind < 10 ? kind : 0];
 }

@@ -33,6 +33,7 @@ void mp_render_json_source(FILE *out, const mp_sections *sec, uint32_t i)
   const mp_loc *l = &sec->p->site[i].loc;
   fprintf(out, "{\"kind\":\"%s\",\"label\":", mp_src_name(l->src));
   mp_json_cstr(out, sec->label[i]);
+  if (l->heap == MP_HEAP_NATIVE) fputs(",\"heap\":\"native\"", out);
   switch (l->src) {
   case MP_SRC_LFUNC:
     fprintf(out, ",\"address\":%llu,\"line\":%llu",

@@ -45,7 +45,7 @@
 static const struct {
   const char *name;
   int hue, spread, sat, light;
-} kinds[8] = {
+} kinds[9] = {
   { "all", 0, 0, 0, 80 },
   { "Lua", 14, 30, 80, 60 },
   { "builtin", 58, 22, 65, 52 },
@@ -54,6 +54,7 @@ static const struct {
   { "host", 0, 0, 0, 72 },
   { "cut", 355, 8, 55, 84 },
   { "VM", 0, 0, 0, 64 },
+  { "native", 120, 20, 50, 55 },	/* Not in the legend: labelled. */
 };
 
 static const char script[] =
@@ -199,7 +200,7 @@ static void colour(FILE *out, uint8_t k, const char *label)
   uint32_t h = 2166136261u;
   double hue, sat, light, c, x, m, r, g, b, hp, d;
   const unsigned char *p;
-  if (k >= 8) k = MP_FK_INTERNAL;
+  if (k >= 9) k = MP_FK_INTERNAL;
   for (p = (const unsigned char *)label; p && *p; p++)
     h = (h ^ *p) * 16777619u;
   hue = kinds[k].hue + kinds[k].spread * (double)(h & 0xff) / 255.0;

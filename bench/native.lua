@@ -1,0 +1,29 @@
+-- bench/native.lua: what native = true costs, by hand (not in bench/run):
+--   luajit bench/native.lua none|stacks|native cjson|ffi
+-- cjson: 200000 encodes with a buffer malloc'd per call; ffi: 3000000
+-- ffi.C.malloc(64)/free pairs. Prints the workload's CPU seconds.
+package.cpath = (os.getenv("BUILD") or "build") .. "/?.so;" .. package.cpath
+local mode, work = arg[1], arg[2]
+local mp = require("ljmemprof")
+local cjson = require("cjson")
+local ffi = require("ffi")
+ffi.cdef"void *malloc(size_t); void free(void *);"
+local path = (os.getenv("TMPDIR") or "/tmp") .. "/ljmp-native-bench.ljm"
+if mode ~= "none" then
+  assert(mp.start{ path = path, stacks = 16, native = mode == "native" })
+end
+local C = ffi.C
+local t0 = os.clock()
+if work == "cjson" then
+  cjson.encode_keep_buffer(false)
+  local doc = { a = { 1, 2, 3, "x" }, b = string.rep("y", 200), c = { d = true } }
+  for i = 1, 200000 do local s = cjson.encode(doc) end
+else
+  for i = 1, 3000000 do local p = C.malloc(64) C.free(p) end
+end
+local dt = os.clock() - t0
+if mode ~= "none" then
+  assert(mp.stop())
+  os.remove(path)
+end
+print(string.format("%s %s %.3f", work, mode, dt))

@@ -1,0 +1,359 @@
+#!/usr/bin/env luajit
+-- Native memory (start{native = true}): the malloc family, free and
+-- anonymous mmap/munmap of C modules and FFI calls, billed to the Lua
+-- line and stack that made them (a native frame on top), apart from the
+-- VM's heap (sources labelled [native]). Exact counts and bytes from a C
+-- module of the tests (tests/cmod/native_mod.c) called from interpreted
+-- and compiled loops, ffi.C.malloc/free with the JIT off and on, a C leak
+-- found by --leak-only; lua-cjson's VM allocations are not counted twice;
+-- the program behaves as without: threads allocating while recording
+-- starts and stops, fork, a module unloaded before stop.
+package.path = "tests/lib/?.lua;" .. package.path
+local T = require("mp_test")
+local t = require("tap")
+local ffi = require("ffi")
+local mp = T.mp
+local BUILD = os.getenv("BUILD") or "build"
+package.cpath = BUILD .. "/tests/cmod/?.so;" .. package.cpath
+local nm = require("native_mod")
+ffi.cdef [[
+void *malloc(size_t);
+void free(void *);
+int fork(void);
+int waitpid(int, int *, int);
+void _exit(int);
+int native_unload_churn(size_t);
+]]
+
+-- The collapsed stacks of a profile (report options opts): stack -> bytes.
+local function collapsed(path, opts)
+  local f = assert(io.popen(T.cli .. " report --format collapsed " ..
+			    (opts or "") .. " " .. t.shq(path)))
+  local st = {}
+  for line in f:lines() do
+    local s, n = line:match("^(.*) (%d+)$")
+    st[s] = (st[s] or 0) + tonumber(n)
+  end
+  f:close()
+  return st
+end
+
+-- Bytes of the stacks that match pattern.
+local function bytes(st, pattern)
+  local n = 0
+  for s, b in pairs(st) do if s:match(pattern) then n = n + b end end
+  return n
+end
+
+-- The JSON report's sources of a section, by label.
+local function sources(path, section, opts)
+  local f = assert(io.popen(T.cli .. " report --format json " ..
+			    (opts or "") .. " " .. t.shq(path)))
+  local r = require("cjson").decode(f:read("*a"))
+  f:close()
+  local by = {}
+  for _, e in ipairs(r[section]) do by[e.source.label] = e end
+  return by, r
+end
+
+-- Run code (a chunk named @work.lua) while recording with options opts.
+local function record(code, opts, name)
+  local path = T.tmpname(name or "native")
+  local fn = assert(loadstring(code, "@work.lua"))
+  opts = opts or {}
+  opts.path = path
+  if opts.native == nil then opts.native = true end
+  collectgarbage()
+  assert(mp.start(opts))
+  fn()
+  assert(mp.stop())
+  return path
+end
+
+-- 1. A C module from interpreted and compiled loops.
+for _, mode in ipairs({ "off", "on" }) do
+  local path = record("jit." .. mode .. "()\n" .. [[
+local nm = require("native_mod")
+for i = 1, 300 do
+  nm.churn(1000)
+end
+nm.resize(3, 100, 5000)
+nm.map(65536)
+]])
+  local al = sources(path, "allocations")
+  local fr = sources(path, "deallocations")
+  local re = sources(path, "reallocations")
+  local c = al["native_mod.churn [native]"] or {}
+  t.is(c.events, 300, "JIT " .. mode .. ": 300 mallocs in native_mod.churn")
+  t.is(c.alloc_bytes, 300000, "JIT " .. mode .. ": of 300000 bytes")
+  t.is(c.source and c.source.heap, "native", "JIT " .. mode ..
+       ": the JSON source says heap = native")
+  c = fr["native_mod.churn [native]"] or {}
+  t.is(c.events, 300, "JIT " .. mode .. ": 300 frees in native_mod.churn")
+  t.is(c.free_bytes, 300000, "JIT " .. mode .. ": of 300000 bytes")
+  local st = collapsed(path)
+  t.is(bytes(st, "main chunk %(work%.lua:4%);native_mod%.churn;malloc %[native%]$"), 300000,
+       "JIT " .. mode .. ": the calling line 4 in the stacks")
+  t.is(bytes(st, "main chunk %(work%.lua:6%);native_mod%.resize;calloc %[native%]$"), 300,
+       "JIT " .. mode .. ": calloc(3, 100) at line 6")
+  t.is(bytes(st, "main chunk %(work%.lua:6%);native_mod%.resize;realloc %[native%]$"), 5000,
+       "JIT " .. mode .. ": its realloc to 5000 bytes")
+  c = re["native_mod.resize [native]"] or {}
+  t.is(c.events, 1, "JIT " .. mode .. ": one reallocation")
+  t.is(bytes(st, "main chunk %(work%.lua:7%);native_mod%.map;mmap %[native%]$"), 65536,
+       "JIT " .. mode .. ": an anonymous mapping of 65536 bytes at line 7")
+  c = fr["native_mod.map [native]"] or {}
+  t.is(c.free_bytes, 65536, "JIT " .. mode .. ": unmapped")
+  local leak = sources(path, "heap_summary")
+  t.is(leak["native_mod.churn [native]"], nil,
+       "JIT " .. mode .. ": nothing of churn's is held at the end")
+  -- --heap: each heap alone.
+  local vm = collapsed(path, "--heap vm")
+  t.is(bytes(vm, "%[native%]"), 0, "JIT " .. mode ..
+       ": --heap vm shows no native source")
+  local nat = collapsed(path, "--heap native")
+  t.is(bytes(nat, "%[native%]$"), bytes(st, "%[native%]$"), "JIT " .. mode ..
+       ": --heap native shows the native stacks, all of them")
+  t.is(bytes(nat, "[^%]]$"), 0, "JIT " .. mode .. ": and nothing else")
+  os.remove(path)
+end
+
+-- 2. ffi.C.malloc and free in a loop, JIT off and on: resolved through
+-- dlsym while recording (the FFI caches the wrapper).
+for _, mode in ipairs({ "off", "on" }) do
+  local path = record("jit." .. mode .. "()\n" .. [[
+local ffi = require("ffi")
+local C = ffi.C
+for i = 1, 1000 do
+  local p = C.malloc(100)
+  C.free(p)
+end
+]])
+  local st = collapsed(path)
+  t.is(bytes(st, "main chunk %(work%.lua:5%);.*malloc %[native%]$") +
+       bytes(st, "main chunk %(work%.lua:5%);malloc %[native%]$") -
+       bytes(st, "main chunk %(work%.lua:5%);malloc %[native%]$"), 100000,
+       "JIT " .. mode .. ": 1000 ffi.C.malloc(100) billed to line 5")
+  local held = sources(path, "heap_summary", "--heap native")
+  local n = 0
+  for label in pairs(held) do
+    if label:match("work%.lua:5") then n = n + 1 end
+  end
+  t.is(n, 0, "JIT " .. mode .. ": every block freed (line 6)")
+  os.remove(path)
+end
+
+-- 3. A C leak, found by --leak-only on the calling line.
+do
+  local path = record([[
+local nm = require("native_mod")
+for i = 1, 3 do nm.churn(64) end
+nm.leak(4242)
+]])
+  local st = collapsed(path, "--leak-only --heap native")
+  t.is(bytes(st, "main chunk %(work%.lua:3%);native_mod%.leak;malloc %[native%]$"), 4242,
+       "--leak-only: the 4242 bytes leaked at line 3")
+  t.is(bytes(st, "native_mod%.churn"), 0, "--leak-only: churn held nothing")
+  local f = assert(io.popen(T.cli .. " report --leak-only " .. t.shq(path)))
+  local text = f:read("*a")
+  f:close()
+  t.ok(text:find("native_mod.leak [native] holds 4242B in 1 block (100.0%)",
+		 1, true), "the text's heap summary says so", text)
+  -- `ljmemprof events`: native events say so, the VM's do not.
+  local nat, vm, leak = 0, 0, 0
+  for _, e in ipairs((T.events(path))) do
+    if e.heap == "native" then
+      nat = nat + 1
+      if e.nsize == 4242 and e.stack[2] == "native_mod.leak" then
+	leak = leak + 1
+      end
+    elseif e.label and e.label:find("[native]", 1, true) then
+      vm = vm + 1
+    end
+  end
+  t.is(leak, 1, "events: the leak's malloc, heap = native, under its C function")
+  t.ok(nat >= 7, "events: the six of churn and the leak's are native", nat)
+  t.is(vm, 0, "events: no native frame without heap = native")
+  -- info: where the memory is, from the RSS written at stop.
+  local f2 = assert(io.popen(T.cli .. " info --format json " .. t.shq(path)))
+  local info = require("cjson").decode(f2:read("*a"))
+  f2:close()
+  local m = info.memory or {}
+  local held = sources(path, "heap_summary", "--heap native")
+  local nb = 0
+  for _, h in pairs(held) do nb = nb + h.bytes end
+  t.is(m.native_live_bytes, nb, "info: the native bytes live, as the "
+       .. "native heap summary holds them (" .. nb .. ")")
+  t.ok(m.native_live_bytes and m.native_live_bytes >= 4242,
+       "info: the leak among them")
+  t.ok(m.rss_bytes and m.rss_bytes > 1000000 and m.rss_max_bytes >= m.rss_bytes
+       and m.rest_bytes == m.rss_bytes - m.vm_live_bytes - m.native_live_bytes,
+       "info: the RSS at the end, the largest, and the rest",
+       m.rss_bytes and (m.rss_bytes .. " " .. m.rest_bytes))
+  os.remove(path)
+end
+
+-- 4. lua-cjson: its encode buffer is native memory; the VM's strings it
+-- makes are the same with native on as off (nothing counted twice).
+do
+  local cjson = require("cjson")
+  local big = { string.rep("x", 100000) }
+  local code = [[
+local cjson = require("cjson")
+local big = ...
+local s = cjson.encode(big)
+]]
+  local function run(native)
+    local path = T.tmpname("cjson")
+    local fn = assert(loadstring(code, "@work.lua"))
+    collectgarbage()
+    assert(mp.start{ path = path, stacks = 64, native = native })
+    fn(big)
+    assert(mp.stop())
+    return path
+  end
+  -- A buffer per call (malloc'd and freed), the same work twice.
+  cjson.encode_keep_buffer(false)
+  cjson.encode(big)
+  local p0, p1 = run(false), run(true)
+  cjson.encode_keep_buffer(true)
+  local vm0 = sources(p0, "allocations")["cjson.encode"]
+  local vm1 = sources(p1, "allocations")["cjson.encode"]
+  t.ok(vm0 and vm1 and vm0.events == vm1.events and
+       vm0.alloc_bytes == vm1.alloc_bytes,
+       "cjson.encode's VM allocations are the same with native on",
+       vm0 and vm1 and (vm0.alloc_bytes .. " vs " .. vm1.alloc_bytes))
+  local st = collapsed(p1, "--heap native")
+  t.ok(bytes(st, "main chunk %(work%.lua:3%);cjson%.encode;[a-z]+ %[native%]$") >= 100000,
+       "cjson.encode's buffer is native memory, billed to line 3")
+  local held = sources(p1, "heap_summary", "--heap native")
+  t.is(held["cjson.encode [native]"], nil, "and freed by the end")
+  os.remove(p0)
+  os.remove(p1)
+end
+
+-- 5. Options: native goes with stacks, not with sampling.
+do
+  local ok, err = pcall(mp.start, { path = T.tmpname(), native = 1 })
+  t.ok(not ok and err:find("native", 1, true) and err:find("boolean", 1, true),
+       "native = 1 is refused", err)
+  ok, err = pcall(mp.start, { path = T.tmpname(), native = true, stacks = 0 })
+  t.ok(not ok and err:find("cannot go with native", 1, true),
+       "stacks = 0 is refused with native", err)
+  ok, err = pcall(mp.start, { path = T.tmpname(), native = true,
+			      sample = true })
+  t.ok(not ok and err:find("cannot go with sample", 1, true),
+       "sample is refused with native", err)
+  -- The stream's revision: 2 with native, 1 without.
+  local function minor(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    os.remove(path)
+    return s:byte(13)
+  end
+  t.is(minor(record("local x = {}", { stacks = 8, native = false })), 1,
+       "a stacks profile without native is revision 1")
+  t.is(minor(record("local x = {}")), 2, "with native: revision 2")
+end
+
+-- 6. Threads allocating while recording starts and stops; a stop while
+-- they are inside the wrappers. Their blocks stay intact, and their events
+-- are billed to their native caller (the module's worker).
+do
+  nm.threads_start()
+  local t0 = os.time()
+  while nm.threads_rounds() < 1000 and os.time() - t0 < 20 do end
+  local paths = {}
+  for round = 1, 20 do
+    local path = T.tmpname("threads")
+    assert(mp.start{ path = path, native = true })
+    for i = 1, 200 do nm.churn(10) end
+    -- Until the threads made 100 rounds more (a few ms), at most 10 s.
+    local r0, c0 = nm.threads_rounds(), os.clock()
+    while nm.threads_rounds() < r0 + 100 and os.clock() - c0 < 10 do end
+    assert(mp.stop())
+    paths[#paths + 1] = path
+  end
+  local rounds, bad = nm.threads_stop()
+  t.ok(rounds > 1000, "the threads ran", rounds)
+  t.is(bad, 0, "no block of theirs was corrupted")
+  local worker, churn, complete = 0, 0, 0
+  local tids, unmarked = {}, 0
+  for _, path in ipairs(paths) do
+    for s in pairs(collapsed(path, "--heap native")) do
+      if s:find("native_mod_worker", 1, true) then
+	local tid = s:match("^%[thread (%d+)%];native_mod_worker%+0x%x+;")
+	if tid then tids[tid] = true else unmarked = unmarked + 1 end
+      end
+    end
+    local al, r = sources(path, "allocations")
+    if r.complete then complete = complete + 1 end
+    for label, e in pairs(al) do
+      if label:match("^native_mod_worker%+0x%x+ %[native%]$") then
+	worker = worker + e.events
+      end
+    end
+    churn = churn + (al["native_mod.churn [native]"] or {}).events
+    os.remove(path)
+  end
+  local ntid = 0
+  for _ in pairs(tids) do ntid = ntid + 1 end
+  t.is(unmarked, 0, "every stack of theirs starts at its thread, [thread TID]")
+  t.ok(ntid >= 1 and ntid <= 4, "at most the four threads", ntid)
+  t.is(complete, 20, "the 20 profiles are complete")
+  t.is(churn, 20 * 200, "the VM's thread's 4000 mallocs, exactly")
+  t.ok(worker > 0, "the other threads' billed to their caller, "
+       .. "native_mod_worker+offset", worker)
+end
+
+-- 7. fork: the child records nothing and runs as without.
+do
+  local path = T.tmpname("fork")
+  assert(mp.start{ path = path, native = true })
+  local C = ffi.C
+  local pid = C.fork()
+  if pid == 0 then
+    local ok = pcall(function()
+      for i = 1, 100 do C.free(C.malloc(50)) end
+      nm.churn(10)
+    end)
+    C._exit(ok and 7 or 1)
+  end
+  local st = ffi.new("int[1]")
+  C.waitpid(pid, st, 0)
+  t.is(math.floor(st[0] / 256), 7, "the child allocates and exits as asked")
+  nm.churn(77)
+  assert(mp.stop())
+  local al = sources(path, "allocations")
+  t.is((al["native_mod.churn [native]"] or {}).events, 1,
+       "the parent's malloc alone is in the profile")
+  os.remove(path)
+end
+
+-- 8. A library loaded (ffi.load) and unloaded (dlclose) while recording:
+-- patched when loaded, left alone by stop.
+do
+  local so = BUILD .. "/tests/cmod/native_unload.so"
+  local function mapped()
+    local f = assert(io.open("/proc/self/maps"))
+    local s = f:read("*a")
+    f:close()
+    return s:find("native_unload.so", 1, true) ~= nil
+  end
+  local path = T.tmpname("unload")
+  assert(mp.start{ path = path, native = true })
+  local lib = ffi.load(so)
+  local line = debug.getinfo(1, "l").currentline + 1
+  for i = 1, 10 do lib.native_unload_churn(123) end
+  lib = nil
+  collectgarbage()
+  collectgarbage()
+  t.ok(not mapped(), "the library is unloaded before stop")
+  t.ok(mp.stop(), "stop leaves the unloaded library alone")
+  t.is(bytes(collapsed(path), ":" .. line .. "%);.*malloc %[native%]$"), 1230,
+       "its 10 mallocs of 123 bytes, billed to the line calling it")
+  os.remove(path)
+end
+
+t.done()
