@@ -45,6 +45,10 @@ struct lua_State;
 					   is writing that file. */
 #define LJMP_ESIGNAL	(-10009)	/* The signal has a handler of the
 					   program's, or another is armed. */
+#define LJMP_ESYMLINK	(-10010)	/* The path's last component is a
+					   symbolic link: never followed. */
+#define LJMP_ENOREADER	(-10011)	/* The path is a FIFO that no
+					   process has open for reading. */
 
 /*
 ** Writer callback: consume len bytes at data. Return 0 on success or a
@@ -116,9 +120,12 @@ typedef struct ljmp_options {
 #define LJMP_STACKS_MAX		10000
 
 /* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
-** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY or -errno (the file
-** could not be opened or written). On failure nothing is left behind: a
-** file the call created is removed. */
+** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY, LJMP_ESYMLINK,
+** LJMP_ENOREADER or -errno (the file could not be opened or written). A
+** symbolic link as the path's last component is never followed (a link
+** planted in a shared directory would redirect the profile), and a FIFO
+** with no reader fails at once instead of blocking. On failure nothing is
+** left behind: a file the call created is removed. */
 LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
 
 /* Check options as ljmp_start() checks them (ljmp_arm() too, which also

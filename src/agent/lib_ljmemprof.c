@@ -33,11 +33,15 @@
 static int push_error(lua_State *L, int code, const char *path)
 {
   int e = code < 0 && code > LJMP_E_BASE ? -code :
-	  code == LJMP_ETHREAD ? errno : code == LJMP_EBUSY ? EBUSY : EINVAL;
+	  code == LJMP_ETHREAD ? errno : code == LJMP_EBUSY ? EBUSY :
+	  code == LJMP_ENOMEM ? ENOMEM : code == LJMP_ESYMLINK ? ELOOP :
+	  code == LJMP_ENOREADER ? ENXIO : EINVAL;
+  int of_path = (code < 0 && code > LJMP_E_BASE) || code == LJMP_EBUSY ||
+		code == LJMP_ESYMLINK || code == LJMP_ENOREADER;
   lua_pushnil(L);
   if (code == LJMP_ETHREAD)
     lua_pushfstring(L, "%s: %s", ljmp_strerror(code), strerror(e));
-  else if (path && ((code < 0 && code > LJMP_E_BASE) || code == LJMP_EBUSY))
+  else if (path && of_path)
     lua_pushfstring(L, "%s: %s", path, ljmp_strerror(code));
   else
     lua_pushstring(L, ljmp_strerror(code));

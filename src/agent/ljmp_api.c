@@ -424,21 +424,47 @@ int mp_path_dir(const char *path, char *dir, size_t size)
   return 0;
 }
 
+/* Why open() of a profile's path failed with errno e: LJMP_ESYMLINK for
+** a symbolic link in its last component (O_NOFOLLOW's ELOOP; a loop of
+** links in the directories stays -ELOOP), LJMP_ENOREADER for a FIFO that
+** no one reads (O_NONBLOCK's ENXIO), else -e. */
+static int open_error(const char *path, int e)
+{
+  struct stat st;
+  if (e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    return LJMP_ESYMLINK;
+  if (e == ENXIO && lstat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+    return LJMP_ENOREADER;
+  return -e;
+}
+
 /* Open the profile file for s: created with mode (0600 unless given) or,
 ** if it exists, truncated once no other profiler of this process is found
-** writing it. Returns 0, -errno or LJMP_EBUSY; *created says whether this
-** call made the file. */
+** writing it. A symbolic link in the last component is never followed,
+** by either open (one planted in a shared sticky directory would make
+** the profile overwrite its target, or create a file where a dangling
+** one points). O_NONBLOCK makes a FIFO without a reader fail at once
+** instead of blocking start() forever; it is cleared after the open, so
+** the writes block as any file's do. Returns 0, -errno, LJMP_EBUSY,
+** LJMP_ESYMLINK or LJMP_ENOREADER; *created says whether this call made
+** the file. */
 static int open_file(mp_state *s, const char *path, unsigned mode,
 		     int *created)
 {
   struct stat st;
-  int fd, rc;
+  int fd, rc, fl;
+  int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   mode_t m = mode ? (mode_t)mode : 0600;
   *created = 0;
-  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, m);
+  fd = open(path, how | O_EXCL, m);
   if (fd >= 0) *created = 1;
-  else if (errno == EEXIST) fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, m);
-  if (fd < 0) return -errno;
+  else if (errno == EEXIST) fd = open(path, how, m);
+  if (fd < 0) return open_error(path, errno);
+  if ((fl = fcntl(fd, F_GETFL)) < 0 ||
+      fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+    rc = -errno;
+    goto fail;
+  }
   if (fstat(fd, &st) < 0 || !(s->path = strdup(path))) {
     rc = errno == ENOMEM ? LJMP_ENOMEM : -errno;
     goto fail;
@@ -690,6 +716,10 @@ const char *ljmp_strerror(int code)
 			  "this file";
   case LJMP_ESIGNAL: return "that signal cannot toggle the profiler: the "
 			    "program handles it, or another signal is armed";
+  case LJMP_ESYMLINK: return "is a symbolic link, which the profiler never "
+			     "follows (give the path of the file itself)";
+  case LJMP_ENOREADER: return "is a FIFO that no process reads (start the "
+			      "reader first)";
   }
   if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
   return "unknown error";
