@@ -49,6 +49,9 @@ struct lua_State;
 					   symbolic link: never followed. */
 #define LJMP_ENOREADER	(-10011)	/* The path is a FIFO that no
 					   process has open for reading. */
+#define LJMP_EFINALIZER	(-10012)	/* Stop's collection: a finaliser
+					   raised an error (caught; the
+					   profile is complete). */
 
 /*
 ** Writer callback: consume len bytes at data. Return 0 on success or a
@@ -147,7 +150,12 @@ LJMP_API int ljmp_stop(struct lua_State *L);
 
 /* ljmp_stop() with flags: LJMP_STOP_COLLECT runs a full garbage
 ** collection, recorded like any other frees, before the stream ends; the
-** profile then says so (a note that `ljmemprof report` shows). */
+** profile then says so (a note that `ljmemprof report` shows). An error
+** that a finaliser raises in that collection (or in the one of
+** ljmp_options.collect, also at lua_close()) is caught, never raised
+** through the caller; the collection goes on with the other finalisers
+** and the recording ends all the same: the stop returns LJMP_EFINALIZER
+** (after a write error's -errno, which comes first). */
 #define LJMP_STOP_COLLECT	1
 LJMP_API int ljmp_stop_with(struct lua_State *L, unsigned flags);
 

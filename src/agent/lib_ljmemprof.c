@@ -309,8 +309,16 @@ static int mp_lua_stop(lua_State *L)
   mp_state *s = mp_state_find(L);
   unsigned flags = stop_options(L);
   int rc;
+  char why[512];
   if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
-  rc = ljmp_stop_with(L, flags);
+  rc = mp_stop(L, flags, why, sizeof(why));
+  if (rc == LJMP_EFINALIZER) {	/* The finaliser's error, said. */
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s%s%s: %s", path, *path ? ": " : "",
+		    ljmp_strerror(rc), why);
+    lua_pushinteger(L, EINVAL);
+    return 3;
+  }
   if (rc) return push_error(L, rc, rc == LJMP_ENOTRUN || !*path ? NULL : path);
   lua_pushboolean(L, 1);
   return 1;

@@ -643,12 +643,48 @@ int ljmp_stop(lua_State *L)
   return ljmp_stop_with(L, 0);
 }
 
-/* See ljmemprof.h: collect if asked, restore the allocator, finish the
-** stream, free. */
-int ljmp_stop_with(lua_State *L, unsigned flags)
+#define MP_COLLECT_TRIES	64	/* Collections tried while finalisers
+					   raise errors. */
+
+/* A full collection, for lua_cpcall(). */
+static int collect_cp(lua_State *L)
+{
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  return 0;
+}
+
+/* A full collection whose finalisers' errors are caught, not raised
+** through the caller (stop() must end the recording, a signal's or
+** lua_close()'s stop must not throw into the program): after an error
+** the collection is run again, for the finalisers it did not reach, up to
+** MP_COLLECT_TRIES times (a finaliser may make more garbage that fails).
+** The first error's message into why. Returns 0 (collected), 1
+** (collected, a finaliser failed) or -1 (failures until the last try). */
+static int collect_caught(lua_State *L, char *why, size_t size)
+{
+  int tries, failed = 0;
+  for (tries = 0; tries < MP_COLLECT_TRIES; tries++) {
+    if (lua_cpcall(L, collect_cp, NULL) == 0) return failed;
+    if (!failed && why && size) {
+      if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER)
+	snprintf(why, size, "%s", lua_tostring(L, -1));
+      else
+	snprintf(why, size, "(error object is a %s value)",
+		 luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    failed = 1;
+  }
+  return -1;
+}
+
+/* ljmp_stop_with(), and the first error of a finaliser in its collection
+** into why (for LJMP_EFINALIZER; why may be NULL). */
+int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
 {
   mp_state *s;
-  int err;
+  int err, gc = 0;
+  if (why && size) *why = '\0';
   if (!L) return LJMP_EARG;
   s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
@@ -659,8 +695,8 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
     mp_enter(s);
     if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) mp_sym_gcstart(s);
     mp_leave(s);
-    lua_gc(L, LUA_GCCOLLECT, 0);
-    s->notes |= MP_NOTE_COLLECT;
+    gc = collect_caught(L, why, size);
+    if (gc >= 0) s->notes |= MP_NOTE_COLLECT;
   }
   if (s && s->forked) {	/* A child's copy of the parent's profiler. */
     discard_forked(L, s);
@@ -685,8 +721,16 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
   err = s->finished && !s->limited ? LJMP_ENOTRUN : 0;
   mp_sink_finish(s);
   if (!err && s->err) err = -s->err;
+  if (!err && gc) err = LJMP_EFINALIZER;
   state_free(s);
   return err;
+}
+
+/* See ljmemprof.h: collect if asked, restore the allocator, finish the
+** stream, free. */
+int ljmp_stop_with(lua_State *L, unsigned flags)
+{
+  return mp_stop(L, flags, NULL, 0);
 }
 
 /* See ljmemprof.h. */
@@ -720,6 +764,9 @@ const char *ljmp_strerror(int code)
 			     "follows (give the path of the file itself)";
   case LJMP_ENOREADER: return "is a FIFO that no process reads (start the "
 			      "reader first)";
+  case LJMP_EFINALIZER: return "a finaliser raised an error in the "
+			       "collection before the end (caught; the "
+			       "profile is complete)";
   }
   if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
   return "unknown error";

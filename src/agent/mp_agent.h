@@ -357,6 +357,9 @@ void mp_sentinel_install(lua_State *L);
 /* The live profiler of L's VM (its hook, or wrapped by something else),
 ** or NULL. */
 mp_state *mp_state_find(lua_State *L);
+/* ljmp_stop_with(), and for LJMP_EFINALIZER the first error of a
+** finaliser in its collection into why (NULL: not wanted). */
+int mp_stop(lua_State *L, unsigned flags, char *why, size_t size);
 
 #define MP_BUFSIZE_MIN	((size_t)4096)	/* The least bufsize but 0. */
 #define MP_PATH_MAX	4096	/* A profile's path, expanded, and its NUL. */

@@ -137,10 +137,11 @@ static void toggle(lua_State *L, mp_arm *a)
   ** happened; one that the program started is said here. */
   if (s && !s->finished && !s->limited) {
     int said = __atomic_load_n(&s->announce, __ATOMIC_RELAXED);
-    rc = ljmp_stop_with(L, a->opt.collect ? LJMP_STOP_COLLECT : 0);
+    char why[512];
+    rc = mp_stop(L, a->opt.collect ? LJMP_STOP_COLLECT : 0, why, sizeof(why));
     if (rc && rc != LJMP_ENOTRUN && !(said && rc < 0 && rc > LJMP_E_BASE))
-      fprintf(stderr, "ljmemprof: stopping at a signal: %s\n",
-	      ljmp_strerror(rc));
+      fprintf(stderr, "ljmemprof: stopping at a signal: %s%s%s\n",
+	      ljmp_strerror(rc), *why ? ": " : "", why);
     return;
   }
   /* A later recording must not overwrite an earlier one: without %n in
