@@ -200,6 +200,12 @@ typedef struct mp_stacks {
   mp_scache *c;
   unsigned nc;
   mp_sword *words;
+  /* A stack deeper than depth is cached too, its top depth frames: then
+  ** cbelow is the frame slot below c[0] (what the walk reads there is the
+  ** first of the frames cut off, whose function word words[0] holds) and
+  ** cparent the CUT node under c[0]; for a whole stack, NULL and 0. */
+  const void *cbelow;
+  uint32_t cparent;
   uint64_t new_addr;	/* Last new address written (deltas)... */
   uint64_t old_addr;	/* ...and last old address... */
   uint32_t last_node;	/* ...and node of the last stack event. */
