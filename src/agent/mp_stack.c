@@ -426,8 +426,9 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
 }
 
 /* Remember the stack just captured, node id, whose top frame t runs at
-** pc, if the cache of the last stack holds it whole (not cut, t at its
-** top at that pc) and its words fit. A vararg frame (every main chunk is
+** pc, if the cache of the last stack holds it whole (down to its bottom,
+** or to its CUT with the word below: see mp_stacks.cbelow; t at its top
+** at that pc) and its words fit. A vararg frame (every main chunk is
 ** one) is held by the slot of its call: the link there is compared too
 ** (the function there is not: the walk reads the one above its
 ** arguments, which memo_find() compares). */
