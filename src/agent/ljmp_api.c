@@ -266,6 +266,8 @@ static int sentinel_gc(lua_State *L)
 
 #define MP_SENTINEL	"ljmemprof.sentinel"
 
+static int collect_cp(lua_State *L);
+
 /* Is the sentinel in place (this VM was checked and prepared before)? */
 static int has_sentinel(lua_State *L)
 {
@@ -287,6 +289,8 @@ void mp_sentinel_install(lua_State *L)
   lua_newtable(L);
   lua_pushcfunction(L, sentinel_gc);
   lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, collect_cp);	/* See collect_caught(). */
+  lua_setfield(L, -2, "collect");
   lua_setmetatable(L, -2);
   lua_setfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
 }
@@ -646,7 +650,7 @@ int ljmp_stop(lua_State *L)
 #define MP_COLLECT_TRIES	64	/* Collections tried while finalisers
 					   raise errors. */
 
-/* A full collection, for lua_cpcall(). */
+/* A full collection, for lua_pcall(). */
 static int collect_cp(lua_State *L)
 {
   lua_gc(L, LUA_GCCOLLECT, 0);
@@ -659,12 +663,29 @@ static int collect_cp(lua_State *L)
 ** the collection is run again, for the finalisers it did not reach, up to
 ** MP_COLLECT_TRIES times (a finaliser may make more garbage that fails).
 ** The first error's message into why. Returns 0 (collected), 1
-** (collected, a finaliser failed) or -1 (failures until the last try). */
+** (collected, a finaliser failed) or -1 (failures until the last try).
+** The function called is made before recording, in the sentinel's
+** metatable (mp_sentinel_install(); not in the registry, whose growth
+** would move the profiles of every program): making it here would be an
+** allocation of the profiler's in the profile, after the mark of the
+** final collection. */
 static int collect_caught(lua_State *L, char *why, size_t size)
 {
-  int tries, failed = 0;
+  int tries, failed = 0, top = lua_gettop(L);
   for (tries = 0; tries < MP_COLLECT_TRIES; tries++) {
-    if (lua_cpcall(L, collect_cp, NULL) == 0) return failed;
+    lua_getfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
+    if (lua_getmetatable(L, -1)) lua_getfield(L, -1, "collect");
+    if (!lua_isfunction(L, -1)) {	/* Never: the sentinel holds it. */
+      lua_settop(L, top);
+      lua_pushcfunction(L, collect_cp);
+    } else {
+      lua_replace(L, top + 1);
+      lua_settop(L, top + 1);
+    }
+    if (lua_pcall(L, 0, 0, 0) == 0) {
+      lua_settop(L, top);
+      return failed;
+    }
     if (!failed && why && size) {
       if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER)
 	snprintf(why, size, "%s", lua_tostring(L, -1));
@@ -672,7 +693,7 @@ static int collect_caught(lua_State *L, char *why, size_t size)
 	snprintf(why, size, "(error object is a %s value)",
 		 luaL_typename(L, -1));
     }
-    lua_pop(L, 1);
+    lua_settop(L, top);
     failed = 1;
   }
   return -1;
