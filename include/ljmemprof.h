@@ -48,7 +48,8 @@ struct lua_State;
 #define LJMP_ESYMLINK	(-10010)	/* The path's last component is a
 					   symbolic link: never followed. */
 #define LJMP_ENOREADER	(-10011)	/* The path is a FIFO that no
-					   process has open for reading. */
+					   process opened for reading
+					   within 5 s. */
 #define LJMP_EFINALIZER	(-10012)	/* Stop's collection: a finaliser
 					   raised an error (caught; the
 					   profile is complete). */
@@ -127,7 +128,8 @@ typedef struct ljmp_options {
 ** LJMP_ENOREADER or -errno (the file could not be opened or written). A
 ** symbolic link as the path's last component is never followed (a link
 ** planted in a shared directory would redirect the profile), and a FIFO
-** with no reader fails at once instead of blocking. On failure nothing is
+** that no process opens for reading within 5 s fails instead of blocking
+** start forever. On failure nothing is
 ** left behind: a file the call created is removed. */
 LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
 

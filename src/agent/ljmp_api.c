@@ -442,28 +442,39 @@ static int open_error(const char *path, int e)
   return -e;
 }
 
+#define MP_FIFO_TRIES	500	/* Opens of a FIFO without a reader, 10 ms
+				   apart: 5 s for its reader to come. */
+
 /* Open the profile file for s: created with mode (0600 unless given) or,
 ** if it exists, truncated once no other profiler of this process is found
 ** writing it. A symbolic link in the last component is never followed,
 ** by either open (one planted in a shared sticky directory would make
 ** the profile overwrite its target, or create a file where a dangling
-** one points). O_NONBLOCK makes a FIFO without a reader fail at once
-** instead of blocking start() forever; it is cleared after the open, so
-** the writes block as any file's do. Returns 0, -errno, LJMP_EBUSY,
+** one points). O_NONBLOCK makes the open of a FIFO without a reader fail
+** instead of blocking start() forever: it is tried again for 5 s (a
+** reader started at about the same time, `cat fifo &`, opens it a little
+** later), then refused; O_NONBLOCK is cleared after the open, so the
+** writes block as any file's do. Returns 0, -errno, LJMP_EBUSY,
 ** LJMP_ESYMLINK or LJMP_ENOREADER; *created says whether this call made
 ** the file. */
 static int open_file(mp_state *s, const char *path, unsigned mode,
 		     int *created)
 {
   struct stat st;
-  int fd, rc, fl;
+  int fd, rc, fl, tries;
   int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   mode_t m = mode ? (mode_t)mode : 0600;
+  struct timespec ms10 = { 0, 10000000 };
   *created = 0;
-  fd = open(path, how | O_EXCL, m);
-  if (fd >= 0) *created = 1;
-  else if (errno == EEXIST) fd = open(path, how, m);
-  if (fd < 0) return open_error(path, errno);
+  for (tries = 1;; tries++) {
+    fd = open(path, how | O_EXCL, m);
+    if (fd >= 0) *created = 1;
+    else if (errno == EEXIST) fd = open(path, how, m);
+    if (fd >= 0) break;
+    rc = open_error(path, errno);
+    if (rc != LJMP_ENOREADER || tries >= MP_FIFO_TRIES) return rc;
+    nanosleep(&ms10, NULL);
+  }
   if ((fl = fcntl(fd, F_GETFL)) < 0 ||
       fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
     rc = -errno;
@@ -783,8 +794,8 @@ const char *ljmp_strerror(int code)
 			    "program handles it, or another signal is armed";
   case LJMP_ESYMLINK: return "is a symbolic link, which the profiler never "
 			     "follows (give the path of the file itself)";
-  case LJMP_ENOREADER: return "is a FIFO that no process reads (start the "
-			      "reader first)";
+  case LJMP_ENOREADER: return "is a FIFO that no process read within 5 s "
+			      "(start the reader first)";
   case LJMP_EFINALIZER: return "a finaliser raised an error in the "
 			       "collection before the end (caught; the "
 			       "profile is complete)";
