@@ -200,6 +200,8 @@ local WORKLOADS = {
     size = { quick = 30, small = 400, default = 1500 } },
   { name = "json", script = "bench/json.lua",
     size = { quick = 5, small = 120, default = 500 } },
+  { name = "deep", script = "bench/deep.lua",
+    size = { quick = 500, small = 3000, default = 9000 } },
 }
 
 local opt = { pairs = nil, size = "default", jit = "both", reader = true,

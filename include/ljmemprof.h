@@ -45,6 +45,14 @@ struct lua_State;
 					   is writing that file. */
 #define LJMP_ESIGNAL	(-10009)	/* The signal has a handler of the
 					   program's, or another is armed. */
+#define LJMP_ESYMLINK	(-10010)	/* The path's last component is a
+					   symbolic link: never followed. */
+#define LJMP_ENOREADER	(-10011)	/* The path is a FIFO that no
+					   process opened for reading
+					   within 5 s. */
+#define LJMP_EFINALIZER	(-10012)	/* Stop's collection: a finaliser
+					   raised an error (caught; the
+					   profile is complete). */
 
 /*
 ** Writer callback: consume len bytes at data. Return 0 on success or a
@@ -123,9 +131,13 @@ typedef struct ljmp_options {
 #define LJMP_STACKS_MAX		10000
 
 /* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
-** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY or -errno (the file
-** could not be opened or written). On failure nothing is left behind: a
-** file the call created is removed. */
+** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY, LJMP_ESYMLINK,
+** LJMP_ENOREADER or -errno (the file could not be opened or written). A
+** symbolic link as the path's last component is never followed (a link
+** planted in a shared directory would redirect the profile), and a FIFO
+** that no process opens for reading within 5 s fails instead of blocking
+** start forever. On failure nothing is
+** left behind: a file the call created is removed. */
 LJMP_API int ljmp_start(struct lua_State *L, const ljmp_options *opt);
 
 /* Check options as ljmp_start() checks them (ljmp_arm() too, which also
@@ -147,7 +159,12 @@ LJMP_API int ljmp_stop(struct lua_State *L);
 
 /* ljmp_stop() with flags: LJMP_STOP_COLLECT runs a full garbage
 ** collection, recorded like any other frees, before the stream ends; the
-** profile then says so (a note that `ljmemprof report` shows). */
+** profile then says so (a note that `ljmemprof report` shows). An error
+** that a finaliser raises in that collection (or in the one of
+** ljmp_options.collect, also at lua_close()) is caught, never raised
+** through the caller; the collection goes on with the other finalisers
+** and the recording ends all the same: the stop returns LJMP_EFINALIZER
+** (after a write error's -errno, which comes first). */
 #define LJMP_STOP_COLLECT	1
 LJMP_API int ljmp_stop_with(struct lua_State *L, unsigned flags);
 

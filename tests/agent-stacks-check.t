@@ -104,6 +104,18 @@ for i = 1, 200 do tm(i) end
 -- Recursion that grows past the depth limit, one frame per event.
 local function down(n) local t = { n } if n > 0 then t[2] = down(n - 1) end return { t } end
 for i = 1, 5 do down(20 + i) end
+-- Stacks deeper than the limit, cached at the limit: a recursion whose
+-- frames below the cut change (called from two functions, through pcall,
+-- in a coroutine) while the top ones do not, and whose depth moves about
+-- the limit, one frame more or less, at the same slots.
+local function rr(n) if n == 0 then return { n } end local r = rr(n - 1) r[2] = { n } return r end
+local function via1(n) local r = rr(n) return r end
+local function via2(n) local r = via1(n) return r end
+for i = 1, 300 do
+  local n = i % 70
+  if i % 3 == 0 then via1(n) elseif i % 3 == 1 then via2(n) else pcall(rr, n) end
+  coroutine.wrap(via2)(n)
+end
 -- A debug hook that allocates, while chunks are loaded and run.
 debug.sethook(function() local t = {} end, "", 1000)
 for i = 1, 300 do local f = load("return { " .. i .. " }"); f() end
@@ -157,8 +169,9 @@ for _, mode in ipairs({ { "-joff", "JIT off" }, { "-jon", "JIT on" } }) do
   local out = check(flag, "2,5,64", file)
   t.is(out, "checked 3\nstatus 0\n", name .. ": the tricky shapes, at depths 2, 5, 64")
   out = check(flag, "3,64",
-    "bench/binary_trees.lua=8 bench/strings.lua=3 bench/tables.lua=8 bench/json.lua=3")
-  t.is(out, "checked 8\nstatus 0\n", name .. ": the benchmarks' workloads, at depths 3 and 64")
+    "bench/binary_trees.lua=8 bench/strings.lua=3 bench/tables.lua=8 bench/json.lua=3 " ..
+    "bench/deep.lua=300 bench/deep.lua=overflow")
+  t.is(out, "checked 12\nstatus 0\n", name .. ": the benchmarks' workloads, at depths 3 and 64")
   out = check(flag, "4,64", "gen:1-300")
   t.is(out, "checked 600\nstatus 0\n", name .. ": 300 generated programs, at depths 4 and 64")
 end

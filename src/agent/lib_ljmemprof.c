@@ -33,11 +33,15 @@
 static int push_error(lua_State *L, int code, const char *path)
 {
   int e = code < 0 && code > LJMP_E_BASE ? -code :
-	  code == LJMP_ETHREAD ? errno : code == LJMP_EBUSY ? EBUSY : EINVAL;
+	  code == LJMP_ETHREAD ? errno : code == LJMP_EBUSY ? EBUSY :
+	  code == LJMP_ENOMEM ? ENOMEM : code == LJMP_ESYMLINK ? ELOOP :
+	  code == LJMP_ENOREADER ? ENXIO : EINVAL;
+  int of_path = (code < 0 && code > LJMP_E_BASE) || code == LJMP_EBUSY ||
+		code == LJMP_ESYMLINK || code == LJMP_ENOREADER;
   lua_pushnil(L);
   if (code == LJMP_ETHREAD)
     lua_pushfstring(L, "%s: %s", ljmp_strerror(code), strerror(e));
-  else if (path && ((code < 0 && code > LJMP_E_BASE) || code == LJMP_EBUSY))
+  else if (path && of_path)
     lua_pushfstring(L, "%s: %s", path, ljmp_strerror(code));
   else
     lua_pushstring(L, ljmp_strerror(code));
@@ -315,8 +319,16 @@ static int mp_lua_stop(lua_State *L)
   mp_state *s = mp_state_find(L);
   unsigned flags = stop_options(L);
   int rc;
+  char why[512];
   if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
-  rc = ljmp_stop_with(L, flags);
+  rc = mp_stop(L, flags, why, sizeof(why));
+  if (rc == LJMP_EFINALIZER) {	/* The finaliser's error, said. */
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s%s%s: %s", path, *path ? ": " : "",
+		    ljmp_strerror(rc), why);
+    lua_pushinteger(L, EINVAL);
+    return 3;
+  }
   if (rc) return push_error(L, rc, rc == LJMP_ENOTRUN || !*path ? NULL : path);
   lua_pushboolean(L, 1);
   return 1;

@@ -271,6 +271,8 @@ static int sentinel_gc(lua_State *L)
 
 #define MP_SENTINEL	"ljmemprof.sentinel"
 
+static int collect_cp(lua_State *L);
+
 /* Is the sentinel in place (this VM was checked and prepared before)? */
 static int has_sentinel(lua_State *L)
 {
@@ -292,6 +294,8 @@ void mp_sentinel_install(lua_State *L)
   lua_newtable(L);
   lua_pushcfunction(L, sentinel_gc);
   lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, collect_cp);	/* See collect_caught(). */
+  lua_setfield(L, -2, "collect");
   lua_setmetatable(L, -2);
   lua_setfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
 }
@@ -432,21 +436,58 @@ int mp_path_dir(const char *path, char *dir, size_t size)
   return 0;
 }
 
+/* Why open() of a profile's path failed with errno e: LJMP_ESYMLINK for
+** a symbolic link in its last component (O_NOFOLLOW's ELOOP; a loop of
+** links in the directories stays -ELOOP), LJMP_ENOREADER for a FIFO that
+** no one reads (O_NONBLOCK's ENXIO), else -e. */
+static int open_error(const char *path, int e)
+{
+  struct stat st;
+  if (e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    return LJMP_ESYMLINK;
+  if (e == ENXIO && lstat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+    return LJMP_ENOREADER;
+  return -e;
+}
+
+#define MP_FIFO_TRIES	500	/* Opens of a FIFO without a reader, 10 ms
+				   apart: 5 s for its reader to come. */
+
 /* Open the profile file for s: created with mode (0600 unless given) or,
 ** if it exists, truncated once no other profiler of this process is found
-** writing it. Returns 0, -errno or LJMP_EBUSY; *created says whether this
-** call made the file. */
+** writing it. A symbolic link in the last component is never followed,
+** by either open (one planted in a shared sticky directory would make
+** the profile overwrite its target, or create a file where a dangling
+** one points). O_NONBLOCK makes the open of a FIFO without a reader fail
+** instead of blocking start() forever: it is tried again for 5 s (a
+** reader started at about the same time, `cat fifo &`, opens it a little
+** later), then refused; O_NONBLOCK is cleared after the open, so the
+** writes block as any file's do. Returns 0, -errno, LJMP_EBUSY,
+** LJMP_ESYMLINK or LJMP_ENOREADER; *created says whether this call made
+** the file. */
 static int open_file(mp_state *s, const char *path, unsigned mode,
 		     int *created)
 {
   struct stat st;
-  int fd, rc;
+  int fd, rc, fl, tries;
+  int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   mode_t m = mode ? (mode_t)mode : 0600;
+  struct timespec ms10 = { 0, 10000000 };
   *created = 0;
-  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, m);
-  if (fd >= 0) *created = 1;
-  else if (errno == EEXIST) fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, m);
-  if (fd < 0) return -errno;
+  for (tries = 1;; tries++) {
+    fd = open(path, how | O_EXCL, m);
+    if (fd >= 0) *created = 1;
+    else if (errno == EEXIST) fd = open(path, how, m);
+    if (fd >= 0) break;
+    rc = open_error(path, errno);
+    if (rc != LJMP_ENOREADER || tries >= MP_FIFO_TRIES) return rc;
+    nanosleep(&ms10, NULL);
+  }
+  if ((fl = fcntl(fd, F_GETFL)) < 0 ||
+      fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+    rc = -errno;
+    goto fail;
+  }
   if (fstat(fd, &st) < 0 || !(s->path = strdup(path))) {
     rc = errno == ENOMEM ? LJMP_ENOMEM : -errno;
     goto fail;
@@ -636,12 +677,65 @@ int ljmp_stop(lua_State *L)
   return ljmp_stop_with(L, 0);
 }
 
-/* See ljmemprof.h: collect if asked, restore the allocator, finish the
-** stream, free. */
-int ljmp_stop_with(lua_State *L, unsigned flags)
+#define MP_COLLECT_TRIES	64	/* Collections tried while finalisers
+					   raise errors. */
+
+/* A full collection, for lua_pcall(). */
+static int collect_cp(lua_State *L)
+{
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  return 0;
+}
+
+/* A full collection whose finalisers' errors are caught, not raised
+** through the caller (stop() must end the recording, a signal's or
+** lua_close()'s stop must not throw into the program): after an error
+** the collection is run again, for the finalisers it did not reach, up to
+** MP_COLLECT_TRIES times (a finaliser may make more garbage that fails).
+** The first error's message into why. Returns 0 (collected), 1
+** (collected, a finaliser failed) or -1 (failures until the last try).
+** The function called is made before recording, in the sentinel's
+** metatable (mp_sentinel_install(); not in the registry, whose growth
+** would move the profiles of every program): making it here would be an
+** allocation of the profiler's in the profile, after the mark of the
+** final collection. */
+static int collect_caught(lua_State *L, char *why, size_t size)
+{
+  int tries, failed = 0, top = lua_gettop(L);
+  for (tries = 0; tries < MP_COLLECT_TRIES; tries++) {
+    lua_getfield(L, LUA_REGISTRYINDEX, MP_SENTINEL);
+    if (lua_getmetatable(L, -1)) lua_getfield(L, -1, "collect");
+    if (!lua_isfunction(L, -1)) {	/* Never: the sentinel holds it. */
+      lua_settop(L, top);
+      lua_pushcfunction(L, collect_cp);
+    } else {
+      lua_replace(L, top + 1);
+      lua_settop(L, top + 1);
+    }
+    if (lua_pcall(L, 0, 0, 0) == 0) {
+      lua_settop(L, top);
+      return failed;
+    }
+    if (!failed && why && size) {
+      if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER)
+	snprintf(why, size, "%s", lua_tostring(L, -1));
+      else
+	snprintf(why, size, "(error object is a %s value)",
+		 luaL_typename(L, -1));
+    }
+    lua_settop(L, top);
+    failed = 1;
+  }
+  return -1;
+}
+
+/* ljmp_stop_with(), and the first error of a finaliser in its collection
+** into why (for LJMP_EFINALIZER; why may be NULL). */
+int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
 {
   mp_state *s;
-  int err;
+  int err, gc = 0;
+  if (why && size) *why = '\0';
   if (!L) return LJMP_EARG;
   s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
@@ -652,8 +746,8 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
     mp_enter(s);
     if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) mp_sym_gcstart(s);
     mp_leave(s);
-    lua_gc(L, LUA_GCCOLLECT, 0);
-    s->notes |= MP_NOTE_COLLECT;
+    gc = collect_caught(L, why, size);
+    if (gc >= 0) s->notes |= MP_NOTE_COLLECT;
   }
   if (s && s->forked) {	/* A child's copy of the parent's profiler. */
     discard_forked(L, s);
@@ -680,8 +774,16 @@ int ljmp_stop_with(lua_State *L, unsigned flags)
   err = s->finished && !s->limited ? LJMP_ENOTRUN : 0;
   mp_sink_finish(s);
   if (!err && s->err) err = -s->err;
+  if (!err && gc) err = LJMP_EFINALIZER;
   state_free(s);
   return err;
+}
+
+/* See ljmemprof.h: collect if asked, restore the allocator, finish the
+** stream, free. */
+int ljmp_stop_with(lua_State *L, unsigned flags)
+{
+  return mp_stop(L, flags, NULL, 0);
 }
 
 /* See ljmemprof.h. */
@@ -711,6 +813,13 @@ const char *ljmp_strerror(int code)
 			  "this file";
   case LJMP_ESIGNAL: return "that signal cannot toggle the profiler: the "
 			    "program handles it, or another signal is armed";
+  case LJMP_ESYMLINK: return "is a symbolic link, which the profiler never "
+			     "follows (give the path of the file itself)";
+  case LJMP_ENOREADER: return "is a FIFO that no process read within 5 s "
+			      "(start the reader first)";
+  case LJMP_EFINALIZER: return "a finaliser raised an error in the "
+			       "collection before the end (caught; the "
+			       "profile is complete)";
   }
   if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
   return "unknown error";

@@ -214,6 +214,12 @@ typedef struct mp_stacks {
   mp_scache *c;
   unsigned nc;
   mp_sword *words;
+  /* A stack deeper than depth is cached too, its top depth frames: then
+  ** cbelow is the frame slot below c[0] (what the walk reads there is the
+  ** first of the frames cut off, whose function word words[0] holds) and
+  ** cparent the CUT node under c[0]; for a whole stack, NULL and 0. */
+  const void *cbelow;
+  uint32_t cparent;
   uint64_t new_addr;	/* Last new address written (deltas)... */
   uint64_t old_addr;	/* ...and last old address... */
   uint32_t last_node;	/* ...and node of the last stack event. */
@@ -394,6 +400,9 @@ void mp_sentinel_install(lua_State *L);
 /* The live profiler of L's VM (its hook, or wrapped by something else),
 ** or NULL. */
 mp_state *mp_state_find(lua_State *L);
+/* ljmp_stop_with(), and for LJMP_EFINALIZER the first error of a
+** finaliser in its collection into why (NULL: not wanted). */
+int mp_stop(lua_State *L, unsigned flags, char *why, size_t size);
 
 #define MP_BUFSIZE_MIN	((size_t)4096)	/* The least bufsize but 0. */
 #define MP_PATH_MAX	4096	/* A profile's path, expanded, and its NUL. */

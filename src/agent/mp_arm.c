@@ -45,8 +45,9 @@ typedef struct mp_arm {
   ljmp_options opt;		/* Options of the recordings it starts... */
   char path[4096];		/* ...and their path. */
   unsigned starts;		/* Recordings the signal started. */
-  lua_Hook saved_f;		/* The program's hook, put back after ours. */
-  int saved_mask, saved_count;
+  lua_Hook saved_f;		/* The program's hook, put back after ours, */
+  int saved_mask, saved_count;	/* its mask and count, */
+  int32_t saved_left;		/* and what was left of its count. */
   struct mp_arm *next;
 } mp_arm;
 
@@ -137,10 +138,11 @@ static void toggle(lua_State *L, mp_arm *a)
   ** happened; one that the program started is said here. */
   if (s && !s->finished && !s->limited) {
     int said = __atomic_load_n(&s->announce, __ATOMIC_RELAXED);
-    rc = ljmp_stop_with(L, a->opt.collect ? LJMP_STOP_COLLECT : 0);
+    char why[512];
+    rc = mp_stop(L, a->opt.collect ? LJMP_STOP_COLLECT : 0, why, sizeof(why));
     if (rc && rc != LJMP_ENOTRUN && !(said && rc < 0 && rc > LJMP_E_BASE))
-      fprintf(stderr, "ljmemprof: stopping at a signal: %s\n",
-	      ljmp_strerror(rc));
+      fprintf(stderr, "ljmemprof: stopping at a signal: %s%s%s\n",
+	      ljmp_strerror(rc), *why ? ": " : "", why);
     return;
   }
   /* A later recording must not overwrite an earlier one: without %n in
@@ -159,19 +161,34 @@ static void toggle(lua_State *L, mp_arm *a)
     a->starts++;
 }
 
-/* The count hook asked for after a signal: put the program's hook back,
-** switch, and pass the event on to the program's hook if it wanted it. */
+/* The count hook asked for after a signal: put the program's hook back
+** with what is left of its count, switch, and pass the event on to the
+** program's hook if it wanted it. lua_sethook() restarts a count, so
+** the countdown is put back as it would stand without ours: less the
+** instructions counted since request() (ours ran down from 1: one when
+** it fired, else what it counted); at 0 the program's count hook is due
+** now, and runs after the switch. Without that, a watchdog built on a
+** count hook never fired while signals came more often than its count. */
 static void toggle_hook(lua_State *L, lua_Debug *ar)
 {
   mp_arm *a = arm_of(G(L));
+  global_State *g = G(L);
   lua_Hook f;
-  int mask;
+  int mask, due = 0;
+  int32_t ran;
   if (!a) { lua_sethook(L, NULL, 0, 0); return; }
   f = a->saved_f;
   mask = a->saved_mask;
+  ran = ar->event == LUA_HOOKCOUNT ? 1 : g->hookcount < 1 ? 1 - g->hookcount : 0;
   lua_sethook(L, f, mask, a->saved_count);
+  if (f && (mask & LUA_MASKCOUNT)) {
+    int32_t left = (int32_t)((uint32_t)a->saved_left - (uint32_t)ran);
+    if (left == 0 && ar->event == LUA_HOOKCOUNT)
+      due = 1;	/* Left at the count, as the VM resets it. */
+    else g->hookcount = left;
+  }
   toggle(L, a);
-  if (f && ar->event != LUA_HOOKCOUNT && (mask & (1 << ar->event)))
+  if (due || (f && ar->event != LUA_HOOKCOUNT && (mask & (1 << ar->event))))
     f(L, ar);
 }
 
@@ -190,6 +207,7 @@ static MP_NOINLINE void request(mp_arm *a, unsigned n)
   a->saved_f = lua_gethook(L);
   a->saved_mask = lua_gethookmask(L);
   a->saved_count = lua_gethookcount(L);
+  a->saved_left = g->hookcount;
   lua_sethook(L, toggle_hook, a->saved_mask | LUA_MASKCOUNT, 1);
 }
 

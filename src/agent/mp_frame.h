@@ -140,8 +140,12 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
     w->left--;
     o = frame_gc(f);
     fr->kind = 0;
-    if (o->gch.gct == ~LJ_TFUNC &&	/* Else a dummy frame: skipped. */
-	o->fn.c.f != (lua_CFunction)mp_require_wrapper) {
+    /* A dummy frame (no function) is skipped, and so is the require
+    ** wrapper's; c.f is read only from a C function's object: a Lua
+    ** closure without upvalues ends where c.f would be. */
+    if (o->gch.gct == ~LJ_TFUNC &&
+	(isluafunc(&o->fn) ||
+	 o->fn.c.f != (lua_CFunction)mp_require_wrapper)) {
       GCfunc *fn = &o->fn;
       fr->fn = fn;
       fr->pc = NULL;

@@ -297,6 +297,23 @@ static MP_INLINE int in_place(const mp_stacks *st, unsigned j,
 	 still_there(st, j);
 }
 
+/* The lowest slot the cache of the last stack reads: c[0]'s, or for a
+** cut stack the one below it. A cache whose bot is at or below a stack's
+** base (bot) is another coroutine's: not read. */
+static MP_INLINE const TValue *cache_bot(const mp_stacks *st)
+{
+  return (const TValue *)(st->cbelow ? st->cbelow : st->c[0].slot);
+}
+
+/* Whether a stack of n frames may come from the cache of the last stack:
+** n frames are within the depth, and for a cut stack exactly the depth
+** (the walk cuts there because a frame follows c[0]; a shorter stack
+** goes on below it, a longer one is cut higher). */
+static MP_INLINE int cache_fits(const mp_stacks *st, unsigned n)
+{
+  return st->cbelow ? n == st->depth : n <= st->depth;
+}
+
 /* Cache walked frame w (node id) as frame c[i] of the last stack, c[0..i)
 ** being set, with the words that say frame c[i-1] is in place: its link,
 ** its function unless w was called from Lua, for a vararg frame the link
@@ -318,6 +335,12 @@ static MP_INLINE void remember(mp_stacks *st, unsigned i, const mp_wframe *w,
   e->frame = w->frame;
   e->id = id;
   e->cpc = w->cpc;
+  if (i == 0 && st->cbelow) {	/* A cut stack: the frame below c[0] is
+				   the same object, so it is still there to
+				   cut (see cache_bot()). */
+    st->words[0].at = func_word((const TValue *)st->cbelow);
+    st->words[k++].v = *func_word((const TValue *)st->cbelow);
+  }
   if (i > 0) {
     const TValue *below = (const TValue *)st->c[i - 1].slot;
     const TValue *m = (e->link & FRAME_TYPE) == FRAME_LUA ? frame_prevl(f) :
@@ -404,8 +427,9 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
 }
 
 /* Remember the stack just captured, node id, whose top frame t runs at
-** pc, if the cache of the last stack holds it whole (not cut, t at its
-** top at that pc) and its words fit. A vararg frame (every main chunk is
+** pc, if the cache of the last stack holds it whole (down to its bottom,
+** or to its CUT with the word below: see mp_stacks.cbelow; t at its top
+** at that pc) and its words fit. A vararg frame (every main chunk is
 ** one) is held by the slot of its call: the link there is compared too
 ** (the function there is not: the walk reads the one above its
 ** arguments, which memo_find() compares). */
@@ -584,17 +608,39 @@ static MP_INLINE uint32_t lua_node(mp_state *s, uint32_t parent, GCfunc *fn,
 ** (then the cache is dropped), else 1. A frame that the last stack had at
 ** the same depth on the same node (same: node is c[keep-1]'s, as it was)
 ** is that node again, without a lookup; a Lua frame at the pc the last
-** stack's frame there had in the same function is at its line. */
+** stack's frame there had in the same function is at its line. A walk cut
+** at the depth, below (walk[n-1] is the CUT, keep 0) the frame slot after
+** the deepest frame kept (see mp_stacks.cbelow), is cached above its CUT:
+** the stack at that depth, whatever lies below, costs no walk again. */
 static MP_INLINE int intern_walked(mp_state *s, unsigned n, uint32_t node,
 				   unsigned keep, int same, int cut,
-				   uint32_t *id)
+				   const TValue *below, uint32_t *id)
 {
   mp_stacks *st = &s->st;
-  unsigned old = cut ? 0 : st->nc;
+  unsigned old;
   /* Frames are cached up to the first whose line the stack does not say
   ** (see mp_scache.cpc): the words that validate the frames above it
   ** would not tell that its line moved. */
   int hold = !cut && !(keep && st->c[keep - 1].cpc);
+  if (!keep) {	/* A new cache: of a whole stack, unless cut... */
+    uint32_t was_parent = st->cparent;
+    st->cbelow = NULL;
+    st->cparent = 0;
+    if (cut && below && n > 1) {	/* ...and cached above its CUT. */
+      if (!(node = node_of(s, node, &st->walk[--n].frame))) {
+	st->nc = 0;
+	*id = 0;
+	return 0;
+      }
+      st->cbelow = below;
+      st->cparent = node;
+      hold = 1;
+      cut = 0;
+    }
+    same = same && node == was_parent;	/* The last stack's c[0] was on
+					   it. */
+  }
+  old = cut ? 0 : st->nc;
   while (n-- > 0) {
     mp_wframe *w = &st->walk[n];
     const mp_scache *e = &st->c[keep];
@@ -637,9 +683,11 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
   mp_frame fr;
   unsigned n = 0, keep = 0;
   int j = (int)st->nc - 1, cut = 0, all_builtins = 1;
-  if (j >= 0 && (const TValue *)c[0].slot <= w->bot) j = -1;	/* Another stack. */
+  const TValue *below = NULL;	/* A cut stack's cbelow. */
+  if (j >= 0 && cache_bot(st) <= w->bot) j = -1;	/* Another stack. */
   for (;;) {
     mp_wframe *f = &st->walk[n];
+    const TValue *next = w->f;	/* Where the walk looks next. */
     if (!mp_walk_next(w, &fr)) {
       /* Builtins alone on the main thread's stack were called by the
       ** host, directly or as a tail call of a Lua function it called:
@@ -656,12 +704,18 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
       }
       break;
     }
-    /* Deeper than asked: cut, no cache; but not before the frame that
-    ** the one-frame stream bills (the first that is not a builtin,
-    ** within MP_SITE_SLACK more frames), so that a stack profile's sites
-    ** are the same at any depth. */
+    /* Deeper than asked: cut; but not before the frame that the
+    ** one-frame stream bills (the first that is not a builtin, within
+    ** MP_SITE_SLACK more frames), so that a stack profile's sites are the
+    ** same at any depth. Cached when it is cut at the depth itself below
+    ** a frame that is not a builtin (then a stack of depth frames from the
+    ** cache is cut there: see cache_fits()), and the frame cut off is the
+    ** one right below (no frame the walk skips between). */
     if (n >= st->depth &&
 	(!all_builtins || n >= st->depth + MP_SITE_SLACK)) {
+      if (n == st->depth && st->walk[n - 1].frame.kind != MP_FK_BUILTIN &&
+	  fr.slot == link_slot(next) && next > w->bot)
+	below = next;
       f->frame.kind = MP_FK_CUT;
       f->frame.a = st->depth;
       f->frame.b = 0;
@@ -678,9 +732,13 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
     if (j >= 0 && c[j].slot == fr.slot) {
       if (in_place(st, (unsigned)j, fr.slot)) {
 	/* Frames 0..j are in place; frame j's line comes from the walk.
-	** Unless they and the frames above them are too many: then the
-	** walk goes on to the cut, without the cache. */
-	if ((unsigned)j + n > st->depth) { j = -1; continue; }
+	** Unless they and the frames above them are too many (or, below a
+	** cut, too few): then the walk goes on, without the cache. */
+	if (!cache_fits(st, (unsigned)j + n) ||
+	    (!j && st->cbelow && !same_frame(&c[0].frame, &f->frame))) {
+	  j = -1;	/* (A new c[0] of a cut stack: walked to the cut.) */
+	  continue;
+	}
 	keep = (unsigned)j;
 	if (same_frame(&c[j].frame, &f->frame)) {
 	  c[j].cpc = f->cpc;	/* Its line may come from elsewhere now. */
@@ -693,7 +751,8 @@ static MP_NOINLINE int walk_stack(mp_state *s, mp_walk *w, uint32_t *id)
     }
   }
   if (n > st->depth) cut = 1;	/* Past the depth: not cached either. */
-  return intern_walked(s, n, keep ? c[keep - 1].id : 0, keep, 1, cut, id);
+  return intern_walked(s, n, keep ? c[keep - 1].id : 0, keep, 1, cut,
+		       below, id);
 }
 
 
@@ -719,7 +778,7 @@ static MP_INLINE int push_one(mp_state *s, const TValue *t, GCfunc *fn,
   p = frame_prevl(t);	/* The caller's frame: its link may be below. */
   ps = link_slot(p);
   while (k >= 0 && (const TValue *)c[k].slot > ps) k--;
-  if (k < 0 || c[k].slot != ps || (unsigned)k + 2 > st->depth ||
+  if (k < 0 || c[k].slot != ps || !cache_fits(st, (unsigned)k + 2) ||
       ps > p || !in_place(st, (unsigned)k, ps) ||
       (ps != p && (const void *)frame_func(p) != c[k].fn))
     return 0;
@@ -728,8 +787,8 @@ static MP_INLINE int push_one(mp_state *s, const TValue *t, GCfunc *fn,
   node = was = e->id;
   if (e->frame.kind == MP_FK_LUA && e->pc != frame_pc(t)) {
     /* The caller is at another call: its line, its node. */
-    node = lua_node(s, k ? c[k - 1].id : 0, (GCfunc *)e->fn, frame_pc(t), 0,
-		    &f, &in);
+    node = lua_node(s, k ? c[k - 1].id : st->cparent, (GCfunc *)e->fn,
+		    frame_pc(t), 0, &f, &in);
     if (!node) goto oom;
     e->frame = f;
     e->id = node;
@@ -782,12 +841,12 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
   unsigned n = 0;
   const TValue *f = t, *fs;
   uint32_t node;
-  if (j < 0 || (const TValue *)c[0].slot <= bot) return 0;
+  if (j < 0 || cache_bot(st) <= bot) return 0;
   /* Most often t is the top of the last stack, at the same pc. */
   e = &c[j];
   fs = link_slot(t);
   if (e->slot == fs && pc == e->pc && pc && (fs == t || (const void *)fn == e->fn) &&
-      in_place(st, (unsigned)j, fs)) {
+      cache_fits(st, (unsigned)j + 1) && in_place(st, (unsigned)j, fs)) {
     *id = e->id;
     return 1;
   }
@@ -822,14 +881,15 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
   }
   /* Frame f is c[j], in place, perhaps at another line; then the new
   ** frames above it. */
-  if ((unsigned)j + n + 1 > st->depth) return 0;
+  if (!cache_fits(st, (unsigned)j + n + 1)) return 0;
   e = &c[j];
   e->cpc = 0;	/* On top, or called from Lua by the frame above it. */
   node = e->id;
   if (e->frame.kind == MP_FK_LUA && (pc != e->pc || !pc)) {
     mp_snode lf;
     const BCIns *in;
-    if (!(node = lua_node(s, j ? c[j - 1].id : 0, fn, pc, exact, &lf, &in))) {
+    if (!(node = lua_node(s, j ? c[j - 1].id : st->cparent, fn, pc, exact,
+			  &lf, &in))) {
       st->nc = 0;
       *id = 0;
       return 1;
@@ -838,7 +898,7 @@ static MP_INLINE int quick_stack(mp_state *s, TValue *t, GCfunc *fn,
     e->pc = in;
   }
   if (n) {
-    intern_walked(s, n, node, (unsigned)j + 1, node == e->id, 0, id);
+    intern_walked(s, n, node, (unsigned)j + 1, node == e->id, 0, NULL, id);
   } else {
     st->nc = (unsigned)j + 1;
     *id = node;
@@ -1358,6 +1418,8 @@ static MP_NOINLINE void check_stack(mp_state *s, const void *from,
 {
   mp_stacks *st = &s->st;
   unsigned nc = st->nc, nw = nc ? st->c[nc - 1].nwords : 0;
+  const void *cbelow = st->cbelow;
+  uint32_t cparent = st->cparent;
   mp_scache *c = malloc((nc + 1) * sizeof(*c));
   mp_sword *words = malloc((nw + 1) * sizeof(*words));
   uint32_t want;
@@ -1374,6 +1436,8 @@ static MP_NOINLINE void check_stack(mp_state *s, const void *from,
   memcpy(st->c, c, nc * sizeof(*c));
   memcpy(st->words, words, nw * sizeof(*words));
   st->nc = nc;
+  st->cbelow = cbelow;
+  st->cparent = cparent;
   free(c);
   free(words);
 }

@@ -16,6 +16,12 @@
 **   agent_host shared N PREFIX     N threads, each a VM, one writer callback
 **                                  that serialises (PREFIX-i.ljm at the end)
 **   agent_host files N PREFIX      N threads, each a VM into PREFIX-i.ljm
+**   agent_host sysalloc malloc|guard FILE STACKS on|off SCRIPT [ARG]
+**                                  a VM of lua_newstate() whose allocator
+**                                  is malloc's (ASan checks every byte the
+**                                  agent reads of VM objects) or puts each
+**                                  block against an unmapped page; runs
+**                                  SCRIPT profiled, JIT on or off
 ** shared and files print "delta i BYTES": the change of VM i's own counter
 ** between start and stop, which its profile's net bytes must equal.
 **
@@ -29,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "lua.h"
@@ -357,6 +364,101 @@ static void mode_parallel(int n, const char *prefix, int shared)
   }
 }
 
+/* -- sysalloc ------------------------------------------------------------- */
+
+/* The C library's allocator for a VM: each object is a block of its own,
+** so that AddressSanitizer sees a read past its end (LuaJIT's allocator
+** carves objects out of its own arenas, where it sees none). */
+static void *malloc_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  (void)ud;
+  (void)osize;
+  if (!nsize) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, nsize);
+}
+
+#define GUARD_PAGE	4096
+
+/* Pages of a guard block of size n (8-byte aligned, at the end of its
+** pages), not counting the unmapped page after them. */
+static size_t guard_pages(size_t n)
+{
+  return ((n + 7) / 8 * 8 + GUARD_PAGE - 1) / GUARD_PAGE;
+}
+
+/* A block of n bytes that ends 8-byte aligned right below a page that is
+** never mapped: a read past the block's end (beyond its alignment) dies
+** of SIGSEGV at once. */
+static void *guard_new(size_t n)
+{
+  size_t pages = guard_pages(n);
+  char *base = mmap(NULL, (pages + 1) * GUARD_PAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return NULL;
+  if (mprotect(base + pages * GUARD_PAGE, GUARD_PAGE, PROT_NONE) < 0) {
+    munmap(base, (pages + 1) * GUARD_PAGE);
+    return NULL;
+  }
+  return base + pages * GUARD_PAGE - (n + 7) / 8 * 8;
+}
+
+/* Unmap the guard block at p of n bytes (LuaJIT passes every block's
+** size back). */
+static void guard_del(void *p, size_t n)
+{
+  size_t pages = guard_pages(n);
+  char *base = (char *)p + (n + 7) / 8 * 8 - pages * GUARD_PAGE;
+  munmap(base, (pages + 1) * GUARD_PAGE);
+}
+
+static void *guard_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  void *p = NULL;
+  (void)ud;
+  if (nsize) {
+    if (!(p = guard_new(nsize))) return NULL;
+    if (ptr) memcpy(p, ptr, osize < nsize ? osize : nsize);
+  }
+  if (ptr) guard_del(ptr, osize);
+  return p;
+}
+
+/* sysalloc: SCRIPT profiled (stacks frames, 0: one frame) in a VM of
+** lua_newstate() on one of the allocators above: the walk over frames,
+** symbols and traces reads VM objects at their exact sizes. */
+static void mode_sysalloc(const char *alloc, const char *path, unsigned stacks,
+			  const char *jit, const char *script, const char *arg)
+{
+  lua_State *L = lua_newstate(strcmp(alloc, "guard") ? malloc_alloc
+						      : guard_alloc, NULL);
+  ljmp_options o = LJMP_OPTIONS_INIT;
+  if (!L) {
+    fprintf(stderr, "agent_host: lua_newstate failed\n");
+    exit(2);
+  }
+  luaL_openlibs(L);
+  lua_pushstring(L, arg ? arg : "");
+  lua_setglobal(L, "ARG");
+  check(luaL_dostring(L, strcmp(jit, "off") ? "jit.on()" : "jit.off()"), 0,
+	"jit set");
+  o.path = path;
+  o.stacks = stacks;
+  check(ljmp_start(L, &o), 0, "start");
+  check(luaL_dostring(L, "return #(('x'):rep(100))"), 0,
+	"a builtin called by a closure without upvalues");
+  if (luaL_dofile(L, script)) {
+    printf("not ok - %s runs: %s\n", script, lua_tostring(L, -1));
+    failed = 1;
+  } else {
+    printf("ok - %s runs\n", script);
+  }
+  check(ljmp_stop(L), 0, "stop");
+  lua_close(L);
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "";
@@ -373,9 +475,13 @@ int main(int argc, char **argv)
     mode_parallel(atoi(argv[2]), argv[3], 1);
   else if (!strcmp(mode, "files") && argc == 4)
     mode_parallel(atoi(argv[2]), argv[3], 0);
+  else if (!strcmp(mode, "sysalloc") && (argc == 7 || argc == 8))
+    mode_sysalloc(argv[2], argv[3], (unsigned)atoi(argv[4]), argv[5], argv[6],
+		  argc == 8 ? argv[7] : NULL);
   else {
     fprintf(stderr, "usage: agent_host host|fresh|wrap FILE | samepath FILE "
-	    "OTHER | tail FILE STACKS | threads N PREFIX MS | shared|files N PREFIX\n");
+	    "OTHER | tail FILE STACKS | threads N PREFIX MS | shared|files N PREFIX"
+	    " | sysalloc malloc|guard FILE STACKS on|off SCRIPT [ARG]\n");
     return 2;
   }
   return failed;
