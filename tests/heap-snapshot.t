@@ -257,7 +257,19 @@ p:close()
 os.remove(path)
 big = nil
 
--- 10. With the JIT on, traces and their constants are objects too, and
+-- 10. The decoder on a snapshot cut at every byte and with bytes
+-- changed: errors that name the byte, no crash (tests/c/snap_cut.c).
+path = T.tmpname("cut")
+assert(mp.snapshot(path))
+p = io.popen(t.timeout(BUILD .. "/tests/snap_cut " .. t.shq(path), 300))
+local tap = p:read("*a")
+p:close()
+local fails = select(2, tap:gsub("\nnot ok", "")) + (tap:find("^not ok") and 1 or 0)
+t.ok(tap:find("1..4\n", 1, true) and fails == 0,
+     "cut at every byte and fuzzed: clear errors, no crash", tap)
+os.remove(path)
+
+-- 11. With the JIT on, traces and their constants are objects too, and
 -- the sums stay exact; a list of a million nodes walks without recursion.
 local script = T.tmpname("jit") .. ".lua"
 local sp = T.tmpname("jitsnap")
