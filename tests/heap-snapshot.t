@@ -269,7 +269,23 @@ t.ok(tap:find("1..4\n", 1, true) and fails == 0,
      "cut at every byte and fuzzed: clear errors, no crash", tap)
 os.remove(path)
 
--- 11. With the JIT on, traces and their constants are objects too, and
+-- 11. A table kept by luaL_ref from C, snapshotted with ljmp_snapshot().
+path = T.tmpname("ref")
+p = io.popen(t.timeout(BUILD .. "/tests/snap_host " .. t.shq(path), 60))
+local line = p:read("*l") or ""
+p:close()
+local ref = line:match("ref=(%d+)")
+t.is(line:gsub("ref=%d+ ", ""), "rc=0 stacks=-10003 null=-10003",
+     "ljmp_snapshot(): 0; LJMP_EARG for stacks or a NULL state")
+h, objs, bypath = dump(path)
+local rp = "registry[" .. tostring(ref) .. "]"
+t.is(bypath[rp] and bypath[rp].type, "table", "a luaL_ref slot is " .. rp)
+t.is(bypath[rp .. "[3]"] and bypath[rp .. "[3]"].type, "table",
+     "and what it holds is reached through it")
+os.remove(path)
+h, objs, bypath = nil, nil, nil
+
+-- 12. With the JIT on, traces and their constants are objects too, and
 -- the sums stay exact; a list of a million nodes walks without recursion.
 local script = T.tmpname("jit") .. ".lua"
 local sp = T.tmpname("jitsnap")
