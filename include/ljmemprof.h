@@ -202,6 +202,19 @@ LJMP_API int ljmp_arm(struct lua_State *L, int signo, const ljmp_options *opt);
 ** option. */
 LJMP_API const char *ljmp_strerror(int code);
 
+/* Write a heap snapshot of L's VM: every live object, its self size and
+** its references, from the collector's roots (docs/FORMAT.md, "Heap
+** snapshots"; read it with `ljmemprof snapshot FILE`). Takes of opt: path
+** (%p and %n expanded; created 0600 unless mode says otherwise) or
+** writer/ctx, bufsize, max_size, mode, and collect (a full collection
+** first); stacks, sample and seed must be 0. It runs in the calling
+** thread and allocates nothing in the VM. Returns 0, LJMP_EARG, LJMP_EVM,
+** LJMP_ENOMEM, LJMP_ETHREAD, -errno (the file could not be opened or
+** written), or -EFBIG when the snapshot reached max_size (the file is a
+** complete snapshot that says it is cut short). A recording may run
+** meanwhile: the snapshot does not touch it. */
+LJMP_API int ljmp_snapshot(struct lua_State *L, const ljmp_options *opt);
+
 /* Lua entry point: require("ljmemprof"). */
 LJMP_API int luaopen_ljmemprof(struct lua_State *L);
 

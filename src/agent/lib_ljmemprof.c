@@ -25,6 +25,7 @@
 #include "ljmemprof.h"
 #include "mp_agent.h"
 #include "mp_check.h"
+#include "mp_heap_walk.h"
 
 #define MP_DEFAULT_PATH	"memprof.bin"
 
@@ -375,6 +376,7 @@ static const luaL_Reg mp_funcs[] = {
   {"running", mp_lua_running},
   {"signal", mp_lua_signal},
   {"compat", mp_lua_compat},
+  {"snapshot", mp_lua_snapshot},
   {NULL, NULL}
 };
 

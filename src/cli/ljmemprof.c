@@ -33,6 +33,8 @@ static const mp_command commands[] = {
     mp_help_info, mp_cmd_info },
   { "events", "Print every event, resolved, as one JSON object per line.",
     mp_help_events, mp_cmd_events },
+  { "snapshot", "What is live in a heap snapshot, and what holds it.",
+    mp_help_snapshot, mp_cmd_snapshot },
   { NULL, NULL, NULL, NULL }
 };
 

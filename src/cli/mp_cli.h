@@ -39,13 +39,14 @@ typedef struct mp_command {
 
 /* The commands (cmd_*.c). */
 extern const char mp_help_report[], mp_help_info[], mp_help_events[],
-  mp_help_run[], mp_help_diff[], mp_help_check[];
+  mp_help_run[], mp_help_diff[], mp_help_check[], mp_help_snapshot[];
 int mp_cmd_report(int argc, char **argv);
 int mp_cmd_diff(int argc, char **argv);
 int mp_cmd_info(int argc, char **argv);
 int mp_cmd_events(int argc, char **argv);
 int mp_cmd_run(int argc, char **argv);
 int mp_cmd_check(int argc, char **argv);
+int mp_cmd_snapshot(int argc, char **argv);
 
 /* Print the manual of a command (NULL: the main one); 0, or 2 if there is
 ** no such command. */

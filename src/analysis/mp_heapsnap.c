@@ -1,0 +1,629 @@
+/*
+** mp_heapsnap.c: paths, dominators and retained sizes of a heap snapshot
+** (see mp_heapsnap.h).
+*/
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/mp_heapsnap.h"
+#include "util/mp_hash.h"
+
+#define NONE	MP_SNAP_NONE
+
+static const char *const type_names[MP_HT__MAX] = {
+  "?", "root", "string", "upvalue", "thread", "prototype", "Lua function",
+  "C function", "builtin", "trace", "cdata", "table", "userdata"
+};
+
+const char *mp_heapsnap_type(unsigned t)
+{
+  return t < MP_HT__MAX ? type_names[t] : "?";
+}
+
+void mp_heapsnap_free(mp_heapsnap *h)
+{
+  free(h->parent); free(h->depth); free(h->weakonly); free(h->idom);
+  free(h->retained); free(h->from);
+  memset(h, 0, sizeof(*h));
+}
+
+/* Breadth first from the root: strong references, then weak ones from
+** everything reached, for what only they reach. order gets the objects
+** in the order met. */
+static void bfs(mp_heapsnap *h, uint32_t *order)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t head = 0, tail = 0, i, pass;
+  for (i = 0; i < sn->n; i++) h->depth[i] = h->parent[i] = NONE;
+  h->depth[0] = 0;
+  order[tail++] = 0;
+  for (pass = 0; pass < 2; pass++) {
+    if (pass) head = 0;
+    while (head < tail) {
+      uint32_t v = order[head++], k;
+      for (k = sn->first[v]; k < sn->first[v + 1]; k++) {
+	const mp_snap_edge *e = &sn->e[k];
+	if (e->to == NONE || h->depth[e->to] != NONE) continue;
+	if (e->weak != pass) continue;
+	h->depth[e->to] = h->depth[v] + 1;
+	h->parent[e->to] = k;
+	h->weakonly[e->to] = pass || h->weakonly[v];
+	order[tail++] = e->to;
+      }
+      /* In the weak pass, what an object reached weakly reaches
+      ** strongly is reached weakly too: both kinds are followed. */
+      if (pass) for (k = sn->first[v]; k < sn->first[v + 1]; k++) {
+	const mp_snap_edge *e = &sn->e[k];
+	if (e->to == NONE || h->depth[e->to] != NONE) continue;
+	h->depth[e->to] = h->depth[v] + 1;
+	h->parent[e->to] = k;
+	h->weakonly[e->to] = 1;
+	order[tail++] = e->to;
+      }
+    }
+  }
+}
+
+/* Dominators of the strong graph (Lengauer and Tarjan, "A Fast Algorithm
+** for Finding Dominators in a Flowgraph", with path compression: O(E log
+** V); the iterative algorithm of Cooper, Harvey and Kennedy was tried
+** first, but a string key shared by a million tables of a list made it
+** quadratic), and retained sizes. Everything is in depth-first numbers
+** (dfs: 0 the root), without recursion. */
+static int dominators(mp_heapsnap *h)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t n = sn->n, i, k, nd = 0, sp = 0;
+  uint32_t *dfn = malloc((size_t)n * sizeof(*dfn));	/* Node -> number. */
+  uint32_t *node = malloc((size_t)n * sizeof(*node));	/* Number -> node. */
+  uint32_t *par = malloc((size_t)n * sizeof(*par));	/* DFS tree parent. */
+  uint32_t *semi = malloc((size_t)n * sizeof(*semi));
+  uint32_t *anc = malloc((size_t)n * sizeof(*anc));
+  uint32_t *label = malloc((size_t)n * sizeof(*label));
+  uint32_t *dom = malloc((size_t)n * sizeof(*dom));
+  uint32_t *bucket = malloc((size_t)n * sizeof(*bucket));	/* Heads... */
+  uint32_t *bnext = malloc((size_t)n * sizeof(*bnext));	/* ...and links. */
+  uint32_t *stack = malloc((size_t)n * sizeof(*stack));
+  uint32_t *cur = malloc((size_t)n * sizeof(*cur));
+  uint32_t *pfirst = calloc((size_t)n + 1, sizeof(*pfirst));
+  uint32_t *pred = malloc((size_t)(sn->ne ? sn->ne : 1) * sizeof(*pred));
+  int rc = -1;
+  if (!dfn || !node || !par || !semi || !anc || !label || !dom || !bucket ||
+      !bnext || !stack || !cur || !pfirst || !pred)
+    goto out;
+  for (i = 0; i < n; i++) dfn[i] = NONE;
+  /* Depth-first numbering, iterative: a node is numbered when entered. */
+  dfn[0] = nd;
+  node[nd] = 0;
+  par[nd++] = NONE;
+  stack[sp] = 0;
+  cur[sp++] = sn->first[0];
+  while (sp) {
+    uint32_t v = stack[sp - 1];
+    if (cur[sp - 1] < sn->first[v + 1]) {
+      const mp_snap_edge *e = &sn->e[cur[sp - 1]++];
+      if (e->weak || e->to == NONE || dfn[e->to] != NONE) continue;
+      dfn[e->to] = nd;
+      node[nd] = e->to;
+      par[nd++] = dfn[v];
+      stack[sp] = e->to;
+      cur[sp++] = sn->first[e->to];
+    } else {
+      sp--;
+    }
+  }
+  /* Predecessors by strong reference among the numbered, by number. */
+  for (k = 0; k < sn->ne; k++)
+    if (!sn->e[k].weak && sn->e[k].to != NONE && dfn[h->from[k]] != NONE)
+      pfirst[dfn[sn->e[k].to] + 1]++;
+  for (i = 0; i < nd; i++) pfirst[i + 1] += pfirst[i];
+  for (k = 0; k < sn->ne; k++)
+    if (!sn->e[k].weak && sn->e[k].to != NONE && dfn[h->from[k]] != NONE)
+      pred[pfirst[dfn[sn->e[k].to]]++] = dfn[h->from[k]];
+  for (i = nd; i > 0; i--) pfirst[i] = pfirst[i - 1];
+  pfirst[0] = 0;
+  for (i = 0; i < nd; i++) {
+    semi[i] = label[i] = i;
+    anc[i] = bucket[i] = NONE;
+  }
+  for (i = nd; i-- > 1; ) {
+    uint32_t w = i, p = par[w], v;
+    for (k = pfirst[w]; k < pfirst[w + 1]; k++) {
+      uint32_t u = pred[k];
+      if (anc[u] != NONE) {	/* eval(u), compressing its path. */
+	uint32_t top = 0, x;
+	stack[top++] = u;
+	while (anc[anc[stack[top - 1]]] != NONE)
+	  stack[top] = anc[stack[top - 1]], top++;
+	top--;	/* Its ancestor is a root of the forest: no change. */
+	while (top-- > 0) {
+	  x = stack[top];
+	  if (semi[label[anc[x]]] < semi[label[x]]) label[x] = label[anc[x]];
+	  anc[x] = anc[anc[x]];
+	}
+	u = label[u];
+      }
+      if (semi[u] < semi[w]) semi[w] = semi[u];
+    }
+    bnext[w] = bucket[semi[w]];
+    bucket[semi[w]] = w;
+    anc[w] = p;	/* link(parent, w) */
+    for (v = bucket[p]; v != NONE; v = bnext[v]) {
+      uint32_t u = v;
+      if (anc[v] != NONE) {
+	uint32_t top = 0, x;
+	stack[top++] = v;
+	while (anc[anc[stack[top - 1]]] != NONE)
+	  stack[top] = anc[stack[top - 1]], top++;
+	top--;
+	while (top-- > 0) {
+	  x = stack[top];
+	  if (semi[label[anc[x]]] < semi[label[x]]) label[x] = label[anc[x]];
+	  anc[x] = anc[anc[x]];
+	}
+	u = label[v];
+      }
+      dom[v] = semi[u] < semi[v] ? u : p;
+    }
+    bucket[p] = NONE;
+  }
+  dom[0] = 0;
+  for (i = 1; i < nd; i++)
+    if (dom[i] != semi[i]) dom[i] = dom[dom[i]];
+  for (i = 0; i < n; i++) {
+    h->idom[i] = 0;
+    h->retained[i] = sn->size[i];
+  }
+  for (i = 1; i < nd; i++) h->idom[node[i]] = node[dom[i]];
+  for (i = nd; i-- > 1; )	/* Dominated before dominators. */
+    h->retained[node[dom[i]]] += h->retained[node[i]];
+  /* What no strong reference reaches is the root's alone. */
+  for (i = 1; i < n; i++)
+    if (dfn[i] == NONE) {
+      h->retained[0] += sn->size[i];
+      h->nweak++;
+      h->weakbytes += sn->size[i];
+    }
+  rc = 0;
+out:
+  free(dfn); free(node); free(par); free(semi); free(anc); free(label);
+  free(dom); free(bucket); free(bnext); free(stack); free(cur); free(pfirst);
+  free(pred);
+  return rc;
+}
+
+/* The bytes of string object id, or NULL if the file does not give them. */
+static const char *str_of(const mp_snapshot *sn, uint32_t id)
+{
+  if (id >= sn->n || sn->type[id] != MP_HT_STR || !sn->name[id]) return NULL;
+  return sn->names + sn->name[id] - 1;
+}
+
+/* The namespaces: what the root's globals and registry edges reach, and
+** the registry's _LOADED (package.loaded). */
+static void namespaces(mp_heapsnap *h)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t k, n = 0;
+  for (k = 0; k < MP_HEAPSNAP_NS; k++) h->ns[k] = NONE;
+  for (k = sn->first[0]; k < sn->first[1] && n < 2; k++) {
+    const mp_snap_edge *e = &sn->e[k];
+    if (e->to != NONE &&
+	(e->arg == MP_HS_GLOBALS || e->arg == MP_HS_REGISTRY)) {
+      h->ns[n++] = e->to;
+      if (e->arg == MP_HS_REGISTRY) {
+	uint32_t j;
+	for (j = sn->first[e->to]; j < sn->first[e->to + 1]; j++) {
+	  const mp_snap_edge *f = &sn->e[j];
+	  const char *name = f->kind == MP_HE_FIELD ?
+			     str_of(sn, (uint32_t)f->arg) : NULL;
+	  if (name && !strcmp(name, "_LOADED") && f->to != NONE)
+	    h->ns[2] = f->to;
+	}
+      }
+    }
+  }
+}
+
+int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
+{
+  uint32_t n = sn->n, i, k, *order;
+  memset(h, 0, sizeof(*h));
+  h->sn = sn;
+  h->parent = malloc((size_t)n * sizeof(*h->parent));
+  h->depth = malloc((size_t)n * sizeof(*h->depth));
+  h->weakonly = calloc(n, 1);
+  h->idom = malloc((size_t)n * sizeof(*h->idom));
+  h->retained = malloc((size_t)n * sizeof(*h->retained));
+  h->from = malloc((size_t)(sn->ne ? sn->ne : 1) * sizeof(*h->from));
+  order = malloc((size_t)n * sizeof(*order));
+  if (!h->parent || !h->depth || !h->weakonly || !h->idom || !h->retained ||
+      !h->from || !order) {
+    free(order);
+    mp_heapsnap_free(h);
+    return -1;
+  }
+  for (i = 0; i < n; i++)
+    for (k = sn->first[i]; k < sn->first[i + 1]; k++) h->from[k] = i;
+  for (i = 1; i < n; i++) {
+    h->count[sn->type[i]]++;
+    h->bytes[sn->type[i]] += sn->size[i];
+  }
+  bfs(h, order);
+  free(order);
+  namespaces(h);
+  if (dominators(h) < 0) {
+    mp_heapsnap_free(h);
+    return -1;
+  }
+  return 0;
+}
+
+/* -- Names ------------------------------------------------------------------ */
+
+typedef struct sbuf {
+  char *b;
+  size_t n, size;
+} sbuf;
+
+static void add(sbuf *s, const char *p, size_t len)
+{
+  while (len-- && s->n + 1 < s->size) s->b[s->n++] = *p++;
+  s->b[s->n] = 0;
+}
+
+static void adds(sbuf *s, const char *p)
+{
+  add(s, p, strlen(p));
+}
+
+static void addf(sbuf *s, const char *fmt, unsigned long long v)
+{
+  char t[64];
+  snprintf(t, sizeof(t), fmt, v);
+  adds(s, t);
+}
+
+/* The first edge of id of kind k (and code, for SPECIAL), or NULL. */
+static const mp_snap_edge *edge_of(const mp_snapshot *sn, uint32_t id,
+				   unsigned k, uint64_t code)
+{
+  uint32_t j;
+  if (id >= sn->n) return NULL;
+  for (j = sn->first[id]; j < sn->first[id + 1]; j++)
+    if (sn->e[j].kind == k && (k != MP_HE_SPECIAL || sn->e[j].arg == code))
+      return &sn->e[j];
+  return NULL;
+}
+
+char *mp_heapsnap_where(const mp_heapsnap *h, uint32_t id, char *buf,
+			size_t size)
+{
+  const mp_snapshot *sn = h->sn;
+  const mp_snap_edge *e;
+  const char *chunk;
+  sbuf s = { buf, 0, size };
+  buf[0] = 0;
+  if (id < sn->n && sn->type[id] == MP_HT_LFUNC) {
+    e = edge_of(sn, id, MP_HE_PROTO, 0);
+    id = e ? e->to : NONE;
+  }
+  if (id >= sn->n || sn->type[id] != MP_HT_PROTO) return buf;
+  e = edge_of(sn, id, MP_HE_SPECIAL, MP_HS_CHUNK);
+  chunk = e ? str_of(sn, e->to) : NULL;
+  if (!chunk) return buf;
+  if (!sn->name[id]) adds(&s, "main chunk of ");
+  if (*chunk == '@' || *chunk == '=') adds(&s, chunk + 1);
+  else { adds(&s, "[string \""); add(&s, chunk, 40); adds(&s, "\"]"); }
+  if (sn->name[id]) addf(&s, ":%llu", sn->name[id]);
+  return buf;
+}
+
+/* Is p a Lua identifier (and no keyword)? */
+static int is_ident(const char *p)
+{
+  static const char *const kw[] = { "and", "break", "do", "else", "elseif",
+    "end", "false", "for", "function", "goto", "if", "in", "local", "nil",
+    "not", "or", "repeat", "return", "then", "true", "until", "while" };
+  size_t i;
+  if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_'))
+    return 0;
+  for (i = 1; p[i]; i++)
+    if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+	  p[i] == '_' || (p[i] >= '0' && p[i] <= '9')))
+      return 0;
+  for (i = 0; i < sizeof(kw) / sizeof(kw[0]); i++)
+    if (!strcmp(p, kw[i])) return 0;
+  return 1;
+}
+
+/* A string as a Lua literal, cut to 60 bytes. */
+static void add_quoted(sbuf *s, const char *p)
+{
+  size_t i;
+  adds(s, "\"");
+  for (i = 0; p[i] && i < 60; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (c == '"' || c == '\\') { add(s, "\\", 1); add(s, p + i, 1); }
+    else if (c < 32 || c == 127) addf(s, "\\%llu", c);
+    else add(s, p + i, 1);
+  }
+  if (p[i]) adds(s, "...");
+  adds(s, "\"");
+}
+
+static const char *const root_names[MP_HS__MAX] = {
+  "?", "main thread", "_G", "registry", "<metamethod name>",
+  "<base metatable>", "<default I/O file>", "<awaiting __gc>",
+  "<fixed string>", "<FFI finalizers>", "<FFI ctype metatables>",
+  "<current thread>", "<chunk name>", "<trace>", "<start prototype>",
+  "<linked trace>", "<trace constant>", "<buffer reference>"
+};
+
+/* The frame function of a local's step: its location ("in app.lua:3"). */
+static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t f = h->from[k], j;
+  char where[300];
+  for (j = sn->first[f]; j < sn->first[f + 1]; j++) {
+    const mp_snap_edge *e = &sn->e[j];
+    if (e->kind == MP_HE_FRAME && e->arg == sn->e[k].arg >> 32) {
+      mp_heapsnap_where(h, e->to, where, sizeof(where));
+      if (*where) { adds(s, " in "); adds(s, where); }
+      return;
+    }
+  }
+}
+
+/* Append the step of edge k (from object f) to the path in s. */
+static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
+{
+  const mp_snapshot *sn = h->sn;
+  const mp_snap_edge *e = &sn->e[k];
+  uint32_t f = h->from[k];
+  const char *name;
+  char where[300];
+  if (folded && (e->kind == MP_HE_IDX || e->kind == MP_HE_FIELD ||
+		 e->kind == MP_HE_KEY || e->kind == MP_HE_NUMKEY ||
+		 e->kind == MP_HE_BOOLKEY || e->kind == MP_HE_LUDKEY)) {
+    adds(s, "[*]");
+    return;
+  }
+  switch (e->kind) {
+  case MP_HE_SPECIAL:
+    if (f) add(s, " ", 1);
+    adds(s, e->arg < MP_HS__MAX ? root_names[e->arg] : "?");
+    break;
+  case MP_HE_IDX: addf(s, "[%llu]", e->arg); break;
+  case MP_HE_FIELD:
+    name = str_of(sn, (uint32_t)e->arg);
+    if (!name) adds(s, "[<string>]");
+    else if (!strcmp(name, "_LOADED") && !strcmp(s->b, "registry")) {
+      s->n = 0;
+      adds(s, "package.loaded");
+    } else if (is_ident(name)) { adds(s, "."); adds(s, name); }
+    else { adds(s, "["); add_quoted(s, name); adds(s, "]"); }
+    break;
+  case MP_HE_KEY:
+    adds(s, "[<");
+    adds(s, mp_heapsnap_type(sn->type[e->arg < sn->n ? e->arg : 0]));
+    adds(s, ">]");
+    break;
+  case MP_HE_NUMKEY: {
+    double d;
+    char t[40];
+    uint64_t u = e->arg;
+    memcpy(&d, &u, sizeof(d));
+    snprintf(t, sizeof(t), "[%.17g]", d);
+    adds(s, t);
+    break;
+  }
+  case MP_HE_BOOLKEY: adds(s, e->arg ? "[true]" : "[false]"); break;
+  case MP_HE_LUDKEY: addf(s, "[<lightuserdata 0x%llx>]", e->arg); break;
+  case MP_HE_KEYREF: adds(s, " <key>"); break;
+  case MP_HE_META: adds(s, " <metatable>"); break;
+  case MP_HE_ENV: adds(s, " <env>"); break;
+  case MP_HE_PROTO: adds(s, " <proto>"); break;
+  case MP_HE_UPVAL: {
+    const mp_snap_edge *pe = sn->type[f] == MP_HT_LFUNC ?
+			     edge_of(sn, f, MP_HE_PROTO, 0) : NULL;
+    uint32_t u = pe && pe->to < sn->n ? sn->uvname[pe->to] : 0;
+    adds(s, " <upvalue ");
+    if (u && e->arg < sn->uvnames[u - 1] && sn->names)
+      adds(s, sn->names + sn->uvnames[u + e->arg]);
+    else
+      addf(s, "%llu", e->arg + 1);
+    adds(s, ">");
+    break;
+  }
+  case MP_HE_VALUE: break;	/* The upvalue's step named it. */
+  case MP_HE_LOCAL: {
+    adds(s, " <local ");
+    adds(s, sn->names + (uint32_t)e->arg);
+    add_local_fn(h, s, k);
+    adds(s, ">");
+    break;
+  }
+  case MP_HE_SLOT: addf(s, " <slot %llu>", e->arg); break;
+  case MP_HE_FRAME: addf(s, " <frame %llu>", e->arg); break;
+  case MP_HE_CONST: adds(s, " <constant>"); break;
+  }
+  if (e->to < sn->n && sn->type[e->to] == MP_HT_LFUNC &&
+      e->kind != MP_HE_FRAME) {
+    mp_heapsnap_where(h, e->to, where, sizeof(where));
+    if (*where) { adds(s, " ("); adds(s, where); adds(s, ")"); }
+  }
+}
+
+/* Does the step of edge k leave a container of more than fold entries
+** (not a namespace: the globals, the registry, package.loaded)? */
+static int folds(const mp_heapsnap *h, uint32_t k, unsigned fold)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t f = h->from[k], i;
+  if (!fold || !f || sn->first[f + 1] - sn->first[f] <= fold) return 0;
+  for (i = 0; i < MP_HEAPSNAP_NS; i++)
+    if (h->ns[i] == f) return 0;
+  return 1;
+}
+
+#define PATH_HEAD	12	/* Steps shown before and after "...". */
+
+char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
+		       char *buf, size_t size)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t d, i, v, *steps;
+  sbuf s = { buf, 0, size };
+  buf[0] = 0;
+  if (id >= sn->n || (id && h->parent[id] == NONE)) {
+    adds(&s, "(unreached)");
+    return buf;
+  }
+  if (id == 0) { adds(&s, "(roots)"); return buf; }
+  d = h->depth[id];
+  if (!(steps = malloc((size_t)d * sizeof(*steps)))) {
+    adds(&s, "(out of memory)");
+    return buf;
+  }
+  for (v = id, i = d; i > 0; v = h->from[h->parent[v]]) steps[--i] =
+    h->parent[v];
+  for (i = 0; i < d; i++) {
+    uint32_t k;
+    if (d > 2 * PATH_HEAD && i == PATH_HEAD) {
+      addf(&s, " ... (%llu steps) ...", d - 2 * PATH_HEAD);
+      i = d - PATH_HEAD;
+    }
+    k = steps[i];
+    add_step(h, &s, k, folds(h, k, fold));
+  }
+  free(steps);
+  /* The value of an upvalue has its name; the upvalue object says so. */
+  if (sn->type[id] == MP_HT_UPVAL) adds(&s, " (the upvalue object)");
+  if (h->weakonly[id]) adds(&s, " (weak)");
+  return buf;
+}
+
+uint32_t mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
+{
+  const mp_snapshot *sn = h->sn;
+  uint64_t *maxchild = calloc(sn->n, sizeof(*maxchild));
+  uint32_t i, got = 0, j;
+  if (!maxchild) return 0;
+  for (i = 1; i < sn->n; i++)
+    if (h->retained[i] > maxchild[h->idom[i]])
+      maxchild[h->idom[i]] = h->retained[i];
+  for (i = 1; i < sn->n; i++) {
+    if (h->weakonly[i] || h->parent[i] == NONE) continue;
+    if (maxchild[i] * 10 >= h->retained[i] * 9 && maxchild[i]) continue;
+    /* Insert by retained size, largest first; ties by number. */
+    for (j = got; j > 0 && h->retained[ids[j - 1]] < h->retained[i]; j--)
+      if (j < n) ids[j] = ids[j - 1];
+    if (j < n) {
+      ids[j] = i;
+      if (got < n) got++;
+    }
+  }
+  free(maxchild);
+  return got;
+}
+
+/* -- Path classes ------------------------------------------------------------ */
+
+typedef struct hclass {
+  uint32_t parent;	/* Class of the path parent (NONE: the root). */
+  uint32_t rep;		/* An object of it. */
+  uint64_t key;		/* Edge kind << 56 | arg, or ~0: folded. */
+  uint64_t count, bytes;
+  uint8_t type;
+  uint8_t folded;
+} hclass;
+
+int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
+			mp_heapclass **out)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
+  uint32_t nc = 0, cap = 0, i, got = 0, j;
+  hclass *c = NULL;
+  mp_hash index;
+  int rc = -1;
+  mp_hash_init_map(&index);
+  *out = NULL;
+  if (!cls || !(order = malloc((size_t)sn->n * sizeof(*order)))) goto out;
+  /* Objects by depth, so that a parent's class is known first. */
+  {
+    uint32_t *cnt = calloc((size_t)sn->n + 2, sizeof(*cnt));
+    if (!cnt) goto out;
+    for (i = 1; i < sn->n; i++)
+      if (h->parent[i] != NONE) cnt[h->depth[i] + 1]++;
+    for (i = 1; i < sn->n + 1; i++) cnt[i] += cnt[i - 1];
+    for (i = 1; i < sn->n; i++)
+      if (h->parent[i] != NONE) order[cnt[h->depth[i]]++] = i;
+    j = cnt[sn->n];
+    free(cnt);
+  }
+  for (i = 0; i < j; i++) {
+    uint32_t v = order[i], k = h->parent[v], f = h->from[k], pc;
+    const mp_snap_edge *e = &sn->e[k];
+    int fo = folds(h, k, fold) && e->kind <= MP_HE_LUDKEY;
+    uint64_t key = fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ e->arg;
+    uint64_t hk;
+    uint32_t *p;
+    mp_hash_iter it;
+    pc = f ? cls[f] : NONE;
+    hk = mp_hash_mix(key ^ ((uint64_t)pc << 20));
+    for (p = mp_hash_first(&index, hk, &it); p; p = mp_hash_next(&index, &it))
+      if (c[*p].parent == pc && c[*p].key == key) break;
+    if (!p) {
+      if (nc == cap) {
+	hclass *q;
+	cap = cap ? cap * 2 : 1024;
+	if (!(q = realloc(c, (size_t)cap * sizeof(*c)))) goto out;
+	c = q;
+      }
+      memset(&c[nc], 0, sizeof(c[nc]));
+      c[nc].parent = pc;
+      c[nc].rep = v;
+      c[nc].key = key;
+      c[nc].type = sn->type[v];
+      c[nc].folded = (uint8_t)fo;
+      if (mp_hash_insert(&index, hk, nc) < 0) goto out;
+      cls[v] = nc++;
+    } else {
+      cls[v] = *p;
+    }
+    c[cls[v]].count++;
+    c[cls[v]].bytes += h->retained[v];
+    if (c[cls[v]].type != sn->type[v]) c[cls[v]].type = 0;
+  }
+  /* The largest folded classes. */
+  for (i = 0; i < nc; i++) {
+    if (!c[i].folded) continue;
+    for (j = got; j > 0 && c[order[j - 1]].bytes < c[i].bytes; j--)
+      if (j < n) order[j] = order[j - 1];
+    if (j < n) {
+      order[j] = i;
+      if (got < n) got++;
+    }
+  }
+  if (!(*out = calloc(got ? got : 1, sizeof(**out)))) goto out;
+  for (i = 0; i < got; i++) {
+    char buf[1024];
+    hclass *x = &c[order[i]];
+    mp_heapsnap_path(h, x->rep, fold, buf, sizeof(buf));
+    (*out)[i].path = strdup(buf);
+    (*out)[i].count = x->count;
+    (*out)[i].bytes = x->bytes;
+    (*out)[i].type = x->type;
+  }
+  rc = (int)got;
+out:
+  mp_hash_free(&index);
+  free(cls);
+  free(order);
+  free(c);
+  return rc;
+}
