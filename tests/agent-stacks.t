@@ -299,6 +299,30 @@ t.is(at_line(12) + at_line(13), 0, "JIT on: nothing on lines 12-13, which cannot
 t.is(at_line(11), 0, "JIT on: nothing on line 11 (a call: split's tables are its line 6)", dump)
 t.is(at_line(14), 2000, "JIT on: the 2000 rows of line 14 on line 14", dump)
 t.is(count(lines, ";@csv.lua:6$"), 2000, "JIT on: split's 2000 tables on line 6", dump)
+-- Functions the trace entered and left between two snapshots (add and
+-- scale call vec, whose table is made with no snapshot inside either):
+-- their bodies are read from the calls (each callee found from the slot
+-- its call loads, one of the trace's function constants), so vec's tables
+-- are on vec's line, not on the trace alone (nor on the line of a call).
+local vecsrc = [[
+local function vec(x, y) return { x = x, y = y } end
+local function add(a, b) return vec(a.x + b.x, a.y + b.y) end
+local function scale(a, k) return vec(a.x * k, a.y * k) end
+local keep = {}
+local p = { pos = vec(0, 0), vel = vec(1, 1) }
+for i = 1, 2000 do
+  local g = vec(0, -0.1)
+  p.vel = add(p.vel, scale(g, 0.01))
+  keep[i] = p.vel
+end
+return keep
+]]
+lines, dump = stacks(vecsrc, "vec.lua", 64, true)
+t.ok(count(lines, ";TRACE %[%d+%] started at @vec.lua:6;@vec.lua:1 %(function at line 1%)$") >= 3000,
+     "JIT on: vec's tables (those not sunk) and their hash parts on vec's line in the trace", dump)
+t.is(count(lines, "TRACE %[%d+%] started at @vec.lua:6$") +
+     count(lines, "TRACE %[%d+%] started at @vec.lua:6;@vec.lua:[78]$"), 0,
+     "JIT on: none on the trace alone or on the lines of the calls", dump)
 -- A function's trace entered through xpcall after errors: L->top is
 -- stale below the trace's base then (the VM does not keep it in compiled
 -- code), and the frames below the trace are still read.

@@ -65,6 +65,7 @@
 #include "lj_dispatch.h"
 #include "lj_ir.h"
 #include "lj_ircall.h"
+#include "lj_tab.h"
 
 #include "mp_agent.h"
 #include "mp_frame.h"
@@ -926,12 +927,13 @@ static inline const GCproto *base_proto(const GCfunc *fn)
 ** never named). */
 
 #define MP_TFRAMES	(MP_INLINED_MAX + 2)	/* Frames of a snapshot. */
-#define MP_TSCAN	512	/* Bytecodes read per return address. */
+#define MP_TPATH	256	/* Bytecodes read per frame of a path. */
 
 /* A frame of a snapshot: its prototype (NULL: not a Lua function) and,
 ** above the base frame, the position of the call in the frame below that
 ** made it. */
 typedef struct mp_tframe {
+  const GCfunc *fn;	/* Its closure, if known. */
   const GCproto *pt;
   BCPos call;
 } mp_tframe;
@@ -955,7 +957,8 @@ typedef struct mp_tsnap {
 ** the pc after the call in the frame below; the innermost frame's
 ** function slot is the low byte of the word that holds the pc (0: the
 ** base frame). */
-static int snap_at(GCtrace *T, SnapNo sn, const GCproto *base, mp_tsnap *o)
+static int snap_at(GCtrace *T, SnapNo sn, const GCfunc *basefn,
+		   const GCproto *base, mp_tsnap *o)
 {
   SnapShot *snap = &T->snap[sn];
   SnapEntry *map = &T->snapmap[snap->mapofs];
@@ -969,6 +972,7 @@ static int snap_at(GCtrace *T, SnapNo sn, const GCproto *base, mp_tsnap *o)
   top = (int)(pcbase & 0xff);
 #endif
   int done = 0;
+  o->f[0].fn = base ? basefn : NULL;
   o->f[0].pt = base;
   o->f[0].call = 0;
   o->n = 1;
@@ -999,6 +1003,7 @@ static int snap_at(GCtrace *T, SnapNo sn, const GCproto *base, mp_tsnap *o)
     if ((link & FRAME_TYPE) != FRAME_LUA) break;
     pos = proto_bcpos(below, (const BCIns *)(uintptr_t)link);
     if (pos == 0 || pos > below->sizebc) break;
+    o->f[o->n].fn = ir_kfunc(ifn);
     o->f[o->n].pt = funcproto(ir_kfunc(ifn));
     o->f[o->n].call = pos - 1;
     o->n++;
@@ -1018,6 +1023,7 @@ static int snap_at(GCtrace *T, SnapNo sn, const GCproto *base, mp_tsnap *o)
 	break;
       }
     if (!fn || !isluafunc(fn)) return 0;
+    o->f[0].fn = fn;
     o->f[0].pt = funcproto(fn);
     o->n = 1;
     o->partial = 1;
@@ -1030,6 +1036,7 @@ static int snap_at(GCtrace *T, SnapNo sn, const GCproto *base, mp_tsnap *o)
       if (ir->o == IR_KGC && irt_type(ir->t) == IRT_FUNC) {
 	GCfunc *fn = ir_kfunc(ir);
 	top = (int)snap_slot(map[i]);
+	o->f[0].fn = fn;
 	o->f[0].pt = isluafunc(fn) ? funcproto(fn) : NULL;
 	o->partial = 1;
       }
@@ -1156,6 +1163,11 @@ static int ret_groups(const mp_stacks *st, const GCtrace *T, uintptr_t ret)
 /* The instructions found that can allocate, by strength: the line of the
 ** first of each strength and whether another line has one too. */
 typedef struct mp_tcand {
+  GCtrace *T;
+  const TValue *base;	/* The trace's base (its frame's slots). */
+  unsigned depth;	/* Calls followed. */
+  unsigned npath;	/* The calls the trace entered and left on the way */
+  mp_snode path[MP_INLINED_MAX];	/* (at their lines), outermost first. */
   int groups;		/* Those the call can be. */
   unsigned scanned;	/* Bytecodes read. */
   int lost;		/* The path was not followed to its end. */
@@ -1166,6 +1178,8 @@ typedef struct mp_tcand {
     int from;		/* 0: the snapshot's frames, 1: the next one's. */
     int many;		/* Other lines too. */
     int tail;		/* It is a tail call. */
+    unsigned npath;	/* In a function entered and left on the way, */
+    mp_snode path[MP_INLINED_MAX];	/* ...called from these. */
   } k[2];		/* k[0]: strength 1, k[1]: strength 2. */
 } mp_tcand;
 
@@ -1185,6 +1199,8 @@ static void cand_add(mp_tcand *c, const GCproto *pt, BCPos pos,
     c->k[a].level = level;
     c->k[a].from = from;
     c->k[a].tail = op == BC_CALLT || op == BC_CALLMT;
+    c->k[a].npath = c->npath;
+    memcpy(c->k[a].path, c->path, c->npath * sizeof(c->path[0]));
   } else if (c->k[a].pt != pt || c->k[a].line != line) {
     c->k[a].many = 1;
   }
@@ -1219,41 +1235,198 @@ static inline int bc_iscall(BCIns ins)
 	 op == BC_CALLMT || op == BC_ITERC;
 }
 
-/* Scan pt from pos: up to but not including position end if it is not
-** negative; else (-1) to the first return (included), or (-2) to the
-** first return or call, which is not collected; collecting candidates
-** into *c. A jump back before pos (a loop's end) is followed once when
-** end lies before pos. 0 when the way is not found. */
-static int scan_to(jit_State *J, mp_tcand *c, const GCproto *pt, BCPos pos,
-		   ptrdiff_t end, unsigned level, int from)
+/* Whether fn is one of the functions trace T specialised to (a constant
+** of its IR): the functions it inlined are. */
+static int traced_func(const GCtrace *T, const GCfunc *fn)
 {
-  int back = end >= 0 && end <= (ptrdiff_t)pos;
-  while (pos < pt->sizebc && c->scanned++ < MP_TSCAN) {
-    BCIns ins = proto_bc(pt)[pos];
-    BCOp op = bc_op(ins);
-    ptrdiff_t to;
-    if (!back && end >= 0 && (ptrdiff_t)pos == end) return 1;
-    if (end == -2 && bc_iscall(ins)) return 1;
-    cand_add(c, pt, pos, level, from);
-    /* A loop entered or a comparison: its snapshot's pc is the way not
-    ** taken (lj_record.c), so the path ends at its jump there. */
-    if (end >= 0 && (op == BC_FORI || op == BC_JFORI ||
-		     (op == BC_JMP && pos > 0 &&
-		      bc_op(proto_bc(pt)[pos - 1]) <= BC_ISNEP)) &&
-	jump_of(J, ins, pos) == end)
+  IRRef r;
+  for (r = T->nk; r < REF_BIAS; r++) {
+    const IRIns *ir = &T->ir[r];
+    if (ir->o == IR_KGC && irt_type(ir->t) == IRT_FUNC && ir_kfunc(ir) == fn)
       return 1;
-    if (end < 0 && (op == BC_RET || op == BC_RET0 || op == BC_RET1 ||
-		    op == BC_RETM || op == BC_CALLT || op == BC_CALLMT))
-      return 1;
-    to = jump_of(J, ins, pos);
-    if (back && to >= 0 && to <= end) {	/* The loop's end: go back. */
-      pos = (BCPos)to;
-      back = 0;
-      continue;
-    }
-    pos++;
   }
   return 0;
+}
+
+/* The value of global name key in table env, or NULL. */
+static const TValue *global_of(const GCtab *env, const GCstr *key)
+{
+  const Node *n;
+  if (!env->hmask) return NULL;
+  n = hashstr(env, key);
+  do {
+    if (tvisstr(&n->key) && strV(&n->key) == key) return &n->val;
+  } while ((n = nextnode(n)));
+  return NULL;
+}
+
+/* The Lua function the call at pos of fn (whose prototype is pt) calls,
+** when the trace inlined it: found from the instructions that loaded its
+** slot (a move, an upvalue, a global; in the base frame, the slot itself),
+** and one of the trace's function constants; else NULL. */
+static const GCfunc *callee_of(const mp_tcand *c, const GCfunc *fn,
+			       const GCproto *pt, BCPos pos, unsigned level)
+{
+  BCReg r = bc_a(proto_bc(pt)[pos]);
+  const TValue *v = NULL;
+  const GCfunc *f;
+  while (pos > 0) {
+    BCIns w = proto_bc(pt)[--pos];
+    BCOp op = bc_op(w);
+    if (bc_op(w) >= BC_FORI || bc_a(w) != r) continue;
+    if (op == BC_MOV) {
+      r = bc_d(w);
+      continue;
+    }
+    if (op == BC_UGET && fn) {
+      GCupval *uv = gco2uv(gcref(fn->l.uvptr[bc_d(w)]));
+      v = uvval(uv);
+    } else if (op == BC_GGET && fn) {
+      v = global_of(tabref(fn->l.env), gco2str(proto_kgc(pt, ~(ptrdiff_t)bc_d(w))));
+    } else if (op != BC_FNEW) {
+      return NULL;
+    }
+    break;
+  }
+  if (!v) {	/* Made or kept in the base frame's slot. */
+    if (level || !c->base) return NULL;
+    v = c->base + r;
+  }
+  if (!tvisfunc(v)) return NULL;
+  f = funcV(v);
+  if (!isluafunc(f) || !traced_func(c->T, f)) return NULL;
+  return f;
+}
+
+/* Collect into *c the instructions of pt on the ways from pos to position
+** end (not included) if it is not negative; else (-1) to a return
+** (included), or (-2) to a return or a call (not included). Both ways of
+** a test are followed (the trace took one), a jump back only when end
+** lies before pos (a loop's next turn). 0 when no way is found. */
+static int scan_to(jit_State *J, mp_tcand *c, const GCfunc *fn,
+		   const GCproto *pt, BCPos pos, ptrdiff_t end, unsigned level,
+		   int from)
+{
+  BCPos node[MP_TPATH];
+  uint16_t succ[MP_TPATH][2];
+  uint8_t ns[MP_TPATH], mark[MP_TPATH];	/* mark: 1 an end, 2 collected. */
+  unsigned n = 1, i, j, changed;
+  /* A jump back is followed only when b lies behind a (a loop's turn). */
+  int back = end >= 0 && end <= (ptrdiff_t)pos;
+  node[0] = pos;
+  for (i = 0; i < n; i++) {
+    BCPos p = node[i], to2[2];
+    BCIns ins;
+    BCOp op;
+    ptrdiff_t to;
+    unsigned k = 0, m;
+    ns[i] = 0;
+    mark[i] = 2;
+    if (end >= 0 && (ptrdiff_t)p == end && (i || !back)) {
+      mark[i] = 1;	/* Reached, not collected. */
+      continue;
+    }
+    if (p >= pt->sizebc) {
+      mark[i] = 0;
+      continue;
+    }
+    ins = proto_bc(pt)[p];
+    op = bc_op(ins);
+    to = jump_of(J, ins, p);
+    if (end == -2 && bc_iscall(ins)) {
+      mark[i] = 1;
+      continue;
+    }
+    if (op == BC_RET || op == BC_RET0 || op == BC_RET1 || op == BC_RETM ||
+	op == BC_CALLT || op == BC_CALLMT) {
+      mark[i] = end < 0 ? 3 : 0;	/* The end (collected), or none. */
+      continue;
+    }
+    /* A loop entered or a comparison: its snapshot's pc is the way not
+    ** taken (lj_record.c), so the path ends at its jump there. */
+    if (end >= 0 && to == end &&
+	(op == BC_FORI || op == BC_JFORI ||
+	 (op == BC_JMP && p > 0 && bc_op(proto_bc(pt)[p - 1]) <= BC_ISNEP))) {
+      mark[i] = 3;
+      continue;
+    }
+    switch (op) {
+    case BC_JMP:	/* Both ways after a test, else the jump. */
+      if (p > 0 && bc_op(proto_bc(pt)[p - 1]) <= BC_ISNUM) to2[k++] = p + 1;
+      to2[k++] = (BCPos)to;
+      break;
+    case BC_ISNEXT:
+      to2[k++] = (BCPos)to;
+      break;
+    case BC_FORI: case BC_JFORI:
+      to2[k++] = p + 1;
+      to2[k++] = (BCPos)to;
+      break;
+    default:
+      to2[k++] = p + 1;
+      if (to >= 0) to2[k++] = (BCPos)to;	/* A loop's end. */
+      break;
+    }
+    for (m = 0; m < k; m++) {
+      if (to2[m] <= p && !back) continue;
+      for (j = 0; j < n && node[j] != to2[m]; j++) ;
+      if (j == n) {
+	if (n == MP_TPATH) return 0;
+	node[n++] = to2[m];
+      }
+      succ[i][ns[i]++] = (uint16_t)j;
+    }
+  }
+  /* The instructions on a way to an end: those from which one is reached. */
+  for (i = 0; i < n; i++) mark[i] = mark[i] == 1 ? 4 : mark[i] == 3 ? 5 :
+				     mark[i] == 2 ? 2 : 0;
+  do {
+    changed = 0;
+    for (i = 0; i < n; i++)
+      if (mark[i] == 2)
+	for (j = 0; j < ns[i]; j++)
+	  if (mark[succ[i][j]] >= 4) {
+	    mark[i] = 5;
+	    changed = 1;
+	    break;
+	  }
+  } while (changed);
+  for (i = 0, j = 0; i < n; i++) {
+    const GCfunc *f;
+    BCOp op = bc_op(proto_bc(pt)[node[i] < pt->sizebc ? node[i] : 0]);
+    if (mark[i] >= 4) j = 1;
+    if (mark[i] != 5) continue;
+    /* A call of a Lua function the trace entered and left: its body (a
+    ** tail call's in place of the frame that made it). */
+    if ((op == BC_CALL || op == BC_CALLM) && c->npath < MP_INLINED_MAX &&
+	c->depth < MP_INLINED_MAX &&
+	(f = callee_of(c, fn, pt, node[i], c->npath ? 1 : level))) {
+      mp_snode *x = &c->path[c->npath++];
+      int ok;
+      x->kind = MP_FK_LUA;
+      x->a = (uint64_t)(uintptr_t)pt;
+      x->b = (uint32_t)mp_proto_line(pt, node[i]);
+      c->depth++;
+      ok = scan_to(J, c, f, funcproto(f), 0, -1, level, from);
+      c->depth--;
+      c->npath--;
+      if (!ok) cand_add(c, pt, node[i], level, from);
+      continue;
+    }
+    if ((op == BC_CALLT || op == BC_CALLMT) && c->npath &&
+	c->depth < MP_INLINED_MAX &&
+	(f = callee_of(c, fn, pt, node[i], 1))) {
+      int ok;
+      c->depth++;
+      ok = scan_to(J, c, f, funcproto(f), 0, -1, level, from);
+      c->depth--;
+      if (!ok) cand_add(c, pt, node[i], level, from);
+      continue;
+    }
+    cand_add(c, pt, node[i], level, from);
+  }
+  c->scanned += n;
+  return (int)j;
 }
 
 /* Collect into *c the instructions on the path from snapshot a to
@@ -1264,7 +1437,7 @@ static void path_scan(jit_State *J, const mp_tsnap *a, const mp_tsnap *b,
   unsigned lv = a->n - 1, com = 0, j;
   BCPos pos = a->pos;
   if (!b) {	/* The last snapshot: up to the end of its frame or loop. */
-    if (!scan_to(J, c, a->f[lv].pt, pos, -1, lv, 0)) c->lost = 1;
+    if (!scan_to(J, c, a->f[lv].fn, a->f[lv].pt, pos, -1, lv, 0)) c->lost = 1;
     return;
   }
   if (a->stitch) {
@@ -1281,12 +1454,14 @@ static void path_scan(jit_State *J, const mp_tsnap *a, const mp_tsnap *b,
       BCPos from = b->pos;
       while (from > 0 && !bc_iscall(proto_bc(pb)[from - 1])) from--;
       if (b->stitch) {
-	if (!scan_to(J, c, a->f[lv].pt, pos, -2, lv, 0)) c->lost = 1;
+	if (!scan_to(J, c, a->f[lv].fn, a->f[lv].pt, pos, -2, lv, 0))
+	  c->lost = 1;
 	return;
       }
-      if (!scan_to(J, c, a->f[lv].pt, pos, -2, lv, 0) ||
+      if (!scan_to(J, c, a->f[lv].fn, a->f[lv].pt, pos, -2, lv, 0) ||
 	  (from < b->pos &&
-	   !scan_to(J, c, pb, from, (ptrdiff_t)b->pos, b->n - 1, 1)))
+	   !scan_to(J, c, b->f[b->n - 1].fn, pb, from, (ptrdiff_t)b->pos,
+		    b->n - 1, 1)))
 	c->lost = 1;
       return;
     }
@@ -1303,21 +1478,22 @@ static void path_scan(jit_State *J, const mp_tsnap *a, const mp_tsnap *b,
   }
   /* Out of the frames that returned... */
   for (; lv > com; lv--) {
-    if (!scan_to(J, c, a->f[lv].pt, pos, -1, lv, 0)) {
+    if (!scan_to(J, c, a->f[lv].fn, a->f[lv].pt, pos, -1, lv, 0)) {
       c->lost = 1;
       return;
     }
     pos = a->f[lv].call + 1;
   }
   if (com + 1 == b->n) {	/* ...to b's pc in the common frame... */
-    if (!scan_to(J, c, a->f[com].pt, pos,
+    if (!scan_to(J, c, a->f[com].fn, a->f[com].pt, pos,
 		 b->stitch ? -2 : (ptrdiff_t)b->pos, com, 0))
       c->lost = 1;
     return;
   }
   /* ...or to the call of the frame b is in, and down into it (the calls
   ** of those frames allocate nothing: the trace inlined them). */
-  if (!scan_to(J, c, a->f[com].pt, pos, (ptrdiff_t)b->f[com + 1].call,
+  if (!scan_to(J, c, a->f[com].fn, a->f[com].pt, pos,
+	       (ptrdiff_t)b->f[com + 1].call,
 	       com, 0)) {
     c->lost = 1;
     return;
@@ -1325,7 +1501,8 @@ static void path_scan(jit_State *J, const mp_tsnap *a, const mp_tsnap *b,
   for (j = com + 1; j < b->n; j++) {
     ptrdiff_t end = j + 1 < b->n ? (ptrdiff_t)b->f[j + 1].call :
 		    b->stitch ? -2 : (ptrdiff_t)b->pos;
-    if (!scan_to(J, c, b->f[j].pt, 0, end, j, 1)) {
+    if (end == 0) continue;	/* At its entry. */
+    if (!scan_to(J, c, b->f[j].fn, b->f[j].pt, 0, end, j, 1)) {
       c->lost = 1;
       return;
     }
@@ -1338,7 +1515,7 @@ static void path_scan(jit_State *J, const mp_tsnap *a, const mp_tsnap *b,
 ** prototype of basefn (it is not a Lua function), else 1. */
 static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
 			       uintptr_t ret, const GCfunc *basefn,
-			       mp_retline *e)
+			       const TValue *slots, mp_retline *e)
 {
   /* (The call's last byte: a call may end its snapshot's code.) */
   uintptr_t ofs = (uintptr_t)((MCode *)ret - T->mcode) - 1;
@@ -1347,7 +1524,7 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
   mp_tsnap at, next;
   mp_tcand c;
   const mp_tsnap *fr;
-  unsigned i, k;
+  unsigned i, k, lv;
   memset(e, 0, sizeof(*e));
   e->ret = ret;
   e->trace = T;
@@ -1357,11 +1534,13 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
     if (ofs < T->snap[mid].mcofs) b = mid; else a = mid + 1;
   } while (a < b);
   if (!b) return 1;
-  if (!snap_at(T, b - 1, base, &at)) return at.n == 1 && !at.partial &&
+  if (!snap_at(T, b - 1, basefn, base, &at)) return at.n == 1 && !at.partial &&
 					     !base ? 0 : 1;
   memset(&c, 0, sizeof(c));
   c.groups = ret_groups(st, T, ret);
-  if (b < T->nsnap && snap_at(T, b, base, &next)) path_scan(J, &at, &next, &c);
+  c.T = T;
+  c.base = slots;
+  if (b < T->nsnap && snap_at(T, b, basefn, base, &next)) path_scan(J, &at, &next, &c);
   else if (b < T->nsnap) c.lost = 1;
   else path_scan(J, &at, NULL, &c);
   /* The surest instructions, on one line; or else, none of them, the
@@ -1370,7 +1549,11 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
   /* A tail call's allocations are billed to its caller's call, where the
   ** interpreter bills them (the frame that made the tail call is gone). */
   fr = c.k[k].from ? &next : &at;
-  if (c.k[k].pt && !c.k[k].many && c.k[k].tail) {
+  if (c.k[k].pt && !c.k[k].many && c.k[k].tail && c.k[k].npath) {
+    const mp_snode *x = &c.k[k].path[--c.k[k].npath];
+    c.k[k].pt = (const GCproto *)(uintptr_t)x->a;
+    c.k[k].line = x->b;
+  } else if (c.k[k].pt && !c.k[k].many && c.k[k].tail) {
     unsigned lv = c.k[k].level;
     if (lv == 0 || fr->partial) return 1;
     c.k[k].pt = fr->f[lv - 1].pt;
@@ -1378,20 +1561,23 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
     c.k[k].level = lv - 1;
   }
   if (c.lost || !c.k[k].pt || c.k[k].many) return 1;
-  if (c.k[k].level == 0 && !fr->partial) {	/* The base frame. */
+  lv = c.k[k].level;
+  if (lv == 0 && !fr->partial && !c.k[k].npath) {	/* The base frame. */
     if (!base) return 0;
     e->inbase = 1;
   }
   /* The frames between the base frame and the line's, each at the line
-  ** of its call to the next (none if not known). */
-  if (c.k[k].level >= 2 && !fr->partial) {
-    for (i = 1; i < c.k[k].level; i++) {
-      e->inl[i - 1].kind = MP_FK_LUA;
-      e->inl[i - 1].a = (uint64_t)(uintptr_t)fr->f[i].pt;
-      e->inl[i - 1].b = (uint32_t)mp_proto_line(fr->f[i].pt,
-						fr->f[i + 1].call);
+  ** of its call to the next (none if not known): those of the snapshot,
+  ** then the calls entered on the way (but the base frame's). */
+  if (!fr->partial) {
+    unsigned n = 0, x = lv ? 0 : 1;
+    for (i = 1; i < lv && n < MP_INLINED_MAX; i++, n++) {
+      e->inl[n].kind = MP_FK_LUA;
+      e->inl[n].a = (uint64_t)(uintptr_t)fr->f[i].pt;
+      e->inl[n].b = (uint32_t)mp_proto_line(fr->f[i].pt, fr->f[i + 1].call);
     }
-    e->ninl = c.k[k].level - 1;
+    for (; x < c.k[k].npath && n < MP_INLINED_MAX; x++) e->inl[n++] = c.k[k].path[x];
+    if (i == lv && x == c.k[k].npath) e->ninl = n;
   }
   e->frame.kind = MP_FK_LUA;
   e->frame.a = (uint64_t)(uintptr_t)c.k[k].pt;
@@ -1406,7 +1592,8 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
 ** every time). 0 if no line is known, 2 if it is in the trace's base
 ** frame itself, else 1 (a frame the trace inlined). */
 static MP_INLINE int trace_line(mp_state *s, GCtrace *T, TraceNo tn,
-				const GCfunc *basefn, uintptr_t ret,
+				const GCfunc *basefn, const TValue *slots,
+				uintptr_t ret,
 				mp_snode *f, mp_snode *inl, unsigned *ninl,
 				int cached)
 {
@@ -1425,7 +1612,7 @@ static MP_INLINE int trace_line(mp_state *s, GCtrace *T, TraceNo tn,
     /* Kept only for a trace whose symbol is written: when it dies, the
     ** cache is dropped with the nodes (mp_stack_forget()). */
     mp_want_trace(s, g, tn);
-    if (map_ret(st, G2J(g), T, ret, basefn, &fresh) && cached && tn < s->ntraces &&
+    if (map_ret(st, G2J(g), T, ret, basefn, slots, &fresh) && cached && tn < s->ntraces &&
 	s->traces[tn].trace == T)
       *e = fresh;
     else
@@ -1587,7 +1774,8 @@ static MP_INLINE uint32_t locate(mp_state *s, const void *from, int slow,
     tr.kind = MP_FK_TRACE;
     tr.a = tn;
     tr.b = tn < s->ntraces ? s->traces[tn].gen : 0;
-    k = ret ? trace_line(s, T, tn, basefn, ret, &line, inl, &ninl, !slow) :
+    k = ret ? trace_line(s, T, tn, basefn, base, ret, &line, inl, &ninl,
+			     !slow) :
 	      0;
     /* A line of the base frame itself stands for it above the trace: the
     ** base frame at the trace's start below would show the function
