@@ -914,20 +914,25 @@ static inline const GCproto *base_proto(const GCfunc *fn)
 /* -- The line a trace was at ----------------------------------------------
 **
 ** A snapshot says where the interpreter resumes if a guard after it
-** fails: the bytecode recorded when it was taken. The code between two
-** snapshots stands for the bytecodes recorded between their pcs, which
-** may span several lines (a snapshot is taken only after a store or a
-** call with side effects, and merged with the next one when no guard lies
-** between). So the return address is mapped to the snapshot whose code
-** holds its call, and the path of bytecodes from that snapshot's pc to the
-** next one's (into the functions the trace inlined, out of those that
-** returned) is searched for the instructions that can allocate in
-** compiled code. When they lie on one line, that is the line; else the
-** event is billed to the trace alone (a line that cannot allocate is
-** never named). */
+** fails: the bytecode recorded when it was taken (for a comparison or a
+** loop's entry, the way not taken). The code between two snapshots stands
+** for the bytecodes recorded between their pcs, which may span several
+** lines (a snapshot is taken only after a store or a call with side
+** effects, and merged with the next one when no guard lies between). So
+** the return address is mapped to the snapshot whose code holds its call,
+** and the ways of bytecode from that snapshot's pc to the next one's (into
+** the functions the trace inlined, out of those that returned, through
+** the Lua functions it called and left in between) are searched for the
+** instructions that can allocate in compiled code and make the call the
+** return address follows (the VM function it calls tells a table
+** constructor from a store or a string). When they lie on one line, that
+** is the line; else the event is billed to the trace alone (a line that
+** cannot allocate is never named). Done once per return address. */
 
 #define MP_TFRAMES	(MP_INLINED_MAX + 2)	/* Frames of a snapshot. */
-#define MP_TPATH	256	/* Bytecodes read per frame of a path. */
+#define MP_TPATH	192	/* Bytecodes read per frame of a path... */
+#define MP_TCALLEES	3	/* ...and calls followed into (each takes
+				   2 KB of C stack in the hook). */
 
 /* A frame of a snapshot: its prototype (NULL: not a Lua function) and,
 ** above the base frame, the position of the call in the frame below that
@@ -1399,7 +1404,7 @@ static int scan_to(jit_State *J, mp_tcand *c, const GCfunc *fn,
     /* A call of a Lua function the trace entered and left: its body (a
     ** tail call's in place of the frame that made it). */
     if ((op == BC_CALL || op == BC_CALLM) && c->npath < MP_INLINED_MAX &&
-	c->depth < MP_INLINED_MAX &&
+	c->depth < MP_TCALLEES &&
 	(f = callee_of(c, fn, pt, node[i], c->npath ? 1 : level))) {
       mp_snode *x = &c->path[c->npath++];
       int ok;
@@ -1414,7 +1419,7 @@ static int scan_to(jit_State *J, mp_tcand *c, const GCfunc *fn,
       continue;
     }
     if ((op == BC_CALLT || op == BC_CALLMT) && c->npath &&
-	c->depth < MP_INLINED_MAX &&
+	c->depth < MP_TCALLEES &&
 	(f = callee_of(c, fn, pt, node[i], 1))) {
       int ok;
       c->depth++;
