@@ -118,8 +118,8 @@ for _, jit_on in ipairs({ false, true }) do
     local _, n = stack:gsub(";", ";")
     if n + 1 > deepest then deepest = n + 1 end
   end
-  if jit_on then	-- A trace and its line come on top of the frames.
-    t.ok(deepest <= 11, "JIT on: growing one frame per event, no stack passes 8 frames, the cut, a trace and its line", dump)
+  if jit_on then	-- A trace, the call it inlined and its line come on top.
+    t.ok(deepest <= 12, "JIT on: growing one frame per event, no stack passes 8 frames, the cut, a trace, an inlined call and its line", dump)
   else
     t.is(deepest, 9, "JIT off: growing one frame per event, no stack passes 8 frames and the cut", dump)
     t.ok(count(lines, "^%[deeper than 8 frames%];") >= 20,
@@ -199,10 +199,11 @@ t.is(count(lines, "^main chunk %(jit.lua:8%);string.gmatch$"), 200,
      "JIT on: gmatch's 200 iterators under line 8 (stitched)", dump)
 t.ok(count(lines, "^main chunk %(jit.lua:8%);string.gmatch iterator$") >= 390,
      "JIT on: its 400 matches (some strings exist already) under line 8", dump)
--- The main chunk runs the trace: its line inside the trace stands for it,
--- above the trace (not below it as well, at the trace's start).
-local traced = count(lines, "^TRACE %[%d+%] started at @jit.lua:3;main chunk %(jit.lua:3%)$")
-t.ok(traced >= 250, "JIT on: the loop's tables on its trace, at the line in the trace", dump)
+-- The trace inlined leaf: its tables are at leaf's line inside the trace
+-- (not at the loop's line, where the snapshot before them is), above the
+-- main chunk at the trace's start.
+local traced = count(lines, "^main chunk %(jit.lua:3%);TRACE %[%d+%] started at @jit.lua:3;leaf %(jit.lua:1%)$")
+t.ok(traced >= 250, "JIT on: the loop's tables on its trace, at leaf's line in the trace", dump)
 t.is(count(lines, "^main chunk %(jit.lua:3%);leaf %(jit.lua:1%)$") + traced, 300,
      "JIT on: 300 tables, interpreted (under leaf) or compiled (in the trace)", dump)
 -- A line of a function the trace inlined: its snapshot's innermost frame
@@ -270,6 +271,63 @@ t.is(count(lines, "^main chunk %(hdr.lua:5%);TRACE %[%d+%] started at @hdr.lua:5
 t.is(count(lines, "^main chunk %(hdr.lua:5%);TRACE %[%d+%] started at @hdr.lua:5;leaf %(hdr.lua:3%)$") +
      count(lines, "^main chunk %(hdr.lua:6%);pcall;leaf %(hdr.lua:3%)$"), 300,
      "JIT on: 300 tables of line 3 under pcall or in the trace", dump)
+-- The shape of a CSV pipeline (issue 17, point 2): lines that cannot
+-- allocate (line 13) between a snapshot and the table of line 14, with no
+-- snapshot between them. The table is billed to line 14, where the JIT
+-- off bills it, not to the snapshot's line before it.
+local csvsrc = [=[
+local lines = {}
+for i = 1, 2000 do lines[i] = "a" .. (i % 7) .. ",b,c" end
+local header
+local rows = {}
+local function split(s)
+  local t = {}
+  for f in s:gmatch("[^,]+") do t[#t + 1] = f end
+  return t
+end
+for i = 1, #lines do
+  local t = split(lines[i])
+  if not header then
+    header = t end
+  local row = {}
+  for j = 1, #header do row[header[j]] = t[j] end
+  rows[#rows + 1] = row
+end
+return rows
+]=]
+lines, dump = stacks(csvsrc, "csv.lua", 64, true)
+local function at_line(l)
+  return count(lines, "%(csv%.lua:" .. l .. "%)$") +
+         count(lines, "@csv%.lua:" .. l .. "$")	-- A frame with no name.
+end
+t.is(at_line(12) + at_line(13), 0, "JIT on: nothing on lines 12-13, which cannot allocate", dump)
+t.is(at_line(11), 0, "JIT on: nothing on line 11 (a call: split's tables are its line 6)", dump)
+t.is(at_line(14), 2000, "JIT on: the 2000 rows of line 14 on line 14", dump)
+t.is(count(lines, ";split %(csv%.lua:6%)$"), 2000, "JIT on: split's 2000 tables on line 6", dump)
+-- Functions the trace entered and left between two snapshots (add and
+-- scale call vec, whose table is made with no snapshot inside either):
+-- their bodies are read from the calls (each callee found from the slot
+-- its call loads, one of the trace's function constants), so vec's tables
+-- are on vec's line, not on the trace alone (nor on the line of a call).
+local vecsrc = [[
+local function vec(x, y) return { x = x, y = y } end
+local function add(a, b) return vec(a.x + b.x, a.y + b.y) end
+local function scale(a, k) return vec(a.x * k, a.y * k) end
+local keep = {}
+local p = { pos = vec(0, 0), vel = vec(1, 1) }
+for i = 1, 2000 do
+  local g = vec(0, -0.1)
+  p.vel = add(p.vel, scale(g, 0.01))
+  keep[i] = p.vel
+end
+return keep
+]]
+lines, dump = stacks(vecsrc, "vec.lua", 64, true)
+t.ok(count(lines, ";TRACE %[%d+%] started at @vec.lua:6;vec %(vec%.lua:1%)$") >= 3000,
+     "JIT on: vec's tables (those not sunk) and their hash parts on vec's line in the trace", dump)
+t.is(count(lines, "TRACE %[%d+%] started at @vec.lua:6$") +
+     count(lines, "TRACE %[%d+%] started at @vec.lua:6;main chunk %(vec%.lua:[78]%)$"), 0,
+     "JIT on: none on the trace alone or on the lines of the calls", dump)
 -- A function's trace entered through xpcall after errors: L->top is
 -- stale below the trace's base then (the VM does not keep it in compiled
 -- code), and the frames below the trace are still read.

@@ -151,16 +151,19 @@ profiles[#profiles + 1] = native
 
 -- Parse the text report into comparable lines.
 local function text_rows(text)
-  local rows, section = {}, nil
+  local rows, section, sub = {}, nil, "over"
   for line in text:gmatch("([^\n]*)\n") do
+    if not line:match("^\t\t") then sub = "over" end
     if line:match("^[A-Z][A-Z ]+:?$") then section = line
     elseif line:match("^HEAP SUMMARY: ") then section = "HEAP SUMMARY:"
     elseif line:match("^PEAK: ") then section = "PEAK"
     elseif line:match("^TEMPORARY: ") then section = "TEMPORARY"
     elseif line:match("^CALL STACKS") then section = "CALL STACKS"
     elseif section == "CALL STACKS" then  -- Not rows of the sections.
+    elseif line == "\tLines in the trace (allocations and reallocations):" then
+      sub = "in"	-- A trace's lines (with --stacks).
     elseif line:match("^\t\t") then
-      rows[#rows + 1] = section .. " over " .. line:sub(3)
+      rows[#rows + 1] = section .. " " .. sub .. " " .. line:sub(3)
     elseif line:match("^%.%.%. and %d+ more source") then
       -- What --top left out: JSON has no such row (checked elsewhere).
     elseif line ~= "" and not line:match("^\t") and
@@ -211,6 +214,12 @@ local function json_rows(doc, top, bycount)
     for _, r in ipairs(doc[s[1]] or {}) do
       rows[#rows + 1] = string.format("%s %s: %d events\t+%dB\t-%dB", s[2],
         r.source.label, r.events, r.alloc_bytes, r.free_bytes)
+      local tl = r.trace_lines or {}
+      for i = 1, (top > 0 and #tl > 10) and 10 or #tl do
+        rows[#rows + 1] = string.format("%s in %s: %d events\t+%dB", s[2],
+          tl[i].line, tl[i].events, tl[i].alloc_bytes)
+      end
+      if top > 0 and #tl > 10 then rows[#rows + 1] = s[2] .. " in ... and " .. (#tl - 10) .. " more" end
       for _, o in ipairs(shown_overrides(r.overrides or {}, top, bycount)) do
         rows[#rows + 1] = s[2] .. " over " .. o.source.label
       end

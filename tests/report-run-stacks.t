@@ -125,5 +125,18 @@ tr=$(sed -n '/^ALLOCATIONS/,/^$/s/^TRACE \[[0-9]*\] started at @chain3.lua:9: \(
 l3=$(sed -n '/^ALLOCATIONS/,/^$/s/^@chain3.lua:3: \([0-9]*\) events.*/\1/p' c3.txt)
 ok $([ "${tr:-0}" -ge 1800 ] && [ "${l3:-0}" -le 200 ] && echo 0 || echo 1) \
   "the trace's tables billed to the trace ($tr events), not to line 3 (${l3:-0})"
+# Under the trace's row, the lines inside its code: vec's tables on line 3;
+# the lines' events add up to the trace's allocations and reallocations.
+blk=$(sed -n '/^ALLOCATIONS/,/^$/p' c3.txt | sed -n '/^TRACE \[[0-9]*\] started at @chain3.lua:9:/,/^[^	]/p')
+echo "$blk" | grep -q '^	Lines in the trace (allocations and reallocations):$'
+ok $? "run --stacks: the trace's row lists the lines inside it"
+l3t=$(echo "$blk" | sed -n 's/^		vec (chain3.lua:3): \([0-9]*\) events.*/\1/p')
+sum=$(echo "$blk" | sed -n 's/^		.*: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+rtr=$(sed -n '/^REALLOCATIONS/,/^DEALLOCATIONS/s/^TRACE \[[0-9]*\] started at @chain3.lua:9: \([0-9]*\) events.*/\1/p' c3.txt)
+ok $([ "${l3t:-0}" -ge 1800 ] && [ "$sum" -eq $(( ${tr:-0} + ${rtr:-0} )) ] && echo 0 || echo 1) \
+  "its lines: line 3 with ${l3t:-0} events; they add up to the trace's ($sum)"
+"$MP" report --format html -o c3.html c3.ljm
+grep -q '^"TRACE \[[0-9]*\] started at @chain3.lua:9":\[\["vec (chain3.lua:3)",[0-9]*,'"$l3t"'\]' c3.html
+ok $? "the HTML page has the same lines under the trace (trace_lines)"
 
 done_testing

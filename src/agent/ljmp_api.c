@@ -649,6 +649,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_names_prepare(L);
   mp_names_wrap_require(&s->names, L);
   if (opt.stacks) put_info(s, "stacks", opt.stacks);
+  if (opt.stacks) mp_stack_jit_calls(&s->st, L);
   if (opt.sample) put_info(s, "sample", opt.sample);
   if (opt.native) {
     put_info(s, "native", 1);

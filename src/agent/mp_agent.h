@@ -107,14 +107,16 @@ typedef struct mp_sword {
 } mp_sword;
 
 #define MP_INLINED_MAX	6	/* Frames a trace inlined below the line's. */
+#define MP_TCALLS	5	/* VM functions that tell what a trace made. */
 
 /* Where a return address into a trace's code was mapped to a line. */
 typedef struct mp_retline {
   uintptr_t ret;	/* The return address... */
   const void *trace;	/* ...into this trace... */
-  const void *base;	/* ...the prototype of the trace's base frame when
-			   the line is in that frame, else NULL... */
+  const void *base;	/* ...with this prototype in the trace's base
+			   frame (NULL: not a Lua function)... */
   mp_snode frame;	/* ...and the line (kind 0: none known), */
+  int inbase;		/* ...which is in the base frame, */
   unsigned ninl;	/* ...below it the frames the trace inlined between
 			   its base frame and the line's, outermost first,
 			   each at the line of its call (0 if unknown). */
@@ -229,6 +231,7 @@ typedef struct mp_stacks {
 			   return address into a trace was found last. */
   mp_retline rets[2 << MP_RETS_BITS];	/* By return address (see
 					   trace_line()). */
+  uintptr_t tcall[MP_TCALLS];	/* VM functions traces call (mp_stack.c). */
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
   mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
   mp_memo *memo;	/* 2 << MP_MEMO_BITS: two per set. */
@@ -394,6 +397,10 @@ void mp_stack_event(mp_state *s, int ev, uint32_t node, uint64_t oaddr,
 /* Write the native events other threads queued (on the VM's thread,
 ** inside an event). */
 void mp_native_drain(mp_state *s);
+
+/* Learn, before recording, the addresses of the VM functions whose calls
+** from compiled code say what a trace allocated (the trace-line map). */
+void mp_stack_jit_calls(mp_stacks *st, lua_State *L);
 
 /* -- ljmp_api.c ----------------------------------------------------------- */
 void mp_sentinel_install(lua_State *L);

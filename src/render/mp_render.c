@@ -2,6 +2,7 @@
 ** mp_render.c: the registry of renderers and what they share.
 */
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "render/mp_render.h"
@@ -122,4 +123,48 @@ void mp_render_peak_line(FILE *out, const mp_profile *p, int human)
     fprintf(out, ", at %s", mp_fmt_ns(b, sizeof(b), ns));
     fprintf(out, " of %s", mp_fmt_ns(b, sizeof(b), p->mark.ns));
   }
+}
+
+/* Heaviest first, then by label. */
+static int tline_cmp(const void *x, const void *y)
+{
+  const mp_tline *a = x, *b = y;
+  if (a->c.plus != b->c.plus) return a->c.plus < b->c.plus ? 1 : -1;
+  return strcmp(a->label, b->label);
+}
+
+int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
+		   uint32_t *n)
+{
+  mp_tline *a = NULL;
+  uint32_t cap = 0, i, j, k, hops;
+  *lines = NULL;
+  *n = 0;
+  for (i = 1; i < t->n; i++) {
+    const mp_tnode *x = &t->node[i];
+    const char *line = NULL;
+    int in = 0;
+    if (x->site != site || !x->alloc.n) continue;
+    for (k = i, hops = 0; k && hops++ < t->n; k = t->node[k].parent) {
+      if (t->node[k].kind == MP_FK_TRACE) { in = 1; break; }
+      if (!line && t->node[k].kind == MP_FK_LUA) line = t->node[k].label;
+    }
+    if (!in) continue;
+    if (!line) line = "(the trace alone: no line told)";
+    for (j = 0; j < *n && strcmp(a[j].label, line); j++) ;
+    if (j == *n) {
+      if (*n == cap) {
+	mp_tline *g = realloc(a, (cap = cap ? cap * 2 : 8) * sizeof(*a));
+	if (!g) { free(a); *n = 0; return -1; }
+	a = g;
+      }
+      memset(&a[*n], 0, sizeof(a[*n]));
+      a[(*n)++].label = line;
+    }
+    a[j].c.n += x->alloc.n;
+    a[j].c.plus += x->alloc.plus;
+  }
+  if (*n) qsort(a, *n, sizeof(*a), tline_cmp);
+  *lines = a;
+  return 0;
 }

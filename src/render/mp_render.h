@@ -179,4 +179,18 @@ double mp_render_rate(const mp_profile *p);
 ** reallocations, deallocations. */
 extern const uint8_t mp_section_order[3];
 
+/* A line inside a trace's code and what the trace made there. */
+typedef struct mp_tline {
+  const char *label;	/* The line's frame label, or "(the trace alone:
+			   no line told)". */
+  mp_cost c;		/* Allocations and reallocations (n, plus). */
+} mp_tline;
+
+/* The lines inside the code of trace site `site` of a stack profile that
+** its events were made at (each stack's innermost Lua frame above the
+** trace frame: the same events as the stack views'), heaviest first, into
+** *lines (free() it; NULL and 0 when none). -1 when out of memory. */
+int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
+		   uint32_t *n);
+
 #endif

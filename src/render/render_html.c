@@ -21,6 +21,7 @@
 **            "sources": [[label, kind, numbers...]], "tree": {"labels":
 **            [...], "nodes": [[depth, kind, label, ...inclusive costs]]},
 **            "timeline": {"events", "width", "points", "marks"} | null,
+**            "trace_lines": {trace label: [[line label, bytes, events]]},
 **            "aliases": [[name, text]]}
 **
 ** The style and the script are below as C strings (edit them there).
@@ -51,6 +52,7 @@ static const char style[] =
 "td.label div { max-width: 300px; overflow: hidden; text-overflow: ellipsis; }\n"
 "#sources-more { margin: 6px 0; }\n"
 "td.up { color: #b00; } td.down { color: #06c; }\n"
+"tr.sub td { color: #555; font-size: 12px; } tr.sub td.label { padding-left: 24px; }\n"
 "#summary td { text-align: left; border: 0; padding: 1px 12px 1px 0; }\n"
 "#summary td:first-child { color: #555; }\n"
 ".controls { margin: 6px 0; }\n"
@@ -237,6 +239,15 @@ static const char script[] =
 "      tr.appendChild(td);\n"
 "    }\n"
 "    body.appendChild(tr);\n"
+"    (D.trace_lines && D.trace_lines[rows[i][0]] || []).forEach(function (x) {\n"
+"      var s = make('tr', 'sub'), k;\n"
+"      s.appendChild(make('td', 'label', '\\u21b3 ' + x[0]));\n"
+"      s.firstChild.title = 'a line inside the trace: its allocations and reallocations';\n"
+"      s.appendChild(make('td', '', num(x[1])));\n"
+"      s.appendChild(make('td', '', num(x[2])));\n"
+"      for (k = 3; k < COLS.length; k++) s.appendChild(make('td'));\n"
+"      body.appendChild(s);\n"
+"    });\n"
 "  }\n"
 "  $('sources-note').textContent = (rows.length > n ? 'The first ' + n + ' of ' : '') +\n"
 "    rows.length + ' of ' + D.sources.length + ' sources' +\n"
@@ -686,6 +697,37 @@ static void json_maybe(FILE *out, const char *field, uint64_t v)
   else fprintf(out, ",\"%s\":%llu", field, (unsigned long long)v);
 }
 
+/* The "trace_lines" field: under each trace of a stack profile, the lines
+** inside its code with their allocations and reallocations. */
+static int json_trace_lines(FILE *out, const mp_sections *sec,
+			    const mp_stacktree *t)
+{
+  const mp_profile *p = sec->p;
+  uint32_t i, j, n;
+  int first = 1;
+  fputs(",\n\"trace_lines\":{", out);
+  for (i = 0; t->stacks && i < p->nsite; i++) {
+    mp_tline *a;
+    if (p->site[i].loc.src != MP_SRC_TRACE) continue;
+    if (mp_trace_lines(t, i, &a, &n) < 0) return -1;
+    if (!n) continue;
+    fputs(first ? "\n" : ",\n", out);
+    first = 0;
+    mp_json_cstr(out, sec->label[i]);
+    fputs(":[", out);
+    for (j = 0; j < n; j++) {
+      fputs(j ? ",[" : "[", out);
+      mp_json_cstr(out, a[j].label);
+      fprintf(out, ",%llu,%llu]", (unsigned long long)a[j].c.plus,
+	      (unsigned long long)a[j].c.n);
+    }
+    fputc(']', out);
+    free(a);
+  }
+  fputc('}', out);
+  return 0;
+}
+
 /* The data of a report. */
 static int json_report(FILE *out, const mp_sections *sec,
 		       const mp_render_opts *o)
@@ -773,10 +815,15 @@ static int json_report(FILE *out, const mp_sections *sec,
 	    (unsigned long long)l->tn);
   }
   fputc(']', out);
+  if (json_trace_lines(out, sec, &t) < 0) {
+    rc = -1;
+    goto out;
+  }
   rc = json_tree(out, &t, NULL);
   json_timeline(out, p);
   json_aliases(out, &p->syms.names);
   fputs("}", out);
+out:
   mp_stacktree_free(&t);
   free(by);
   free(held);

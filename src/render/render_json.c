@@ -233,6 +233,26 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
       fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu,"
 	      "\"free_bytes\":%llu", (unsigned long long)c.n,
 	      (unsigned long long)c.plus, (unsigned long long)c.minus);
+      if (k == MP_AEV_ALLOC && o->stacks && t.stacks &&
+	  p->site[r->site].loc.src == MP_SRC_TRACE) {
+	/* The lines inside the trace, as the text lists them. */
+	mp_tline *a;
+	uint32_t nl;
+	if (mp_trace_lines(&t, r->site, &a, &nl) < 0) {
+	  mp_stacktree_free(&t);
+	  free(used);
+	  return -1;
+	}
+	fputs(",\"trace_lines\":[", out);
+	for (j = 0; j < nl; j++) {
+	  fputs(j ? ",{\"line\":" : "{\"line\":", out);
+	  mp_json_cstr(out, a[j].label);
+	  fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu}",
+		  (unsigned long long)a[j].c.n, (unsigned long long)a[j].c.plus);
+	}
+	fputc(']', out);
+	free(a);
+      }
       if (k != MP_AEV_ALLOC) {
 	fputs(",\"overrides\":[", out);
 	for (j = 0; j < r->nlink; j++) {

@@ -83,6 +83,30 @@ static void stack_cost(FILE *out, const mp_cost *alloc, const mp_cost *live,
 	    c == live ? "not freed" : "at the peak");
 }
 
+/* Under a trace's row of a stack profile, the lines inside its code that
+** its events were made at (each stack's innermost Lua frame above the
+** trace), with their allocations and reallocations: the same events as
+** the stack views'. At most 10 lines when --top limits the rows. */
+static int trace_lines(FILE *out, const mp_stacktree *t, uint32_t site,
+		       const mp_render_opts *o)
+{
+  mp_tline *a;
+  uint32_t n, j, shown;
+  char b[64];
+  if (mp_trace_lines(t, site, &a, &n) < 0) return -1;
+  shown = o->top && n > 10 ? 10 : n;
+  if (n) fputs("\tLines in the trace (allocations and reallocations):\n", out);
+  for (j = 0; j < shown; j++) {
+    fputs("\t\t", out);
+    mp_text_put(out, a[j].label, strlen(a[j].label), 0);
+    fprintf(out, ": %llu events\t+%s\n", (unsigned long long)a[j].c.n,
+	    mp_fmt_bytes(b, sizeof(b), a[j].c.plus, o->human));
+  }
+  if (shown < n) fprintf(out, "\t\t... and %u more\n", n - shown);
+  free(a);
+  return 0;
+}
+
 int mp_render_text_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used)
@@ -179,6 +203,13 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	      mp_fmt_bytes(b1, sizeof(b1), c.plus, o->human),
 	      mp_fmt_bytes(b2, sizeof(b2), c.minus, o->human));
       mark_alias(sec, r->site, used);
+      if (k == MP_AEV_ALLOC && o->stacks && t.stacks &&
+	  trace_lines(out, &t, r->site, o) < 0) {
+	mp_stacktree_free(&t);
+	free(used);
+	free(links);
+	return -1;
+      }
       if (!r->nlink) continue;
       fputs("\tOverrides:\n", out);
       m = mp_row_links(sec, r, o->top, links);

@@ -136,7 +136,7 @@ end
 -- stopped while the profile records (so that the garbage collector's timing,
 -- which differs with the JIT on, changes nothing), after a full collection
 -- that frees what the previous run left behind.
-function Runner:run_once(fn, jit_on, prog, path)
+function Runner:run_once(fn, jit_on, prog, path, stacks)
   local mp = self.mp
   jit.off()
   jit.flush()
@@ -151,7 +151,7 @@ function Runner:run_once(fn, jit_on, prog, path)
   _ = string.rep("x", 65536)
   _ = nil
   self.ln, self.overflow = 0, false
-  local started, err = mp.start(path)
+  local started, err = mp.start(stacks and { path = path, stacks = stacks } or path)
   if not started then
     collectgarbage("restart")
     jit.off()
@@ -169,7 +169,7 @@ function Runner:run_once(fn, jit_on, prog, path)
   -- What the blocks still alive are, while the GC is stopped and the
   -- traces exist: INTERNAL ones and the traces' with the JIT on, the lines' with
   -- it off (for the strings each line made).
-  if stopped and self.sizes then
+  if stopped and self.sizes and not stacks then
     local blocks, err = self.objkind.live(self.cli, path, function(e)
       if jit_on then return e.source == "internal" or e.source == "trace" end
       return e.source == "lua" and e.chunk == prog.chunk
@@ -326,6 +326,32 @@ function Runner:read_profile(path, prog)
     b.r = b.r + e.events
   end
   return p
+end
+
+-- Bytes per line of the program in a stack profile: each event's innermost
+-- line of the program's chunk (the line inside a trace, or the line that
+-- called a builtin or C function), allocations and reallocations (new
+-- sizes). `report --format collapsed`.
+function Runner:read_stack_lines(path, prog)
+  local cmd = string.format("timeout %d '%s' report --format collapsed '%s' 2>&1",
+    self.timeout, self.cli, path)
+  local f = assert(io.popen(cmd))
+  local text = f:read("*a")
+  local okc, _, code = f:close()
+  if not okc then
+    return nil, "cannot read the stack profile (" .. tostring(code) .. "): " .. text:sub(1, 300)
+  end
+  local by, pat = {}, "^" .. prog.chunk:gsub("%p", "%%%0") .. ":(%d+)"
+  for stack, n in text:gmatch("([^\n]*) (%d+)\n") do
+    local line
+    for frame in stack:gmatch("[^;]+") do
+      local l = frame:match(pat)
+      if l then line = tonumber(l)
+      elseif frame:find("^@") or frame:find("^TRACE %[") then line = nil end
+    end
+    if line then by[line] = (by[line] or 0) + tonumber(n) end
+  end
+  return by
 end
 
 -- -- Checks ----------------------------------------------------------------
@@ -682,11 +708,20 @@ function Runner:run_prog(prog)
   end
   local poff_path = string.format("%s/ljmp-diff-%d-%d-off.bin", self.tmp, prog.seed, M.pid)
   local pon_path = string.format("%s/ljmp-diff-%d-%d-on.bin", self.tmp, prog.seed, M.pid)
+  local ps_path = string.format("%s/ljmp-diff-%d-%d-stk.bin", self.tmp, prog.seed, M.pid)
   local off = self:run_once(fn, false, prog, poff_path)
   local on = self:run_once(fn, true, prog, pon_path)
+  local son = self:run_once(fn, true, prog, ps_path, 64)
+  local can = require("bcalloc").chunk_lines(fn)
   fn = nil
-  if off.error or on.error then
-    res.failures[1] = { prop = "C", msg = off.error or on.error }
+  if off.error or on.error or son.error then
+    res.failures[1] = { prop = "C", msg = off.error or on.error or son.error }
+    return res
+  end
+  local slines, e3 = self:read_stack_lines(ps_path, prog)
+  if not self.keep then os.remove(ps_path) end
+  if not slines then
+    res.failures[1] = { prop = "C", msg = e3 }
     return res
   end
   local poff, e1 = self:read_profile(poff_path, prog)
@@ -699,8 +734,21 @@ function Runner:run_prog(prog)
     res.failures[1] = { prop = "C", msg = e1 or e2 }
     return res
   end
-  res.off, res.on, res.poff, res.pon = off, on, poff, pon
+  res.off, res.on, res.poff, res.pon, res.slines = off, on, poff, pon, slines
   res.failures = M.check(prog, off, on, poff, pon, self)
+  -- L (exact): with the JIT on and call stacks, no bytes on a line whose
+  -- bytecode cannot allocate: none of its instructions can
+  -- (tests/lib/bcalloc.lua). The line inside a trace is found through its
+  -- snapshots (mp_stack.c, map_ret()). (Not the generator's "none", which
+  -- knows more: a call of math.max allocates nothing; the agent cannot
+  -- tell a call that allocates from one that does not.)
+  for _, l in ipairs(sorted_keys(slines)) do
+    if slines[l] > 0 and can[l] ~= true then
+      res.failures[#res.failures + 1] = { prop = "L", msg = string.format(
+        "JIT on, stacks: line %d, which cannot allocate, billed %d bytes: %s",
+        l, slines[l], ((prog.text[l] or "?"):gsub("^%s+", ""))) }
+    end
+  end
   return res
 end
 
