@@ -2,7 +2,10 @@
 ** mp_frame.c: the frame walker (see mp_frame.h for the frame kinds).
 */
 
+#include <string.h>
+
 #include "lj_obj.h"
+#include "lj_debug.h"
 #include "lj_frame.h"
 #include "lj_state.h"
 #include "lj_jit.h"
@@ -78,4 +81,44 @@ int32_t mp_lua_pos_outside(GCfunc *fn, const BCIns *pc, global_State *g)
   if (!pc) return -1;
   pos = proto_bcpos(pt, pc);
   return pos < pt->sizebc ? (int32_t)pos : -1;
+}
+
+/* -- Debug info of prototypes -------------------------------------------- */
+
+/* Read a ULEB128 number of debug info at *pp (at most 32 bits). */
+static uint32_t read_uleb(const uint8_t **pp)
+{
+  const uint8_t *p = *pp;
+  uint32_t v = *p++;
+  if (v >= 0x80) {
+    int sh = 0;
+    v &= 0x7f;
+    do { v |= (uint32_t)(*p & 0x7f) << (sh += 7); } while (*p++ >= 0x80 && sh < 28);
+  }
+  *pp = p;
+  return v;
+}
+
+/* See mp_frame.h. The varinfo is a list of variables in the order they
+** become active (name or internal code, start as a difference to the
+** previous start, length), as lua_getlocal reads it: the k-th variable
+** active at pos is register k. */
+const char *mp_proto_varname(const GCproto *pt, BCPos pos, BCReg slot)
+{
+  const uint8_t *p = proto_varinfo(pt);
+  BCPos start = 0;
+  if (!p) return NULL;
+  for (;;) {
+    const uint8_t *name = p;
+    uint32_t code = *p;
+    BCPos end;
+    if (code == VARNAME_END) return NULL;
+    if (code >= VARNAME__MAX) p += strlen((const char *)p);
+    p++;
+    start += read_uleb(&p);
+    if (start > pos) return NULL;
+    end = start + read_uleb(&p);
+    if (pos < end && slot-- == 0)
+      return code >= VARNAME__MAX ? (const char *)name : NULL;
+  }
 }

@@ -180,6 +180,11 @@ static inline int mp_walk_next(mp_walk *w, mp_frame *fr)
 /* Slow half of mp_lua_pos(): a pc outside fn's bytecode. */
 int32_t mp_lua_pos_outside(GCfunc *fn, const BCIns *pc, global_State *g);
 
+/* The name of the local in register slot of prototype pt at bytecode
+** position pos, from its debug info (as lua_getlocal finds it); NULL if
+** none, one of the VM's own (for-loop state), or stripped. */
+const char *mp_proto_varname(const GCproto *pt, BCPos pos, BCReg slot);
+
 /* Bytecode position of the instruction before pc in the Lua function fn
 ** (the one executing), or -1 if pc is not in fn's bytecode. */
 static inline __attribute__((always_inline)) int32_t

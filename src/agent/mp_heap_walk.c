@@ -421,47 +421,6 @@ static void walk_udata(hwalk *w, GCudata *ud)
 #endif
 }
 
-/* Read a ULEB128 of LuaJIT's debug info. */
-static uint32_t read_uleb(const uint8_t **pp)
-{
-  const uint8_t *p = *pp;
-  uint32_t v = *p++;
-  if (v >= 0x80) {
-    int sh = 0;
-    v &= 0x7f;
-    do { v |= (uint32_t)(*p & 0x7f) << (sh += 7); } while (*p++ >= 0x80);
-  }
-  *pp = p;
-  return v;
-}
-
-/* The name of the local in slot `slot` of prototype pt at bytecode
-** position pos, from its varinfo (as lua_getlocal finds it); NULL for
-** none or one of the VM's own (for-loop state). */
-static const char *local_name(const GCproto *pt, BCPos pos, BCReg slot)
-{
-  const uint8_t *p = proto_varinfo(pt);
-  BCPos last = 0;
-  if (!p) return NULL;
-  for (;;) {
-    const uint8_t *name = p;
-    uint32_t vn = *p;
-    BCPos start, end;
-    if (vn < VARNAME__MAX) {
-      if (vn == VARNAME_END) break;
-    } else {
-      while (*++p) {}
-    }
-    p++;
-    last = start = last + read_uleb(&p);
-    if (start > pos) break;
-    end = start + read_uleb(&p);
-    if (pos < end && slot-- == 0)
-      return vn < VARNAME__MAX ? NULL : (const char *)name;
-  }
-  return NULL;
-}
-
 /* Collect th's frames, top first, into w->fr; their number. */
 static size_t thread_frames(hwalk *w, lua_State *th)
 {
@@ -512,7 +471,7 @@ static void walk_thread(hwalk *w, lua_State *th)
       continue;
     }
     if (h && o > h->f && h->pos >= 0)
-      name = local_name(funcproto(h->fn), (BCPos)h->pos,
+      name = mp_proto_varname(funcproto(h->fn), (BCPos)h->pos,
 			(BCReg)(o - h->f - 1));
     if (name) {
       put_b(w, MP_HE_LOCAL | MP_HE_NAMED);

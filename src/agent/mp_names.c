@@ -544,43 +544,6 @@ const void *mp_names_host_entry(lua_State *L)
 
 /* -- Names of Lua functions ---------------------------------------------- */
 
-/* Read a ULEB128 number of debug info at *pp. */
-static uint32_t read_uleb(const uint8_t **pp)
-{
-  const uint8_t *p = *pp;
-  uint32_t v = *p++;
-  if (v >= 0x80) {
-    int sh = 0;
-    v &= 0x7f;
-    do { v |= (uint32_t)(*p & 0x7f) << (sh += 7); } while (*p++ >= 0x80 && sh < 28);
-  }
-  *pp = p;
-  return v;
-}
-
-/* Name of the local variable in register slot of pt at bytecode position
-** pos, from its debug info (the k-th variable active there is register
-** k); NULL if none, or an internal one ("(for index)"), or stripped. */
-static const char *var_name(const GCproto *pt, BCPos pos, BCReg slot)
-{
-  const uint8_t *p = proto_varinfo(pt);
-  BCPos start = 0;
-  if (!p) return NULL;
-  for (;;) {
-    const uint8_t *name = p;
-    uint32_t code = *p;
-    BCPos end;
-    if (code == VARNAME_END) return NULL;
-    if (code >= VARNAME__MAX) p += strlen((const char *)p);
-    p++;
-    start += read_uleb(&p);
-    if (start > pos) return NULL;
-    end = start + read_uleb(&p);
-    if (pos < end && slot-- == 0)
-      return code >= VARNAME__MAX ? (const char *)name : NULL;
-  }
-}
-
 /* Name of upvalue idx of pt ("" when stripped). */
 static const char *uv_name(const GCproto *pt, uint32_t idx)
 {
@@ -606,13 +569,13 @@ size_t mp_fnew_name(const void *proto, uint32_t i, char *out, size_t size)
   const char *name = NULL, *tab = NULL;
   size_t n = 0;
   if (!size) return 0;
-  if ((name = var_name(pt, i + 1, a)) != NULL) {
+  if ((name = mp_proto_varname(pt, i + 1, a)) != NULL) {
     /* Made in a local's register: local function f, local f = function. */
   } else if (bc_op(next) == BC_TSETS && bc_a(next) == a) {	/* t.k = */
-    const char *self = child->numparams ? var_name(child, 0, 0) : NULL;
+    const char *self = child->numparams ? mp_proto_varname(child, 0, 0) : NULL;
     BCReg t = bc_b(next);
     name = kstr(pt, bc_c(next));
-    if (!(tab = var_name(pt, i, t)) && i > 0 && bc_a(bc[i - 1]) == t &&
+    if (!(tab = mp_proto_varname(pt, i, t)) && i > 0 && bc_a(bc[i - 1]) == t &&
 	bc_op(bc[i - 1]) == BC_GGET)
       tab = kstr(pt, bc_d(bc[i - 1]));	/* function M.f() of a global M */
     if (tab) {
@@ -622,7 +585,7 @@ size_t mp_fnew_name(const void *proto, uint32_t i, char *out, size_t size)
   } else if (bc_op(next) == BC_GSET && bc_a(next) == a) {	/* global */
     name = kstr(pt, bc_d(next));
   } else if (bc_op(next) == BC_MOV && bc_d(next) == a) {
-    name = var_name(pt, i + 1, bc_a(next));
+    name = mp_proto_varname(pt, i + 1, bc_a(next));
   } else if (bc_op(next) == BC_USETV && bc_d(next) == a) {
     name = uv_name(pt, bc_a(next));
   }
