@@ -19,11 +19,11 @@ collectgarbage(); collectgarbage("stop")
 assert(mp.start{path = arg[1], stacks = 8})
 for i = 1, 5 do keep[i] = make(20) end
 for i = 1, 50 do local g = make(100) end
-if arg[2] == "drop" then keep = nil end
-assert(mp.stop(stop))
+if arg[2] ~= "keep" then keep = nil end
+if arg[2] == "inline" then assert(mp.stop{collect = true}) else assert(mp.stop(stop)) end
 EOF
 cd "$TMPD" || exit 1
-LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua d.ljm
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua d.ljm keep
 ok $? "the profile is recorded"
 LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua c.ljm drop
 ok $? "the profile of a clean run is recorded"
@@ -83,6 +83,13 @@ is "$rc" 0 "a clean run: within the limit, status 0"
 c_peak=$("$MP" report --format json c.ljm | sed -n 's/.*"peak":{"bytes":\([0-9]*\).*/\1/p')
 is "$out" "ok: leaked 0B in 0 blocks (limit 0B), peak ${c_peak}B (no limit)" \
   "one line: nothing leaked, the peak"
+
+# mp.stop{collect = true}: its own options table is not kept alive by the
+# collection it asks for.
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua i.ljm inline
+run "$MP" check i.ljm
+is "$rc:${out%%,*}" "0:ok: leaked 0B in 0 blocks (limit 0B)" \
+  "stop{collect = true} written inline: nothing leaked, not even its table"
 
 # Errors and damaged input.
 run "$MP" check --max-leak 1X d.ljm

@@ -321,6 +321,10 @@ static int mp_lua_stop(lua_State *L)
   unsigned flags = stop_options(L);
   int rc;
   char why[512];
+  /* The options table is read: off the stack before the collection, so
+     that mp.stop{collect = true} does not keep its own table alive through
+     it (a leak of 2 blocks on the caller's line). */
+  lua_settop(L, 0);
   if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
   rc = mp_stop(L, flags, why, sizeof(why));
   if (rc == LJMP_EFINALIZER) {	/* The finaliser's error, said. */
