@@ -21,20 +21,7 @@
 # to a directory only nobody can write. nginx is stopped at
 # the end whatever happens; every wait and request is bounded.
 . tests/lib/tap.sh
-if [ "${FLAVOUR:-luajit}" != luajit2 ]; then
-  echo "1..0 # SKIP nginx's Lua module runs OpenResty's LuaJIT: make test FLAVOUR=luajit2 runs this"
-  exit 0
-fi
-ROOT=$BUILD/root
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-MODS=$ROOT/usr/lib/nginx/modules
-LIBDIR=$(dirname "$(find "$ROOT/usr/lib" -name 'libluajit-5.1.so.2' | head -n 1)")
-if [ ! -x "$NGINX" ]; then
-  ok 1 "nginx is installed (apt-get install nginx; make deps does)"; done_testing
-fi
-if [ ! -f "$MODS/ngx_http_lua_module.so" ] || [ ! -d "$ROOT/usr/share/lua/5.1/resty" ]; then
-  ok 1 "nginx's Lua module is unpacked under $ROOT (make nginx-lua FLAVOUR=luajit2)"; done_testing
-fi
+. tests/lib/nginx.sh
 
 N=120		# Requests counted exactly, from curl.
 D=$TMPD/ngx
@@ -89,19 +76,6 @@ testing_locations > "$D/memprof-locations.conf"
 is "$(grep -c 'location = /memprof/st' "$D/memprof-locations.conf")" 2 \
   "docs/TESTING.md has the two locations of its per-request leak check"
 
-master=""
-stop_nginx() {
-  [ -n "$master" ] || return 0
-  workers=$(ps -o pid= --ppid "$master" 2>/dev/null)
-  kill -TERM "$master" 2>/dev/null
-  # A fast shutdown takes well under a second; after 10 s, KILL.
-  # shellcheck disable=SC2086
-  (sleep 10; kill -KILL "$master" $workers 2>/dev/null) &
-  dog=$!
-  wait "$master" 2>/dev/null
-  kill "$dog" 2>/dev/null
-  master=""
-}
 trap 'stop_nginx; rm -rf "$TMPD"' EXIT
 trap 'exit 1' INT TERM HUP
 
