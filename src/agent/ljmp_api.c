@@ -38,7 +38,10 @@
 #include "mp_agent.h"
 #include "mp_check.h"
 #include "mp_native.h"
+#include "mp_sample.h"
+#include "mp_stack.h"
 #include "mp_sym.h"
+#include "mp_traceline.h"
 #include "../format/mp_format.h"
 
 #define MP_BUFSIZE_DEFAULT	((size_t)1 << 20)
@@ -659,6 +662,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
       if (created) unlink(opt.path);
       goto fail;
     }
+    s->drain = mp_native_drain;
   }
   s->recording = 1;
   list_live(s);

@@ -18,6 +18,11 @@
 #include "ljmemprof.h"
 #include "util/mp_hash.h"
 
+#define MP_NOINLINE	__attribute__((noinline))
+#define MP_INLINE	inline __attribute__((always_inline))
+#define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+#define MP_LIKELY(x)	__builtin_expect(!!(x), 1)
+
 /* A Lua name of a C function (see mp_names.c). */
 typedef struct mp_name {
   const void *f;
@@ -360,7 +365,9 @@ typedef struct mp_state {
   int ext;			/* The stream is the ljmemprof extension. */
   unsigned notes;		/* MP_NOTE_*: written at the end. */
   int collect;			/* Collect garbage fully before the end. */
-  int native;			/* Native memory is recorded (mp_native.c). */
+  int native;			/* Native memory is recorded (mp_native.c)... */
+  void (*drain)(struct mp_state *s);	/* ...and its events queued by other
+				   threads are written at time marks. */
   uint64_t t0;			/* Monotonic ns at start (time marks). */
   char *path;			/* The file written, or NULL (callback). */
   dev_t dev;			/* Its identity, to refuse a second profiler */
@@ -368,39 +375,9 @@ typedef struct mp_state {
   struct mp_state *next;	/* In the list of running profilers. */
 } mp_state;
 
-/* -- mp_hook.c, mp_stack.c ----------------------------------------------- */
+/* -- mp_hook.c ------------------------------------------------------------ */
+/* The lua_Alloc installed while recording one frame per event. */
 void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
-void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize);
-void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize);
-/* Start sampling with a mean gap of mean bytes; seed 0 = a fixed one. */
-void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed);
-/* Free what the sampler holds (the hook may still read the filter). */
-void mp_sample_free(mp_sampler *sm);
-/* Sampling: the block at a becomes one whose free the sampled hook must
-** see (after it joined live or a symbol set), or stops being one. Both do
-** nothing when the profiler does not sample. */
-void mp_sample_mark(mp_state *s, uintptr_t a);
-void mp_sample_unmark(mp_state *s, uintptr_t a);
-/* Forget every stack node: a prototype or a trace they name has died. */
-void mp_stack_forget(mp_state *s);
-/* For native events (mp_native.c), on the VM's thread inside an event:
-** the node of the Lua stack now (from: the caller's frame), 0 if no Lua
-** code runs (the VM's own work, the host); the node of frame f on node
-** parent (0: out of memory); and the event ev (MP_AEV_*) at node, its
-** old block (frees, reallocations) and its new one (the rest). */
-uint32_t mp_stack_here(mp_state *s, const void *from);
-uint32_t mp_stack_child(mp_state *s, uint32_t parent, const mp_snode *f);
-void mp_stack_event(mp_state *s, int ev, uint32_t node, uint64_t oaddr,
-		    uint64_t osize, uint64_t naddr, uint64_t nsize);
-
-/* -- mp_native.c (see mp_native.h) ----------------------------------------- */
-/* Write the native events other threads queued (on the VM's thread,
-** inside an event). */
-void mp_native_drain(mp_state *s);
-
-/* Learn, before recording, the addresses of the VM functions whose calls
-** from compiled code say what a trace allocated (the trace-line map). */
-void mp_stack_jit_calls(mp_stacks *st, lua_State *L);
 
 /* -- ljmp_api.c ----------------------------------------------------------- */
 void mp_sentinel_install(lua_State *L);

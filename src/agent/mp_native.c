@@ -60,6 +60,7 @@
 
 #include "mp_agent.h"
 #include "mp_native.h"
+#include "mp_stack.h"
 #include "mp_sym.h"
 
 #if defined(__x86_64__)

@@ -14,6 +14,7 @@
 #include "lj_dispatch.h"
 
 #include "mp_agent.h"
+#include "mp_seen.h"
 #include "mp_sym.h"
 
 static void put_cfunc(mp_state *s, uint64_t addr, const char *name, size_t n);

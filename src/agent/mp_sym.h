@@ -18,11 +18,6 @@
 #include "mp_agent.h"
 #include "format/mp_format.h"
 
-#define MP_NOINLINE	__attribute__((noinline))
-#define MP_INLINE	inline __attribute__((always_inline))
-#define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
-#define MP_LIKELY(x)	__builtin_expect(!!(x), 1)
-
 /* After a write of at most MP_SLACK bytes (pos was below lim before it):
 ** hand the chunk over once it is full. */
 static inline void mp_settle(mp_state *s)
