@@ -26,6 +26,9 @@
 #include "mp_agent.h"
 #include "mp_check.h"
 #include "mp_heap_walk.h"
+#include "mp_api.h"
+#include "mp_arm.h"
+#include "mp_names.h"
 
 #define MP_DEFAULT_PATH	"memprof.bin"
 

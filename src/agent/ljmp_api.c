@@ -1,23 +1,13 @@
 /*
-** ljmp_api.c: public C API: start, stop, the VM layout check, exit safety.
+** ljmp_api.c: public C API: start, stop, the VM layout check.
 **
 ** The profiler's state hangs off the allocator's ud pointer while it runs,
-** so several VMs can be profiled at once. A list of running profilers
-** exists so that process exit (os.exit() runs no finalisers) can finalise
-** every stream, so that two profilers never write one file, and so that a
-** profiler whose hook something else wrapped can still be stopped; it is
-** never touched on the hot path.
-**
-** Process exit may come from any thread while other threads' VMs are in
-** the hook: at_exit() clears their `recording` flags, makes every thread
-** see that (membarrier), waits until no hook is inside an event (`busy`),
-** and only then finalises. The hook pays two plain stores per event.
+** so several VMs can be profiled at once; the list of running profilers,
+** and what exit and fork do to them, is in mp_proc.c.
 */
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,149 +28,19 @@
 #include "mp_agent.h"
 #include "mp_check.h"
 #include "mp_native.h"
+#include "mp_proc.h"
 #include "mp_sample.h"
 #include "mp_stack.h"
 #include "mp_sym.h"
 #include "mp_traceline.h"
+#include "mp_api.h"
+#include "mp_hook.h"
+#include "mp_names.h"
+#include "mp_sink.h"
+#include "mp_stream.h"
 #include "../format/mp_format.h"
 
 #define MP_BUFSIZE_DEFAULT	((size_t)1 << 20)
-#define MP_QUIESCE_NS		2000000000L	/* Longest wait at exit for a
-						   hook in another thread. */
-
-/* -- Running profilers ---------------------------------------------------- */
-
-static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
-static mp_state *running_list;
-static int atexit_done;
-/* Whether a thread other than the caller and the writer threads of the
-** running profilers (see at_exit()) may exist: 1 unless /proc/self/task
-** lists no other. */
-static int other_threads(void)
-{
-  long self = (long)syscall(SYS_gettid);
-  DIR *d = opendir("/proc/self/task");
-  struct dirent *e;
-  int other = 0;
-  if (!d) return 1;
-  while (!other && (e = readdir(d))) {
-    long tid = strtol(e->d_name, NULL, 10);
-    mp_state *s;
-    if (tid <= 0 || tid == self) continue;
-    for (s = running_list; s; s = s->next)
-      if (__atomic_load_n(&s->writer_tid, __ATOMIC_ACQUIRE) == tid) break;
-    other = !s;
-  }
-  closedir(d);
-  return other;
-}
-
-/* Make every thread that may run a hook execute a full memory barrier,
-** so that the flags stored before are seen by any hook that runs after.
-** None is needed when no other thread exists (writer threads run no
-** hook). Registering for the cheap private barrier takes the kernel a
-** grace period (11 ms here), so it is only done then, at exit, not by
-** every start. Call with running_lock held. */
-static void barrier_all_threads(void)
-{
-  struct timespec ms10 = { 0, 10000000 };
-  if (!other_threads()) return;
-#ifdef __NR_membarrier
-  if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-	      0, 0) == 0 &&
-      syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
-    return;
-  if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
-#endif
-  nanosleep(&ms10, NULL);	/* No membarrier: a hook sees it by then. */
-}
-
-/* Wait until s's hook is not inside an event (another thread's VM may be
-** encoding one); 1 when quiet, 0 after MP_QUIESCE_NS. */
-static int quiesce(mp_state *s)
-{
-  struct timespec step = { 0, 100000 };
-  long waited = 0;
-  while (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE)) {
-    if (waited >= MP_QUIESCE_NS) return 0;
-    nanosleep(&step, NULL);
-    waited += step.tv_nsec;
-  }
-  return 1;
-}
-
-/* Finalise every stream still open when the process exits. The hooks stay
-** installed, forwarding only, since the VMs may still allocate. A stream
-** whose hook stays busy (a writer callback that blocks) is left cut short
-** rather than corrupted. */
-static void at_exit(void)
-{
-  mp_state *s;
-  pthread_mutex_lock(&running_lock);
-  for (s = running_list; s; s = s->next)
-    __atomic_store_n(&s->recording, 0, __ATOMIC_SEQ_CST);
-  barrier_all_threads();
-  for (s = running_list; s; s = s->next)
-    if (!s->finished && quiesce(s)) mp_sink_finish(s);
-  pthread_mutex_unlock(&running_lock);
-}
-
-/* In a child after fork(): its streams belong to the parent. */
-static void at_fork_child(void)
-{
-  mp_state *s;
-  pthread_mutex_init(&running_lock, NULL);
-  for (s = running_list; s; s = s->next) mp_sink_forked(s);
-}
-
-/* Arm the process-wide handlers once; call with running_lock held. */
-static void arm_once(void)
-{
-  if (atexit_done) return;
-  atexit_done = (atexit(at_exit) == 0);
-  pthread_atfork(NULL, NULL, at_fork_child);
-}
-
-/* Forget a profiler. */
-static void list_del(mp_state *s)
-{
-  mp_state **pp;
-  pthread_mutex_lock(&running_lock);
-  for (pp = &running_list; *pp; pp = &(*pp)->next)
-    if (*pp == s) { *pp = s->next; break; }
-  pthread_mutex_unlock(&running_lock);
-}
-
-/* Enter a profiler in the list, not yet live (finished is set), unless it
-** writes a regular file that another one of this process writes: 0 or
-** LJMP_EBUSY. */
-static int list_enter(mp_state *s, int regular)
-{
-  mp_state *o;
-  int rc = 0;
-  pthread_mutex_lock(&running_lock);
-  arm_once();
-  for (o = running_list; o && regular; o = o->next)
-    if (o->path && !o->forked && o->dev == s->dev && o->ino == s->ino) {
-      rc = LJMP_EBUSY;
-      break;
-    }
-  if (!rc) {
-    s->finished = 1;	/* at_exit() leaves it alone until it is live. */
-    s->next = running_list;
-    running_list = s;
-  }
-  pthread_mutex_unlock(&running_lock);
-  return rc;
-}
-
-/* Make a listed profiler live: from now on at_exit() finalises it. */
-static void list_live(mp_state *s)
-{
-  pthread_mutex_lock(&running_lock);
-  s->finished = 0;
-  pthread_mutex_unlock(&running_lock);
-}
 
 /* -- State ------------------------------------------------------------- */
 
@@ -193,24 +53,11 @@ static mp_state *state_of(lua_State *L)
 	 f == mp_hook_alloc_sampled ? (mp_state *)ud : NULL;
 }
 
-/* A live profiler of L's VM that is no longer its allocator (something
-** wrapped or replaced the hook after start), or NULL. */
-static mp_state *wrapped_state(lua_State *L)
-{
-  mp_state *s;
-  void *g = G(L);
-  pthread_mutex_lock(&running_lock);
-  for (s = running_list; s; s = s->next)
-    if (s->g == g && !s->finished && !s->forked) break;
-  pthread_mutex_unlock(&running_lock);
-  return s;
-}
-
 mp_state *mp_state_find(lua_State *L)
 {
   mp_state *s = state_of(L);
   if (s && s->forked) return NULL;
-  return s ? s : wrapped_state(L);
+  return s ? s : mp_proc_find(G(L));
 }
 
 /* Free what a profiler state holds, but the state itself, whose stream
@@ -258,7 +105,7 @@ static void discard_forked(lua_State *L, mp_state *s)
 {
   lua_setallocf(L, s->orig_f, s->orig_ud);
   mp_names_unwrap_require(L);
-  list_del(s);
+  mp_proc_del(s);
   state_free(s);
 }
 
@@ -267,8 +114,8 @@ static void discard_forked(lua_State *L, mp_state *s)
 ** the arm's). */
 static int sentinel_gc(lua_State *L)
 {
-  if (state_of(L) || wrapped_state(L)) ljmp_stop(L);
-  mp_arm_closed(L);
+  if (state_of(L) || mp_proc_find(G(L))) ljmp_stop(L);
+  mp_proc_closed(L);
   return 0;
 }
 
@@ -497,10 +344,10 @@ static int open_file(mp_state *s, const char *path, unsigned mode,
   }
   s->dev = st.st_dev;
   s->ino = st.st_ino;
-  if ((rc = list_enter(s, S_ISREG(st.st_mode))) != 0) goto fail;
+  if ((rc = mp_proc_enter(s, S_ISREG(st.st_mode))) != 0) goto fail;
   if (S_ISREG(st.st_mode) && !*created && ftruncate(fd, 0) < 0) {
     rc = -errno;
-    list_del(s);
+    mp_proc_del(s);
     goto fail;
   }
   s->fd = fd;
@@ -631,7 +478,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   }
   if (opt.path && (rc = open_file(s, opt.path, opt.mode, &created)) != 0)
     goto fail;
-  if (!opt.path && (rc = list_enter(s, 0)) != 0) goto fail;
+  if (!opt.path && (rc = mp_proc_enter(s, 0)) != 0) goto fail;
   /* Empty symtab (symbols follow in the stream), then the event prologue,
   ** written at once so that an unwritable sink fails here, not later. With
   ** stacks, the event stream is the ljmemprof extension (mp_ext.h). */
@@ -642,7 +489,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   if (opt.stacks) p[-3] = opt.native ? MP_EXT_MINOR_NATIVE : MP_EXT_MINOR;
   rc = mp_sink_begin(s, head, (size_t)(p - head));
   if (rc) {
-    list_del(s);
+    mp_proc_del(s);
     if (created) unlink(opt.path);
     rc = rc == ENOMEM ? LJMP_ENOMEM : -rc;
     goto fail;
@@ -658,14 +505,14 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     put_info(s, "native", 1);
     if ((rc = mp_native_start(s)) != 0) {	/* Another runs. */
       mp_names_unwrap_require(L);
-      list_del(s);
+      mp_proc_del(s);
       if (created) unlink(opt.path);
       goto fail;
     }
     s->drain = mp_native_drain;
   }
   s->recording = 1;
-  list_live(s);
+  mp_proc_live(s);
   lua_setallocf(L, opt.sample ? mp_hook_alloc_sampled :
 		   opt.stacks ? mp_hook_alloc_stacks : mp_hook_alloc, s);
   return 0;
@@ -762,9 +609,9 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
     /* Still listed for this VM but no longer its allocator: something
     ** wrapped or replaced the hook. Finalise the stream; the state stays
     ** allocated (forwarding only) for whatever still calls it. */
-    if (!(s = wrapped_state(L))) return LJMP_ENOTRUN;
+    if (!(s = mp_proc_find(G(L)))) return LJMP_ENOTRUN;
     mp_names_unwrap_require(L);
-    list_del(s);
+    mp_proc_del(s);
     mp_native_stop(s);
     mp_sink_finish(s);
     state_strip(s);
@@ -773,7 +620,7 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
   mp_native_stop(s);
   lua_setallocf(L, s->orig_f, s->orig_ud);
   mp_names_unwrap_require(L);
-  list_del(s);
+  mp_proc_del(s);
   /* Finished already: the process is exiting and the stream is complete
   ** (or it ended at its size limit, a success). */
   err = s->finished && !s->limited ? LJMP_ENOTRUN : 0;

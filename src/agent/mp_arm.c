@@ -33,7 +33,10 @@
 #include "lauxlib.h"
 
 #include "mp_agent.h"
+#include "mp_proc.h"
 #include "mp_sym.h"
+#include "mp_api.h"
+#include "mp_arm.h"
 #include "util/mp_size.h"
 
 typedef struct mp_arm {
@@ -226,7 +229,7 @@ static void *armed_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 ** stop would put armed_alloc back): restore the allocator under the arm
 ** and free the record. If something else wrapped armed_alloc since, the
 ** record stays, forwarding only, for whatever still calls it. */
-void mp_arm_closed(lua_State *L)
+static void arm_closed(lua_State *L)
 {
   mp_arm **pp, *a;
   void *ud;
@@ -263,6 +266,7 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   snprintf(probe, sizeof(probe), "%s/.", dir);
   if (access(probe, W_OK | X_OK) < 0) return -errno;
   if (!(a = calloc(1, sizeof(*a)))) return LJMP_ENOMEM;
+  mp_proc_on_close(arm_closed);
   a->g = G(L);
   a->opt = opt;
   memcpy(a->path, opt.path, strlen(opt.path) + 1);

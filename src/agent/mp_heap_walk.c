@@ -44,6 +44,8 @@
 #include "mp_check.h"
 #include "mp_frame.h"
 #include "mp_heap_walk.h"
+#include "mp_api.h"
+#include "mp_sink.h"
 #include "../format/mp_format.h"
 #include "../format/mp_snap.h"
 

@@ -31,6 +31,8 @@
 #include "mp_frame.h"
 #include "mp_sym.h"
 #include "mp_where.h"
+#include "mp_hook.h"
+#include "mp_names.h"
 
 /* Where an event comes from. */
 typedef struct loc {

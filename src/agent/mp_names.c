@@ -43,7 +43,9 @@
 #include "lauxlib.h"
 
 #include "mp_agent.h"
+#include "mp_proc.h"
 #include "mp_frame.h"
+#include "mp_names.h"
 #include "mp_ffnames.h"	/* Generated: mp_ffnames[ffid]. */
 
 #define NAME_MAX_LEN	255	/* Longer names are not collected. */
@@ -394,7 +396,7 @@ int mp_require_wrapper(lua_State *L)
   lua_call(L, n, LUA_MULTRET);
   nres = lua_gettop(L) - n;
   if (nres >= 1 && lua_type(L, 1) == LUA_TSTRING &&
-      (s = mp_state_find(L)) != NULL && !s->finished)
+      (s = mp_proc_find(G(L))) != NULL)
     mp_names_module(&s->names, &s->builtins, L, n + 1, lua_tostring(L, 1));
   return nres;
 }

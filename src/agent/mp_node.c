@@ -16,6 +16,7 @@
 
 #include "mp_node.h"
 #include "mp_sym.h"
+#include "mp_names.h"
 
 /* Hash of a node: its parent and its frame. */
 static inline uint64_t node_hash(uint32_t parent, const mp_snode *f)
@@ -28,8 +29,8 @@ static inline uint64_t node_hash(uint32_t parent, const mp_snode *f)
 static void want_builtin(mp_state *s, uint64_t id)
 {
   char name[256];
+  uint8_t body[sizeof(name) + 20], *q;
   size_t n;
-  uint8_t *p, *len;
   if (id < 256) {	/* A fast function, by its ffid. */
     if (s->st.ffdone[id]) return;
     s->st.ffdone[id] = 1;
@@ -37,23 +38,10 @@ static void want_builtin(mp_state *s, uint64_t id)
     return;	/* Written already (or no memory: its frames stay unnamed). */
   }
   n = mp_names_builtin(&s->builtins, id, name, sizeof(name));
-  p = s->pos;
-  *p++ = MP_XREC;
-  *p++ = MP_X_BUILTIN;
-  len = p++;	/* The payload is shorter than 128 + 16 bytes... */
-  p = mp_put_uleb(p, id);
-  p = mp_put_uleb(p, n);
-  memcpy(p, name, n);
-  p += n;
-  if ((size_t)(p - len - 1) >= 0x80) {	/* ...or takes two length bytes. */
-    memmove(len + 2, len + 1, (size_t)(p - len - 1));
-    p++;
-    len[0] = (uint8_t)(((size_t)(p - len - 2) & 0x7f) | 0x80);
-    len[1] = (uint8_t)((size_t)(p - len - 2) >> 7);
-  } else {
-    *len = (uint8_t)(p - len - 1);
-  }
-  s->pos = p;
+  q = mp_put_uleb(body, id);
+  q = mp_put_uleb(q, n);
+  memcpy(q, name, n);
+  s->pos = mp_put_xrec(s->pos, MP_X_BUILTIN, body, (size_t)(q + n - body));
   mp_settle(s);
 }
 
@@ -73,7 +61,7 @@ static void want_symbol(mp_state *s, const mp_snode *f)
 /* Write the record of a new node (its symbols first). */
 static void write_node(mp_state *s, uint32_t parent, const mp_snode *f)
 {
-  uint8_t body[40], *q = body, *p;
+  uint8_t body[40], *q = body;
   want_symbol(s, f);
   q = mp_put_uleb(q, parent);
   *q++ = f->kind;
@@ -85,12 +73,7 @@ static void write_node(mp_state *s, uint32_t parent, const mp_snode *f)
     q = mp_put_uleb(q, f->a);
     break;
   }
-  p = s->pos;
-  *p++ = MP_XREC;
-  *p++ = MP_X_NODE;
-  *p++ = (uint8_t)(q - body);	/* At most 33 bytes. */
-  memcpy(p, body, (size_t)(q - body));
-  s->pos = p + (q - body);
+  s->pos = mp_put_xrec(s->pos, MP_X_NODE, body, (size_t)(q - body));
   mp_settle(s);
 }
 

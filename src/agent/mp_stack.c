@@ -74,6 +74,8 @@
 #include "mp_stack_cache.h"
 #include "mp_stack_memo.h"
 #include "mp_stack_walk.h"
+#include "mp_names.h"
+#include "mp_stream.h"
 
 /* -- Nodes ---------------------------------------------------------------- */
 
