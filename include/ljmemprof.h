@@ -103,12 +103,14 @@ typedef struct ljmp_options {
 			   counts back. Implies stacks: stacks = 0 here is
 			   LJMP_STACKS_DEFAULT, since C cannot tell it from
 			   unset (Lua, LJMEMPROF and `ljmemprof run` refuse
-			   an explicit 0 with sampling). 0 = record every
-			   event. */
-  unsigned long long seed;	/* The sampler's random seed; 0 = one
-				   drawn from the clock and the pid. */
+			   an explicit 0 with sampling). At most
+			   LJMP_SAMPLE_MAX; 0 = record every event. */
+  unsigned long long seed;	/* The sampler's random seed, at most
+				   LJMP_SEED_MAX; 0 = one drawn from the
+				   clock and the pid. */
   size_t max_size;	/* Stop recording before the profile grows past
-			   this many bytes (at least LJMP_MAX_SIZE_MIN),
+			   this many bytes (LJMP_MAX_SIZE_MIN to
+			   LJMP_MAX_SIZE_MAX),
 			   with a complete stream that notes why; 0 = no
 			   limit. */
   int native;		/* Non-zero: record native memory too: the
@@ -129,6 +131,9 @@ typedef struct ljmp_options {
 							   bufsize. */
 #define LJMP_STACKS_DEFAULT	64	/* What `stacks = true` asks for. */
 #define LJMP_STACKS_MAX		10000
+#define LJMP_SAMPLE_MAX		((size_t)1 << 40)	/* The largest sample. */
+#define LJMP_SEED_MAX		(1ull << 53)	/* The largest seed... */
+#define LJMP_MAX_SIZE_MAX	(1ull << 53)	/* ...and max_size. */
 
 /* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
 ** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY, LJMP_ESYMLINK,

@@ -57,7 +57,7 @@ bad() {
   # The message after luajit's own "PROGRAM: " (a path in luajit2's wrapper).
   is "$rc:$out:$(echo "$err" | head -n 1 | sed 's/^[^ ]*luajit: //')" "1::ljmemprof: LJMEMPROF: $2" "LJMEMPROF=$1"
 }
-bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: stacks, sample, seed, max_size, bufsize, mode, collect, native, signal, start)"
+bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: bufsize, mode, stacks, sample, seed, max_size, collect, native, signal, start)"
 bad ",stacks=8" "no path before the first ','; the form is path[,key=value]..."
 bad "," "no path before the first ','; the form is path[,key=value]..."
 bad "$TMPD/b.ljm,stacks" "'stacks' is not key=value"

@@ -70,6 +70,18 @@ c = cycle(incs)
 tap(c is None, "no include circle among the agent's headers%s" %
     ("" if c is None else ": " + " -> ".join(c)))
 
+# One table of error codes: every LJMP_E* code of the public header has
+# its row in mp_error.c (message, errno, whether it names the path), and
+# the table has no other.
+hdr = open("include/ljmemprof.h").read()
+codes = set(re.findall(r"#define (LJMP_E[A-Z]+)\s+\(-10\d\d\d\)", hdr))
+codes -= {"LJMP_E_BASE"}
+rows = set(re.findall(r"\{ (LJMP_E[A-Z]+),", open("src/agent/mp_error.c").read()))
+tap(len(codes) >= 12, "the header's error codes are read (%d)" % len(codes))
+tap(codes == rows, "each error code has one row in mp_error.c%s" %
+    ("" if codes == rows else ": missing %s, extra %s" %
+     (sorted(codes - rows), sorted(rows - codes))))
+
 print("1..%d" % len(tests))
 for i, (ok, name) in enumerate(tests, 1):
     print("%sok %d - %s" % ("" if ok else "not ", i, name))

@@ -28,6 +28,7 @@
 #include "mp_agent.h"
 #include "mp_check.h"
 #include "mp_native.h"
+#include "mp_options.h"
 #include "mp_proc.h"
 #include "mp_sample.h"
 #include "mp_stack.h"
@@ -158,133 +159,8 @@ int ljmp_running(lua_State *L)
 	 !__atomic_load_n(&s->err, __ATOMIC_RELAXED);
 }
 
-/* Say in msg (if it has room; cut to fit) why options are bad: returns
-** LJMP_EARG. */
-static int bad_option(char *msg, size_t size, const char *fmt, ...)
-{
-  va_list ap;
-  if (msg && size) {
-    va_start(ap, fmt);
-    vsnprintf(msg, size, fmt, ap);
-    va_end(ap);
-  }
-  return LJMP_EARG;
-}
-
-/* Copy the caller's options into *o, whatever the size of the struct it
-** was built with, and check everything ljmp_start() takes of them: the
-** one definition of good options (ljmp_options_check() says it, start and
-** arm obey it); 0 or LJMP_EARG with why in msg. */
-int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
-		    size_t size)
-{
-  size_t n = user->size ? user->size : sizeof(*o), i;
-  int rc;
-  memset(o, 0, sizeof(*o));
-  if (n < offsetof(ljmp_options, path))
-    return bad_option(msg, size, "size must be 0 or at least %zu, not %zu",
-		      offsetof(ljmp_options, path), n);
-  for (i = sizeof(*o); i < n; i++)	/* Options this library lacks. */
-    if (((const unsigned char *)user)[i])
-      return bad_option(msg, size, "size %zu is past this library's "
-			"ljmp_options (%zu bytes): the options it lacks must "
-			"be 0, and byte %zu is 0x%02x", n, sizeof(*o), i,
-			((const unsigned char *)user)[i]);
-  memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
-  o->size = sizeof(*o);
-  if (!o->path == !o->writer)
-    return bad_option(msg, size, o->path ? "path and writer must not both "
-		      "be set" : "path or writer must be set");
-  if (o->path && !*o->path)
-    return bad_option(msg, size, "path must not be empty");
-  if (o->path && (rc = mp_path_check(o->path)) != 0)
-    return bad_option(msg, size, "path '%s': %s", o->path, mp_path_why(rc));
-  if (o->bufsize && (o->bufsize < MP_BUFSIZE_MIN ||
-		     o->bufsize > LJMP_BUFSIZE_MAX))
-    return bad_option(msg, size, "bufsize must be 0 or from %zu to %zu "
-		      "(1 GiB), not %zu", MP_BUFSIZE_MIN, LJMP_BUFSIZE_MAX,
-		      o->bufsize);
-  if (o->mode > 0777)
-    return bad_option(msg, size, "mode must be at most 0777 (no setuid, "
-		      "setgid or sticky bit), not %#o", o->mode);
-  if (o->stacks > LJMP_STACKS_MAX)
-    return bad_option(msg, size, "stacks must be from 0 to %u, not %u",
-		      (unsigned)LJMP_STACKS_MAX, o->stacks);
-  if (o->native && o->sample)
-    return bad_option(msg, size, "native cannot go with sample: native "
-		      "events are not sampled");
-  if (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN)
-    return bad_option(msg, size, "max_size must be 0 or at least %u, not "
-		      "%zu", (unsigned)LJMP_MAX_SIZE_MIN, o->max_size);
-  return 0;
-}
-
 /* Recordings started in this process: the %n of a path. */
 static unsigned long starts;
-
-/* Path with %p (the process id), %n (the number of this start in the
-** process: 1, 2, ...: n) and %% replaced, into out; 0, -1 if the path
-** has another % sequence, -2 if it does not fit. */
-static int path_expand(const char *path, char *out, size_t size,
-		       unsigned long n)
-{
-  size_t k = 0;
-  for (; *path; path++) {
-    char num[24];
-    const char *add = num;
-    if (*path != '%') {
-      num[0] = *path;
-      num[1] = '\0';
-    } else if (path[1] == 'p') {
-      snprintf(num, sizeof(num), "%ld", (long)getpid());
-      path++;
-    } else if (path[1] == 'n') {
-      snprintf(num, sizeof(num), "%lu", n);
-      path++;
-    } else if (path[1] == '%') {
-      add = "%";
-      path++;
-    } else {
-      return -1;
-    }
-    for (; *add; add++) {
-      if (k + 1 >= size) return -2;
-      out[k++] = *add;
-    }
-  }
-  out[k] = '\0';
-  return 0;
-}
-
-int mp_path_check(const char *path)
-{
-  char out[MP_PATH_MAX];
-  return path_expand(path, out, sizeof(out), 0);
-}
-
-const char *mp_path_why(int rc)
-{
-  return rc == -1 ? MP_PATH_PCT : "it must be shorter than 4096 bytes with "
-				  "%p and %n expanded";
-}
-
-int mp_path_dir(const char *path, char *dir, size_t size)
-{
-  const char *slash = strrchr(path, '/'), *p;
-  size_t k = 0;
-  if (!slash) {
-    snprintf(dir, size, ".");
-    return 0;
-  }
-  for (p = path; p < slash || (p == path && p == slash); p++) {
-    if (*p == '%' && p[1] != '%') return -1;
-    if (k + 1 >= size) return -1;
-    dir[k++] = *p;
-    if (*p == '%') p++;
-  }
-  dir[k] = '\0';
-  return 0;
-}
 
 /* Why open() of a profile's path failed with errno e: LJMP_ESYMLINK for
 ** a symbolic link in its last component (O_NOFOLLOW's ELOOP; a loop of
@@ -441,7 +317,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_sentinel_install(L);
   size = opt.bufsize ? opt.bufsize : MP_BUFSIZE_DEFAULT;
   if (opt.path) {
-    if (path_expand(opt.path, path, sizeof(path),
+    if (mp_path_expand(opt.path, path, sizeof(path),
 		    __atomic_add_fetch(&starts, 1, __ATOMIC_RELAXED)) < 0)
       return LJMP_EARG;
     opt.path = path;
@@ -636,43 +512,4 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
 int ljmp_stop_with(lua_State *L, unsigned flags)
 {
   return mp_stop(L, flags, NULL, 0);
-}
-
-/* See ljmemprof.h. */
-int ljmp_options_check(const ljmp_options *opt, char *msg, size_t size)
-{
-  ljmp_options o;
-  if (msg && size) *msg = '\0';
-  if (!opt) return bad_option(msg, size, "options are NULL");
-  return mp_options_read(&o, opt, msg, size);
-}
-
-/* See ljmemprof.h. */
-const char *ljmp_strerror(int code)
-{
-  switch (code) {
-  case 0: return "success";
-  case LJMP_ERUNNING: return "profiler is running already";
-  case LJMP_ENOTRUN: return "profiler is not running";
-  case LJMP_EARG: return "bad profiler options";
-  case LJMP_EVM: return "this LuaJIT does not match the one ljmemprof was "
-			"built for";
-  case LJMP_ENOMEM: return "not enough memory for the profiler";
-  case LJMP_EWRAPPED: return "the allocator was replaced while profiling; "
-			     "recording stopped and the profile is finalised";
-  case LJMP_ETHREAD: return "cannot start the profiler's writer thread";
-  case LJMP_EBUSY: return "another profiler in this process is writing "
-			  "this file";
-  case LJMP_ESIGNAL: return "that signal cannot toggle the profiler: the "
-			    "program handles it, or another signal is armed";
-  case LJMP_ESYMLINK: return "is a symbolic link, which the profiler never "
-			     "follows (give the path of the file itself)";
-  case LJMP_ENOREADER: return "is a FIFO that no process read within 5 s "
-			      "(start the reader first)";
-  case LJMP_EFINALIZER: return "a finaliser raised an error in the "
-			       "collection before the end (caught; the "
-			       "profile is complete)";
-  }
-  if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
-  return "unknown error";
 }

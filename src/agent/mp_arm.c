@@ -37,6 +37,7 @@
 #include "mp_sym.h"
 #include "mp_api.h"
 #include "mp_arm.h"
+#include "mp_options.h"
 #include "util/mp_size.h"
 
 typedef struct mp_arm {
@@ -326,59 +327,28 @@ static int parse_bool(const char *v)
   return -1;
 }
 
-/* The keys of LJMEMPROF, what their values are, and their bounds. */
-enum { K_SIZE, K_FRAMES, K_OCTAL, K_BOOL, K_SIGNAL };
-static const struct env_key {
-  const char *name;
-  int kind;
-  long long lo, hi;	/* Bounds (0 is allowed where lo says so). */
-  const char *want;	/* What a bad value should have been. */
-} env_keys[] = {
-  { "stacks", K_FRAMES, 0, LJMP_STACKS_MAX, "frames from 0 to 10000, or yes/no" },
-  { "sample", K_SIZE, 0, 1ll << 40, "mean bytes between samples (e.g. 512K), "
-				   "or yes/no" },
-  { "seed", K_SIZE, 0, 1ll << 50, "a number from 0 to 1125899906842624 "
-				 "(2^50; 0: one drawn from the clock)" },
-  { "max_size", K_SIZE, LJMP_MAX_SIZE_MIN, 1ll << 50, "bytes, at least 64K "
-						     "(e.g. 100M), or 0" },
-  { "bufsize", K_SIZE, MP_BUFSIZE_MIN, (long long)LJMP_BUFSIZE_MAX,
-    "bytes from 4K to 1G" },
-  { "mode", K_OCTAL, 0, 0777, "octal permissions from 0 to 0777, e.g. "
-			      "0644" },
-  { "collect", K_BOOL, 0, 1, "yes or no" },
-  { "native", K_BOOL, 0, 1, "yes or no" },
-  { "start", K_BOOL, 0, 1, "yes or no" },
-  { "signal", K_SIGNAL, 0, 0, "a signal that can toggle the profiler (USR1, "
-			      "USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n)" },
-};
-
-/* The value v of key k as a number, or -1 if it is bad. */
-static long long env_value(const struct env_key *k, const char *v)
+/* The value v of LJMEMPROF's key d as a number, or -1 if it is bad. */
+static long long env_value(const mp_optdef *d, const char *v)
 {
   long long n = -1;
   char *end;
   int b = *v >= '0' && *v <= '9' ? -1 : parse_bool(v);
-  switch (k->kind) {
-  case K_BOOL:
+  switch (d->kind) {
+  case MP_OK_BOOL:
     return parse_bool(v);
-  case K_SIGNAL:
+  case MP_OK_SIGNAL:
     return mp_signal_number(v) ? mp_signal_number(v) : -1;
-  case K_OCTAL:
+  case MP_OK_MODE:
     if (*v < '0' || *v > '7') return -1;
     n = strtoll(v, &end, 8);
     if (*end) return -1;
     break;
-  case K_FRAMES:
-    if (b >= 0) return b ? LJMP_STACKS_DEFAULT : 0;
-    n = mp_parse_size(v);
-    break;
-  case K_SIZE:
-    if (b >= 0 && !strcmp(k->name, "sample"))
-      return b ? LJMP_SAMPLE_DEFAULT : 0;
+  default:	/* Sizes, frames, numbers; yes/no where they mean one. */
+    if (b >= 0 && d->yes >= 0) return b ? d->yes : 0;
     n = mp_parse_size(v);
     break;
   }
-  if (n < 0 || n > k->hi || (n < k->lo && n != 0)) return -1;
+  if (n < 0 || !mp_opt_within(d, n, 1)) return -1;
   return n;
 }
 
@@ -390,8 +360,9 @@ static int env_parse(const char *env, char *buf, size_t size,
 		     size_t errsize)
 {
   char *p, *item, *save = NULL;
-  unsigned given = 0;	/* Keys seen, by index in env_keys. */
+  unsigned given = 0;	/* Keys seen, by index in mp_optdefs. */
   int no_stacks = 0;	/* stacks=0 or stacks=no was given. */
+  const mp_optclash *c;
   int rc;
   if (strlen(env) >= size) {
     snprintf(err, errsize, "the value is too long");
@@ -414,57 +385,39 @@ static int env_parse(const char *env, char *buf, size_t size,
   *start = 1;
   for (item = p ? strtok_r(p, ",", &save) : NULL; item;
        item = strtok_r(NULL, ",", &save)) {
-    const struct env_key *k = NULL;
+    const mp_optdef *k;
     char *v = strchr(item, '=');
+    char names[160];
     long long n;
-    size_t i;
     if (!v) {
       snprintf(err, errsize, "'%s' is not key=value", item);
       return -1;
     }
     *v++ = '\0';
-    for (i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++)
-      if (!strcmp(item, env_keys[i].name)) k = &env_keys[i];
-    if (!k) {
-      snprintf(err, errsize, "unknown key '%s' (keys: stacks, sample, seed, "
-	       "max_size, bufsize, mode, collect, native, signal, start)", item);
+    if (!(k = mp_opt_find(item, MP_OF_ENV)) || k->kind == MP_OK_PATH) {
+      snprintf(err, errsize, "unknown key '%s' (keys: %s)", item,
+	       mp_opt_names(MP_OF_ENV, names, sizeof(names)));
       return -1;
     }
     /* The last one would win unnoticed: which did the user mean? */
-    if (given & 1u << (k - env_keys)) {
+    if (given & 1u << (k - mp_optdefs)) {
       snprintf(err, errsize, "key '%s' is given twice", item);
       return -1;
     }
-    given |= 1u << (k - env_keys);
+    given |= 1u << (k - mp_optdefs);
     if ((n = env_value(k, v)) < 0) {
       snprintf(err, errsize, "%s=%s: %s", item, v, k->want);
       return -1;
     }
-    if (!strcmp(item, "stacks")) no_stacks = !(opt->stacks = (unsigned)n);
-    else if (!strcmp(item, "sample")) opt->sample = (size_t)n;
-    else if (!strcmp(item, "seed")) opt->seed = (unsigned long long)n;
-    else if (!strcmp(item, "max_size")) opt->max_size = (size_t)n;
-    else if (!strcmp(item, "bufsize")) opt->bufsize = (size_t)n;
-    else if (!strcmp(item, "mode")) opt->mode = (unsigned)n;
-    else if (!strcmp(item, "collect")) opt->collect = (int)n;
-    else if (!strcmp(item, "native")) opt->native = (int)n;
-    else if (!strcmp(item, "signal")) *signo = (int)n;
-    else *start = (int)n;
+    if (k->width) mp_opt_store(opt, k, n);
+    if (k->kind == MP_OK_FRAMES) no_stacks = !n;
+    else if (k->kind == MP_OK_SIGNAL) *signo = (int)n;
+    else if (!k->width) *start = (int)n;	/* The key start. */
   }
   /* ljmp_options cannot say "0 given": it would mean 64 frames. */
-  if (opt->native && opt->sample) {
-    snprintf(err, errsize, "native cannot go with sample: native events "
-	     "are not sampled");
-    return -1;
-  }
-  if (no_stacks && opt->native) {
-    snprintf(err, errsize, "stacks=0 cannot go with native: native events "
-	     "carry call stacks");
-    return -1;
-  }
-  if (no_stacks && opt->sample) {
-    snprintf(err, errsize, "stacks=0 cannot go with sample: %s",
-	     MP_SAMPLE_STACKS);
+  if ((c = mp_opt_clash(opt, no_stacks)) != NULL) {
+    snprintf(err, errsize, "%s%s cannot go with %s: %s", c->a,
+	     c->a_zero ? "=0" : "", c->b, c->why);
     return -1;
   }
   return 0;

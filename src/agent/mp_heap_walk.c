@@ -43,7 +43,6 @@
 #include "mp_agent.h"
 #include "mp_check.h"
 #include "mp_frame.h"
-#include "mp_heap_walk.h"
 #include "mp_api.h"
 #include "mp_sink.h"
 #include "../format/mp_format.h"
@@ -761,64 +760,3 @@ out:
 }
 
 /* -- Lua binding ------------------------------------------------------------ */
-
-/* mp.snapshot(path | {path =, mode =, max_size =, bufsize =, collect =}):
-** true, or nil, message, errno (as start). */
-int mp_lua_snapshot(lua_State *L)
-{
-  ljmp_options opt = LJMP_OPTIONS_INIT;
-  char msg[256];
-  int rc, e;
-  if (lua_type(L, 1) == LUA_TSTRING) {
-    opt.path = lua_tostring(L, 1);
-  } else if (lua_type(L, 1) == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, 1)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
-						      : NULL;
-      if (k && !strcmp(k, "path") && lua_type(L, -1) == LUA_TSTRING)
-	opt.path = lua_tostring(L, -1);
-      else if (k && !strcmp(k, "mode") && lua_type(L, -1) == LUA_TNUMBER)
-	opt.mode = (unsigned)lua_tointeger(L, -1);
-      else if (k && !strcmp(k, "max_size") && lua_type(L, -1) == LUA_TNUMBER)
-	opt.max_size = (size_t)lua_tonumber(L, -1);
-      else if (k && !strcmp(k, "bufsize") && lua_type(L, -1) == LUA_TNUMBER)
-	opt.bufsize = (size_t)lua_tonumber(L, -1);
-      else if (k && !strcmp(k, "collect") && lua_type(L, -1) == LUA_TBOOLEAN)
-	opt.collect = lua_toboolean(L, -1);
-      else if (k && (!strcmp(k, "path") || !strcmp(k, "mode") ||
-		     !strcmp(k, "max_size") || !strcmp(k, "bufsize") ||
-		     !strcmp(k, "collect")))
-	return luaL_error(L, "bad argument #1 to 'snapshot' (options.%s "
-			  "has the wrong type: %s)", k,
-			  luaL_typename(L, -1));
-      else
-	return luaL_error(L, "bad argument #1 to 'snapshot' (unknown option "
-			  "'%s')", k ? k : luaL_typename(L, -2));
-      lua_pop(L, 1);
-    }
-    if (!opt.path)
-      return luaL_error(L, "bad argument #1 to 'snapshot' (options.path "
-			"is required)");
-  } else {
-    return luaL_argerror(L, 1, "path or options table expected");
-  }
-  if (ljmp_options_check(&opt, msg, sizeof(msg)) < 0)
-    return luaL_error(L, "bad argument #1 to 'snapshot' (%s)", msg);
-  rc = ljmp_snapshot(L, &opt);
-  if (!rc) {
-    lua_pushboolean(L, 1);
-    return 1;
-  }
-  e = rc < 0 && rc > LJMP_E_BASE ? -rc : rc == LJMP_ETHREAD ? errno : EINVAL;
-  lua_pushnil(L);
-  if (rc == -EFBIG)
-    lua_pushfstring(L, "%s: the snapshot reached max_size: it is cut short",
-		    opt.path);
-  else if (rc < 0 && rc > LJMP_E_BASE)
-    lua_pushfstring(L, "%s: %s", opt.path, ljmp_strerror(rc));
-  else
-    lua_pushstring(L, ljmp_strerror(rc));
-  lua_pushinteger(L, e);
-  return 3;
-}
