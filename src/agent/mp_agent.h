@@ -64,7 +64,7 @@ typedef struct mp_tracesym {
 } mp_tracesym;
 
 /* A frame of a recorded call stack, and a node of the stack tree (see
-** mp_stack.c and the MP_X_NODE record in src/format/mp_ext.h). */
+** mp_node.h and the MP_X_NODE record in src/format/mp_ext.h). */
 typedef struct mp_snode {
   uint64_t a;		/* Lua: prototype; C: function; trace: its number;
 			   builtin: its ffid, or its prototype if LuaJIT
@@ -85,7 +85,7 @@ typedef struct mp_wframe {
   const void *pc;	/* BCIns *: the pc a Lua frame's line is at, if it
 			   is in its function's bytecode; else NULL. */
   const void *fn;	/* GCfunc *: a Lua frame's function. */
-  int exact;		/* See lua_frame() in mp_stack.c. */
+  int exact;		/* See lua_frame(), mp_stack_walk.h. */
   int cpc;		/* Its pc is from a C frame (mp_frame.cpc). */
 } mp_wframe;
 
@@ -158,7 +158,7 @@ typedef struct mp_jmemo {
 } mp_jmemo;
 
 /* The node of a Lua frame by its parent node and its pc (which names one
-** line of one prototype), see lua_node() in mp_stack.c. */
+** line of one prototype), see lua_node() in mp_stack_walk.h. */
 typedef struct mp_pcnode {
   const void *pc;	/* BCIns *, in pt's bytecode; NULL: empty. */
   const void *pt;	/* GCproto *. */
@@ -176,7 +176,7 @@ typedef struct mp_pcnode {
 /* A stack met before, by its top frame: the stack is the same while the
 ** words that held the top frame's link and function, and the words that
 ** validated the frames below it in the cache of the last stack, hold what
-** they held (see memo_find() in mp_stack.c). */
+** they held (see memo_find() in mp_stack_memo.h). */
 typedef struct mp_memo {
   const void *top;	/* TValue *: the top frame's slot; NULL: empty. */
   uint64_t link;	/* Its link word... */
@@ -189,7 +189,7 @@ typedef struct mp_memo {
 } mp_memo;
 
 /* How well a memo of stacks finds them: it rests while it seldom does
-** (see memo_window() in mp_stack.c). */
+** (see memo_window() in mp_stack_memo.h). */
 typedef struct mp_memouse {
   uint32_t probes;	/* Stacks looked for since the last time mark... */
   uint32_t hits;	/* ...and found. */
@@ -211,12 +211,12 @@ typedef struct mp_stacks {
   uint32_t base;
   mp_hash index;	/* Hash of (parent, frame) -> index in node. */
   uint32_t recent[1 << MP_RECENT_BITS];	/* Index of a node by the top
-					   bits of its hash (see node_of). */
+					   bits of its hash (see mp_node_of). */
   mp_wframe *walk;	/* Scratch: the frames walked for this event,
 			   innermost first (depth + 1: and the cut; and
 			   MP_SITE_SLACK builtins past the depth). */
   /* The frames of the last walked stack, outermost first, with what each
-  ** frame's slot held (see walk_stack() in mp_stack.c), and the words of
+  ** frame's slot held (see walk_stack() in mp_stack_walk.h), and the words of
   ** the stack they rely on. */
   mp_scache *c;
   unsigned nc;
@@ -236,7 +236,7 @@ typedef struct mp_stacks {
 			   return address into a trace was found last. */
   mp_retline rets[2 << MP_RETS_BITS];	/* By return address (see
 					   trace_line()). */
-  uintptr_t tcall[MP_TCALLS];	/* VM functions traces call (mp_stack.c). */
+  uintptr_t tcall[MP_TCALLS];	/* VM functions traces call (mp_traceline.c). */
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
   mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
   mp_memo *memo;	/* 2 << MP_MEMO_BITS: two per set. */
@@ -251,7 +251,7 @@ typedef struct mp_stacks {
 
 /* The sampler: every allocated byte has the same chance to be sampled,
 ** 1 in mean; an allocation is recorded when it holds a sampled byte (see
-** mp_hook_alloc_sampled). */
+** mp_hook_alloc_sampled, mp_sample.c). */
 #define MP_SEEN_MIN	256	/* Slots of the sampler's filter at first... */
 #define MP_SEEN_MAX	(1u << 20)	/* ...and at most. */
 

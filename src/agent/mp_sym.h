@@ -43,7 +43,7 @@ static MP_INLINE uint64_t mp_proto_line(const GCproto *pt, BCPos pos)
 }
 
 /* The hook tells another thread's exit() when it is inside an event (see
-** at_exit() in ljmp_api.c): busy is set before recording is read and
+** at_exit() in mp_proc.c): busy is set before recording is read and
 ** cleared, with release order, once the event is complete. Plain stores on
 ** this machine; the other side pays for the barrier. */
 static MP_INLINE void mp_enter(mp_state *s)
