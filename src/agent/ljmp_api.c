@@ -162,58 +162,17 @@ int ljmp_running(lua_State *L)
 /* Recordings started in this process: the %n of a path. */
 static unsigned long starts;
 
-/* Why open() of a profile's path failed with errno e: LJMP_ESYMLINK for
-** a symbolic link in its last component (O_NOFOLLOW's ELOOP; a loop of
-** links in the directories stays -ELOOP), LJMP_ENOREADER for a FIFO that
-** no one reads (O_NONBLOCK's ENXIO), else -e. */
-static int open_error(const char *path, int e)
-{
-  struct stat st;
-  if (e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-    return LJMP_ESYMLINK;
-  if (e == ENXIO && lstat(path, &st) == 0 && S_ISFIFO(st.st_mode))
-    return LJMP_ENOREADER;
-  return -e;
-}
-
-#define MP_FIFO_TRIES	500	/* Opens of a FIFO without a reader, 10 ms
-				   apart: 5 s for its reader to come. */
-
-/* Open the profile file for s: created with mode (0600 unless given) or,
-** if it exists, truncated once no other profiler of this process is found
-** writing it. A symbolic link in the last component is never followed,
-** by either open (one planted in a shared sticky directory would make
-** the profile overwrite its target, or create a file where a dangling
-** one points). O_NONBLOCK makes the open of a FIFO without a reader fail
-** instead of blocking start() forever: it is tried again for 5 s (a
-** reader started at about the same time, `cat fifo &`, opens it a little
-** later), then refused; O_NONBLOCK is cleared after the open, so the
-** writes block as any file's do. Returns 0, -errno, LJMP_EBUSY,
-** LJMP_ESYMLINK or LJMP_ENOREADER; *created says whether this call made
-** the file. */
+/* Open the profile file for s (mp_path_open()), and enter s in the list
+** of running profilers: a regular file is truncated once no other
+** profiler of this process is found writing it. Returns 0, -errno,
+** LJMP_EBUSY, LJMP_ESYMLINK or LJMP_ENOREADER; *created says whether this
+** call made the file. */
 static int open_file(mp_state *s, const char *path, unsigned mode,
 		     int *created)
 {
   struct stat st;
-  int fd, rc, fl, tries;
-  int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-  mode_t m = mode ? (mode_t)mode : 0600;
-  struct timespec ms10 = { 0, 10000000 };
-  *created = 0;
-  for (tries = 1;; tries++) {
-    fd = open(path, how | O_EXCL, m);
-    if (fd >= 0) *created = 1;
-    else if (errno == EEXIST) fd = open(path, how, m);
-    if (fd >= 0) break;
-    rc = open_error(path, errno);
-    if (rc != LJMP_ENOREADER || tries >= MP_FIFO_TRIES) return rc;
-    nanosleep(&ms10, NULL);
-  }
-  if ((fl = fcntl(fd, F_GETFL)) < 0 ||
-      fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-    rc = -errno;
-    goto fail;
-  }
+  int fd = mp_path_open(path, mode, created), rc;
+  if (fd < 0) return fd;
   if (fstat(fd, &st) < 0 || !(s->path = strdup(path))) {
     rc = errno == ENOMEM ? LJMP_ENOMEM : -errno;
     goto fail;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lj_obj.h"
@@ -42,6 +43,7 @@
 #include "lauxlib.h"
 #include "mp_agent.h"
 #include "mp_check.h"
+#include "mp_options.h"
 #include "mp_frame.h"
 #include "mp_api.h"
 #include "mp_sink.h"
@@ -629,36 +631,6 @@ static void count_unreached(hwalk *w)
 
 /* -- Snapshot --------------------------------------------------------------- */
 
-/* Expand %p (pid), %n (the number of this snapshot) and %% of path. 0, or
-** -1 if it does not fit. */
-static int path_expand(const char *path, char *out, size_t size, unsigned n)
-{
-  size_t o = 0;
-  for (; *path; path++) {
-    char num[32];
-    const char *add = num;
-    if (*path != '%') {
-      num[0] = *path;
-      num[1] = 0;
-    } else if (path[1] == 'p') {
-      snprintf(num, sizeof(num), "%ld", (long)getpid());
-      path++;
-    } else if (path[1] == 'n') {
-      snprintf(num, sizeof(num), "%u", n);
-      path++;
-    } else {
-      add = "%";
-      path++;
-    }
-    while (*add) {
-      if (o + 1 >= size) return -1;
-      out[o++] = *add++;
-    }
-  }
-  out[o] = 0;
-  return 0;
-}
-
 static void walk_free(hwalk *w)
 {
   mp_hash_free(&w->ids);
@@ -708,18 +680,22 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
     goto out;
   }
   if (opt.path) {
-    if (path_expand(opt.path, path, sizeof(path),
-		    __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED)) < 0) {
+    struct stat st;
+    if (mp_path_expand(opt.path, path, sizeof(path),
+		       __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED)) < 0) {
       rc = LJMP_EARG;
       goto out;
     }
-    s->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-		 opt.mode ? opt.mode : 0600);
-    if (s->fd >= 0) created = 1;
-    else if (errno == EEXIST)
-      s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		   opt.mode ? opt.mode : 0600);
-    if (s->fd < 0) { rc = -errno; goto out; }
+    if ((s->fd = mp_path_open(path, opt.mode, &created)) < 0) {
+      rc = s->fd;
+      s->fd = -1;
+      goto out;
+    }
+    if (!created && fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	ftruncate(s->fd, 0) < 0) {
+      rc = -errno;
+      goto out;
+    }
   }
   mp_put_prologue(head, MP_SNAP_MAGIC, MP_SNAP_VERSION);
   if ((rc = mp_sink_begin(s, head, sizeof(head))) != 0) {

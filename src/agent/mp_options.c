@@ -3,10 +3,14 @@
 ** rules of a profile's path.
 */
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mp_options.h"
@@ -249,4 +253,49 @@ int mp_path_dir(const char *path, char *dir, size_t size)
   }
   dir[k] = '\0';
   return 0;
+}
+
+/* Why open() of a profile's path failed with errno e: LJMP_ESYMLINK for
+** a symbolic link in its last component (O_NOFOLLOW's ELOOP; a loop of
+** links in the directories stays -ELOOP), LJMP_ENOREADER for a FIFO that
+** no one reads (O_NONBLOCK's ENXIO), else -e. */
+static int open_error(const char *path, int e)
+{
+  struct stat st;
+  if (e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    return LJMP_ESYMLINK;
+  if (e == ENXIO && lstat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+    return LJMP_ENOREADER;
+  return -e;
+}
+
+#define MP_FIFO_TRIES	500	/* Opens of a FIFO without a reader, 10 ms
+				   apart: 5 s for its reader to come. */
+
+/* See mp_options.h. */
+int mp_path_open(const char *path, unsigned mode, int *created)
+{
+  int fd, fl, tries;
+  int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  mode_t m = mode ? (mode_t)mode : 0600;
+  struct timespec ms10 = { 0, 10000000 };
+  *created = 0;
+  for (tries = 1;; tries++) {
+    int rc;
+    fd = open(path, how | O_EXCL, m);
+    if (fd >= 0) *created = 1;
+    else if (errno == EEXIST) fd = open(path, how, m);
+    if (fd >= 0) break;
+    rc = open_error(path, errno);
+    if (rc != LJMP_ENOREADER || tries >= MP_FIFO_TRIES) return rc;
+    nanosleep(&ms10, NULL);
+  }
+  if ((fl = fcntl(fd, F_GETFL)) < 0 ||
+      fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+    int e = errno;
+    if (*created) unlink(path);
+    close(fd);
+    return -e;
+  }
+  return fd;
 }

@@ -101,6 +101,19 @@ int mp_path_dir(const char *path, char *dir, size_t size);
 #define MP_DIR_PCT	"the directory must not hold %p or %n: it is checked " \
 			"when the signal is armed"
 
+/* Open the file of a profile or a snapshot at path (expanded), created
+** with mode (0600 unless given): a file descriptor, or -errno,
+** LJMP_ESYMLINK, LJMP_ENOREADER; *created says whether this call made
+** the file (an existing one is not truncated here). A symbolic link in
+** the last component is never followed, by either open (one planted in a
+** shared sticky directory would make the profile overwrite its target,
+** or create a file where a dangling one points). O_NONBLOCK makes the
+** open of a FIFO without a reader fail instead of blocking forever: it is
+** tried again for 5 s (a reader started at about the same time, `cat
+** fifo &`, opens it a little later), then refused; O_NONBLOCK is cleared
+** after the open, so the writes block as any file's do. */
+int mp_path_open(const char *path, unsigned mode, int *created);
+
 /* Why stacks = 0 is refused with sampling. */
 #define MP_SAMPLE_STACKS	"sampled profiles record call stacks (leave " \
 				"stacks out for 64 frames, or give 1 to 10000)"
