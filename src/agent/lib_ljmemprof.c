@@ -49,6 +49,20 @@ static int push_error(lua_State *L, int code, const char *path)
   return 3;
 }
 
+/* Push nil, message, errno for a snapshot's error code rc (the path the
+** snapshot was written to, as expanded, in path). */
+static int push_snapshot_error(lua_State *L, int rc, const char *path)
+{
+  if (rc == -EFBIG) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: the snapshot reached max_size: it is cut short",
+		    path);
+    lua_pushinteger(L, EFBIG);
+    return 3;
+  }
+  return push_error(L, rc, path);
+}
+
 /* The function whose options are read, and their argument number, for
 ** messages. Argument errors name the function themselves: luaL_argerror
 ** takes the name from the call site, '?' through pcall. */
@@ -146,9 +160,9 @@ static void read_options(lua_State *L, int idx, const char *fname,
 		 "options are %s)", idx, fname, key,
 		 mp_opt_names(front, what, sizeof(what)));
     switch (d->kind) {
-    case MP_OK_PATH:
+    case MP_OK_PATH:	/* path, snapshot. */
       if (lua_type(L, -1) != LUA_TSTRING) bad_option(L, key, "must be a string");
-      opt->path = lua_tostring(L, -1);
+      mp_opt_store_path(opt, d, lua_tostring(L, -1));
       break;
     case MP_OK_MODE:
       opt->mode = mode_option(L, key);
@@ -181,16 +195,25 @@ static void read_options(lua_State *L, int idx, const char *fname,
 }
 
 /* A path must not be empty (open() would say only "No such file or
-** directory") and its % sequences must be known (see ljmp_start). */
-static void check_path(lua_State *L, int idx, const char *fname,
-		       const char *path)
+** directory") and its % sequences must be known (see ljmp_start); what:
+** which path ("path", "snapshot"). */
+static void check_path_of(lua_State *L, int idx, const char *fname,
+			  const char *what, const char *path)
 {
   int rc = mp_path_check(path);
   if (!*path)
-    luaL_error(L, "bad argument #%d to '%s' (path is empty)", idx, fname);
+    luaL_error(L, "bad argument #%d to '%s' (%s is empty)", idx, fname, what);
   if (rc)
-    luaL_error(L, "bad argument #%d to '%s' (path '%s': %s)", idx, fname,
-	       path, mp_path_why(rc));
+    luaL_error(L, "bad argument #%d to '%s' (%s '%s': %s)", idx, fname,
+	       what, path, mp_path_why(rc));
+}
+
+/* check_path_of() for the profile's path, and the snapshot's if given. */
+static void check_path(lua_State *L, int idx, const char *fname,
+		       const ljmp_options *opt)
+{
+  if (opt->path) check_path_of(L, idx, fname, "path", opt->path);
+  if (opt->snapshot) check_path_of(L, idx, fname, "snapshot", opt->snapshot);
 }
 
 /* mp.start([path | options]) */
@@ -213,7 +236,7 @@ static int mp_lua_start(lua_State *L)
 		      "options table expected)");
   }
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
-  check_path(L, 1, "start", opt.path);
+  check_path(L, 1, "start", &opt);
   rc = ljmp_start(L, &opt);
   if (rc) return push_error(L, rc, opt.path);
   lua_pushboolean(L, 1);
@@ -251,7 +274,7 @@ static int mp_lua_signal(lua_State *L)
     return luaL_error(L, "bad argument #2 to 'signal' (path string or "
 		      "options table expected)");
   }
-  check_path(L, 2, "signal", opt.path);
+  check_path(L, 2, "signal", &opt);
   if (mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
     return luaL_error(L, "bad argument #2 to 'signal' (path '%s': %s)",
 		      opt.path, MP_DIR_PCT);
@@ -279,51 +302,39 @@ static int mp_lua_signal(lua_State *L)
   return 1;
 }
 
-/* The options table of stop() at index 1: flags for ljmp_stop_with(). */
-static unsigned stop_options(lua_State *L)
-{
-  unsigned flags = 0;
-  if (lua_isnoneornil(L, 1)) return 0;
-  if (!lua_istable(L, 1))
-    luaL_error(L, "bad argument #1 to 'stop' (options table expected)");
-  lua_pushnil(L);
-  while (lua_next(L, 1)) {
-    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
-							 : NULL;
-    if (!key || strcmp(key, "collect"))
-      luaL_error(L, "bad argument #1 to 'stop' (unknown option '%s'; the "
-		 "option is collect)", key ? key : luaL_typename(L, -2));
-    if (lua_type(L, -1) != LUA_TBOOLEAN)
-      luaL_error(L, "bad argument #1 to 'stop' (options.collect must be a "
-		 "boolean)");
-    if (lua_toboolean(L, -1)) flags |= LJMP_STOP_COLLECT;
-    lua_pop(L, 1);
-  }
-  return flags;
-}
-
-/* mp.stop([{collect = true}]) */
+/* mp.stop([{collect =, snapshot =}]) */
 static int mp_lua_stop(lua_State *L)
 {
-  char path[4096] = "";
+  char path[MP_PATH_MAX] = "", snap[MP_PATH_MAX] = "";
+  ljmp_options o = LJMP_OPTIONS_INIT;
   mp_state *s = mp_state_find(L);
-  unsigned flags = stop_options(L);
+  mp_stopinfo info;
   int rc;
-  char why[512];
+  if (!lua_isnoneornil(L, 1)) {
+    if (!lua_istable(L, 1))
+      luaL_error(L, "bad argument #1 to 'stop' (options table expected)");
+    read_options(L, 1, "stop", MP_OF_STOP, &o);
+    if (o.snapshot) {
+      check_path(L, 1, "stop", &o);
+      snprintf(snap, sizeof(snap), "%s", o.snapshot);
+    }
+  }
   /* The options table is read: off the stack before the collection, so
      that mp.stop{collect = true} does not keep its own table alive through
      it (a leak of 2 blocks on the caller's line). */
   lua_settop(L, 0);
   if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
-  rc = mp_stop(L, flags, why, sizeof(why));
+  rc = mp_stop(L, o.collect ? LJMP_STOP_COLLECT : 0, *snap ? snap : NULL,
+	       &info);
   if (rc == LJMP_EFINALIZER) {	/* The finaliser's error, said. */
     lua_pushnil(L);
     lua_pushfstring(L, "%s%s%s: %s", path, *path ? ": " : "",
-		    ljmp_strerror(rc), why);
+		    ljmp_strerror(rc), info.why);
     lua_pushinteger(L, EINVAL);
     return 3;
   }
   if (rc) return push_error(L, rc, rc == LJMP_ENOTRUN || !*path ? NULL : path);
+  if (info.snaprc) return push_snapshot_error(L, info.snaprc, info.snap);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -344,19 +355,12 @@ static int mp_lua_snapshot(lua_State *L)
   } else {
     return luaL_argerror(L, 1, "path or options table expected");
   }
-  check_path(L, 1, "snapshot", opt.path);
+  check_path(L, 1, "snapshot", &opt);
   if ((rc = ljmp_snapshot(L, &opt)) == 0) {
     lua_pushboolean(L, 1);
     return 1;
   }
-  if (rc == -EFBIG) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: the snapshot reached max_size: it is cut short",
-		    opt.path);
-    lua_pushinteger(L, EFBIG);
-    return 3;
-  }
-  return push_error(L, rc, opt.path);
+  return push_snapshot_error(L, rc, opt.path);
 }
 
 /* mp.running() */

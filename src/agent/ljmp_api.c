@@ -91,6 +91,8 @@ static void state_strip(mp_state *s)
   mp_sink_close(s);
   free(s->path);
   s->path = NULL;
+  free(s->snap);
+  s->snap = NULL;
 }
 
 /* Free a profiler state whose stream is finished (or never started). */
@@ -115,7 +117,7 @@ static void discard_forked(lua_State *L, mp_state *s)
 ** the arm's). */
 static int sentinel_gc(lua_State *L)
 {
-  if (state_of(L) || mp_proc_find(G(L))) ljmp_stop(L);
+  if (state_of(L) || mp_proc_find(G(L))) mp_stop(L, MP_STOP_CLOSING, NULL, NULL);
   mp_proc_closed(L);
   return 0;
 }
@@ -299,6 +301,11 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   }
   s->ext = opt.stacks != 0;
   s->collect = opt.collect != 0;
+  s->mode = opt.mode;
+  if (opt.snapshot && !(s->snap = strdup(opt.snapshot))) {
+    rc = LJMP_ENOMEM;
+    goto fail;
+  }
   s->max_size = opt.max_size;
   s->t0 = mp_now();
   s->st.tick = s->st.ticks = opt.sample ? MP_TICK_SAMPLED : MP_TICK;
@@ -416,13 +423,18 @@ static int collect_caught(lua_State *L, char *why, size_t size)
   return -1;
 }
 
-/* ljmp_stop_with(), and the first error of a finaliser in its collection
-** into why (for LJMP_EFINALIZER; why may be NULL). */
-int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
+/* See mp_api.h. */
+int mp_stop(lua_State *L, unsigned flags, const char *snap,
+	    mp_stopinfo *info)
 {
   mp_state *s;
-  int err, gc = 0;
-  if (why && size) *why = '\0';
+  int err, gc = 0, snaprc;
+  char *why = info ? info->why : NULL;
+  size_t size = info ? sizeof(info->why) : 0;
+  if (info) {
+    info->why[0] = info->snap[0] = '\0';
+    info->snaprc = 0;
+  }
   if (!L) return LJMP_EARG;
   s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
@@ -435,6 +447,20 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
     mp_leave(s);
     gc = collect_caught(L, why, size);
     if (gc >= 0) s->notes |= MP_NOTE_COLLECT;
+  }
+  /* The snapshot, after the collection and before the end: the stream
+  ** marks it (ljmp_snapshot()). */
+  if (!snap && s) snap = s->snap;
+  if (s && snap && !s->forked && !s->finished && !s->limited &&
+      !(flags & MP_STOP_CLOSING)) {
+    ljmp_options so = LJMP_OPTIONS_INIT;
+    so.path = snap;
+    so.mode = s->mode;
+    snaprc = ljmp_snapshot(L, &so);
+    if (info) {
+      info->snaprc = snaprc;
+      snprintf(info->snap, sizeof(info->snap), "%s", snap);
+    }
   }
   if (s && s->forked) {	/* A child's copy of the parent's profiler. */
     discard_forked(L, s);
@@ -470,5 +496,7 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
 ** stream, free. */
 int ljmp_stop_with(lua_State *L, unsigned flags)
 {
-  return mp_stop(L, flags, NULL, 0);
+  mp_stopinfo info;
+  int rc = mp_stop(L, flags & LJMP_STOP_COLLECT, NULL, &info);
+  return rc ? rc : info.snaprc;
 }

@@ -369,7 +369,10 @@ typedef struct mp_state {
   void (*drain)(struct mp_state *s);	/* ...and its events queued by other
 				   threads are written at time marks. */
   uint64_t t0;			/* Monotonic ns at start (time marks). */
-  char *path;			/* The file written, or NULL (callback). */
+  char *path;			/* The file written, or NULL (callback)... */
+  unsigned mode;		/* ...its mode, as given... */
+  char *snap;			/* ...and the snapshot to take at the stop
+				   (ljmp_options.snapshot), or NULL. */
   dev_t dev;			/* Its identity, to refuse a second profiler */
   ino_t ino;			/* on the same file. */
   struct mp_state *next;	/* In the list of running profilers. */

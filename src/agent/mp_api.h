@@ -16,8 +16,21 @@ void mp_sentinel_install(lua_State *L);
 /* The live profiler of L's VM (its hook, or wrapped by something else),
 ** or NULL. */
 mp_state *mp_state_find(lua_State *L);
-/* ljmp_stop_with(), and for LJMP_EFINALIZER the first error of a
-** finaliser in its collection into why (NULL: not wanted). */
-int mp_stop(lua_State *L, unsigned flags, char *why, size_t size);
+/* What a stop says beyond its code. */
+typedef struct mp_stopinfo {
+  char why[512];	/* LJMP_EFINALIZER: the first error of a finaliser in
+			   its collection. */
+  int snaprc;		/* The snapshot's code (0: taken, or none)... */
+  char snap[MP_PATH_MAX];	/* ...and its path, as given. */
+} mp_stopinfo;
+
+/* Not a flag of ljmp_stop_with()'s: the VM is closing (no snapshot). */
+#define MP_STOP_CLOSING	0x100
+
+/* ljmp_stop_with(): snap (NULL: the start's ljmp_options.snapshot, if
+** any) is the snapshot taken after the collection; *info (NULL: not
+** wanted) says more. */
+int mp_stop(lua_State *L, unsigned flags, const char *snap,
+	    mp_stopinfo *info);
 
 #endif

@@ -47,7 +47,8 @@ typedef struct mp_arm {
   unsigned seen;		/* The signal count last acted on. */
   int dead;			/* The VM was closed: only forward. */
   ljmp_options opt;		/* Options of the recordings it starts... */
-  char path[4096];		/* ...and their path. */
+  char path[4096];		/* ...their path... */
+  char snap[4096];		/* ...and their snapshot's, or "". */
   unsigned starts;		/* Recordings the signal started. */
   lua_Hook saved_f;		/* The program's hook, put back after ours, */
   int saved_mask, saved_count;	/* its mask and count, */
@@ -133,7 +134,7 @@ int mp_signal_ok(int signo)
 /* Start or stop recording in the VM of L. */
 static void toggle(lua_State *L, mp_arm *a)
 {
-  char tmpl[MP_PATH_MAX + 4];
+  char tmpl[MP_PATH_MAX + 4], stmpl[MP_PATH_MAX + 4];
   ljmp_options opt = a->opt;
   mp_state *s = mp_state_find(L);
   int rc;
@@ -142,11 +143,15 @@ static void toggle(lua_State *L, mp_arm *a)
   ** happened; one that the program started is said here. */
   if (s && !s->finished && !s->limited) {
     int said = __atomic_load_n(&s->announce, __ATOMIC_RELAXED);
-    char why[512];
-    rc = mp_stop(L, a->opt.collect ? LJMP_STOP_COLLECT : 0, why, sizeof(why));
+    mp_stopinfo info;
+    rc = mp_stop(L, a->opt.collect ? LJMP_STOP_COLLECT : 0, NULL, &info);
     if (rc && rc != LJMP_ENOTRUN && !(said && rc < 0 && rc > LJMP_E_BASE))
       fprintf(stderr, "ljmemprof: stopping at a signal: %s%s%s\n",
-	      ljmp_strerror(rc), *why ? ": " : "", why);
+	      ljmp_strerror(rc), *info.why ? ": " : "", info.why);
+    if (info.snaprc)
+      fprintf(stderr, "ljmemprof: the snapshot at a signal (%s): %s\n",
+	      info.snap, info.snaprc == -EFBIG ? "it reached max_size: it "
+	      "is cut short" : ljmp_strerror(info.snaprc));
     return;
   }
   /* A later recording must not overwrite an earlier one: without %n in
@@ -154,6 +159,11 @@ static void toggle(lua_State *L, mp_arm *a)
   snprintf(tmpl, sizeof(tmpl), "%s%s", a->path,
 	   a->starts && !strstr(a->path, "%n") ? ".%n" : "");
   opt.path = tmpl;
+  if (*a->snap) {	/* Numbered as the recordings are. */
+    snprintf(stmpl, sizeof(stmpl), "%s%s", a->snap,
+	     a->starts && !strstr(a->snap, "%n") ? ".%n" : "");
+    opt.snapshot = stmpl;
+  }
   rc = ljmp_start(L, &opt);
   if (!rc)	/* No code of the program's stops it: none hears its errors. */
     __atomic_store_n(&mp_state_find(L)->announce, 1, __ATOMIC_RELAXED);
@@ -260,6 +270,7 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   int rc = 0;
   if (!L || !user || mp_options_read(&opt, user, NULL, 0) < 0 ||
       !opt.path || strlen(opt.path) >= sizeof(a->path) ||
+      (opt.snapshot && strlen(opt.snapshot) >= sizeof(a->snap)) ||
       !mp_signal_ok(signo) || mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
     return LJMP_EARG;
   /* A start at a signal can only report to stderr: find out now ("/."
@@ -272,6 +283,8 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   a->opt = opt;
   memcpy(a->path, opt.path, strlen(opt.path) + 1);
   a->opt.path = NULL;
+  if (opt.snapshot) memcpy(a->snap, opt.snapshot, strlen(opt.snapshot) + 1);
+  a->opt.snapshot = NULL;
   pthread_mutex_lock(&arm_lock);
   if (arm_of_locked(G(L))) {
     rc = LJMP_ERUNNING;
@@ -394,7 +407,7 @@ static int env_parse(const char *env, char *buf, size_t size,
       return -1;
     }
     *v++ = '\0';
-    if (!(k = mp_opt_find(item, MP_OF_ENV)) || k->kind == MP_OK_PATH) {
+    if (!(k = mp_opt_find(item, MP_OF_ENV))) {
       snprintf(err, errsize, "unknown key '%s' (keys: %s)", item,
 	       mp_opt_names(MP_OF_ENV, names, sizeof(names)));
       return -1;
@@ -405,6 +418,15 @@ static int env_parse(const char *env, char *buf, size_t size,
       return -1;
     }
     given |= 1u << (k - mp_optdefs);
+    if (k->kind == MP_OK_PATH) {	/* snapshot=PATH */
+      if (!*v || (rc = mp_path_check(v)) != 0) {
+	snprintf(err, errsize, "%s=%s: %s", item, v,
+		 *v ? mp_path_why(rc) : "a path must follow '='");
+	return -1;
+      }
+      mp_opt_store_path(opt, k, v);
+      continue;
+    }
     if ((n = env_value(k, v)) < 0) {
       snprintf(err, errsize, "%s=%s: %s", item, v, k->want);
       return -1;

@@ -46,7 +46,10 @@
 #include "mp_options.h"
 #include "mp_frame.h"
 #include "mp_api.h"
+#include "mp_proc.h"
 #include "mp_sink.h"
+#include "mp_stream.h"
+#include "mp_sym.h"
 #include "../format/mp_format.h"
 #include "../format/mp_snap.h"
 
@@ -631,6 +634,31 @@ static void count_unreached(hwalk *w)
 
 /* -- Snapshot --------------------------------------------------------------- */
 
+/* Mark the snapshot in the stream of the VM's recording, if one runs in
+** the extension (a version-3 stream stays what Tarantool's parser reads):
+** a time mark, then MP_X_INFO "snapshot" = "OBJECTS BYTES TOTAL CUT PATH"
+** (the snapshot's trailer has the same numbers, which joins the two; of
+** the path, the file's name, cut to 60 bytes). The heap did not change since the walk:
+** the snapshot made no allocation in the VM. Written as the hook writes
+** (another thread's exit may end the stream meanwhile). */
+static void mark_recording(hwalk *w, const char *path, int cut)
+{
+  mp_state *r = mp_proc_find(w->g);
+  const char *base = strrchr(path, '/');
+  char v[128];
+  if (!r || !r->ext) return;
+  snprintf(v, sizeof(v), "%llu %llu %llu %d %.60s",
+	   (unsigned long long)w->objects, (unsigned long long)w->bytes,
+	   (unsigned long long)w->g->gc.total, cut, base ? base + 1 : path);
+  mp_enter(r);
+  if (__atomic_load_n(&r->recording, __ATOMIC_RELAXED)) {
+    r->pos = mp_put_time(r, r->pos);
+    r->pos = mp_put_info(r->pos, "snapshot", v);
+    mp_settle(r);
+  }
+  mp_leave(r);
+}
+
 static void walk_free(hwalk *w)
 {
   mp_hash_free(&w->ids);
@@ -724,6 +752,7 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
   if (s->err) rc = -s->err;
   else if (w.oom) rc = LJMP_ENOMEM;
   else if (cut) rc = -EFBIG;
+  if (!s->err && !w.oom) mark_recording(&w, opt.path ? path : "", cut);
 out:
   if (rc && s->fd >= 0) {
     close(s->fd);

@@ -19,7 +19,8 @@
 #define ALL		(MP_OF_C | MP_OF_LUA | MP_OF_ENV)
 
 const mp_optdef mp_optdefs[] = {
-  { "path", MP_OK_PATH, MP_OF_C | MP_OF_LUA | MP_OF_SNAP, 0, 0, -1, 0, 0, "", "" },
+  { "path", MP_OK_PATH, MP_OF_C | MP_OF_LUA | MP_OF_SNAP, 0, 0, -1, FIELD(path),
+    "", "" },
   { "bufsize", MP_OK_BYTES, ALL | MP_OF_SNAP, MP_BUFSIZE_MIN, (long long)LJMP_BUFSIZE_MAX,
     -1, FIELD(bufsize), " (1 GiB)", "bytes from 4K to 1G" },
   { "mode", MP_OK_MODE, ALL | MP_OF_SNAP, 0, 0777, -1, FIELD(mode), "",
@@ -35,8 +36,10 @@ const mp_optdef mp_optdefs[] = {
   { "max_size", MP_OK_BYTES, ALL | MP_OF_SNAP, LJMP_MAX_SIZE_MIN,
     (long long)LJMP_MAX_SIZE_MAX, -1, FIELD(max_size), "",
     "bytes, at least 64K (e.g. 100M), or 0" },
-  { "collect", MP_OK_BOOL, ALL | MP_OF_SNAP, 0, 1, 1, FIELD(collect), "", "yes or no" },
+  { "collect", MP_OK_BOOL, ALL | MP_OF_SNAP | MP_OF_STOP, 0, 1, 1, FIELD(collect), "", "yes or no" },
   { "native", MP_OK_BOOL, ALL, 0, 1, 1, FIELD(native), "", "yes or no" },
+  { "snapshot", MP_OK_PATH, ALL | MP_OF_STOP, 0, 0, -1, FIELD(snapshot), "",
+    "the path of the snapshot taken at the stop" },
   { "signal", MP_OK_SIGNAL, MP_OF_ENV, 0, 0, -1, 0, 0, "",
     "a signal that can toggle the profiler (USR1, USR2, HUP, WINCH, URG, "
     "PWR, RTMIN+n, RTMAX-n)" },
@@ -61,9 +64,7 @@ const char *mp_opt_names(unsigned front, char *out, size_t size)
   if (size) *out = '\0';
   for (i = 0; i < mp_noptdefs; i++) {
     int n;
-    if (!(mp_optdefs[i].front & front) ||
-	(front == MP_OF_ENV && mp_optdefs[i].kind == MP_OK_PATH))
-      continue;
+    if (!(mp_optdefs[i].front & front)) continue;
     n = snprintf(out + k, size > k ? size - k : 0, "%s%s", k ? ", " : "",
 		 mp_optdefs[i].name);
     if (n > 0) k += (size_t)n;
@@ -75,6 +76,12 @@ const char *mp_opt_names(unsigned front, char *out, size_t size)
 int mp_opt_within(const mp_optdef *d, long long v, int zero)
 {
   return (v >= d->lo && v <= d->hi) || (zero && v == 0);
+}
+
+/* See mp_options.h. */
+void mp_opt_store_path(ljmp_options *o, const mp_optdef *d, const char *v)
+{
+  memcpy((char *)o + d->off, &v, sizeof(v));
 }
 
 /* See mp_options.h. */
@@ -165,10 +172,16 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
     return bad_option(msg, size, "path must not be empty");
   if (o->path && (rc = mp_path_check(o->path)) != 0)
     return bad_option(msg, size, "path '%s': %s", o->path, mp_path_why(rc));
+  if (o->snapshot && !*o->snapshot)
+    return bad_option(msg, size, "snapshot must not be empty");
+  if (o->snapshot && (rc = mp_path_check(o->snapshot)) != 0)
+    return bad_option(msg, size, "snapshot '%s': %s", o->snapshot,
+		      mp_path_why(rc));
   for (i = 0; i < mp_noptdefs; i++) {
     const mp_optdef *d = &mp_optdefs[i];
     unsigned long long v;
-    if (!(d->front & MP_OF_C) || !d->width || d->kind == MP_OK_BOOL)
+    if (!(d->front & MP_OF_C) || !d->width || d->kind == MP_OK_BOOL ||
+	d->kind == MP_OK_PATH)
       continue;
     v = mp_opt_load(o, d);
     if (v > (unsigned long long)d->hi || !mp_opt_within(d, (long long)v, 1))

@@ -33,7 +33,8 @@ typedef enum mp_optkind {
 #define MP_OF_C		1	/* A field of ljmp_options. */
 #define MP_OF_LUA	2	/* A key of Lua's options tables. */
 #define MP_OF_ENV	4	/* A key of LJMEMPROF. */
-#define MP_OF_SNAP	8	/* A key of mp.snapshot's options. */
+#define MP_OF_SNAP	8	/* A key of mp.snapshot's options... */
+#define MP_OF_STOP	16	/* ...and of mp.stop's. */
 
 typedef struct mp_optdef {
   const char *name;
@@ -59,6 +60,9 @@ int mp_opt_within(const mp_optdef *d, long long v, int zero);
 /* Store v into d's field of *o, and read it back. */
 void mp_opt_store(ljmp_options *o, const mp_optdef *d, long long v);
 unsigned long long mp_opt_load(const ljmp_options *o, const mp_optdef *d);
+/* Store path v into d's field (a path option's; the path itself stays
+** with the caller). */
+void mp_opt_store_path(ljmp_options *o, const mp_optdef *d, const char *v);
 
 /* The rules between options, which ljmp_options alone cannot check (it
 ** cannot say "stacks = 0 given": 0 means the default there): the first

@@ -7,6 +7,7 @@
 
 #include "cli/mp_cli.h"
 #include "render/mp_json.h"
+#include "render/mp_text.h"
 
 const char mp_help_info[] =
 "NAME\n"
@@ -36,6 +37,10 @@ const char mp_help_info[] =
 "    (allocated within the profile), and the rest (allocator caches and\n"
 "    fragmentation, machine code, stacks, mapped files, and what was\n"
 "    allocated before the start).\n"
+"    Each heap snapshot taken while recording (mp.snapshot(), or\n"
+"    mp.stop{snapshot = PATH}) is listed (snapshot:) with the event it\n"
+"    follows and its numbers: its objects, their bytes and what the VM\n"
+"    counted, which are also the snapshot file's (ljmemprof snapshot).\n"
 "\n"
 "OPTIONS\n"
 "    --format text|json   Text (default) or one JSON object.\n"
@@ -217,6 +222,19 @@ int mp_cmd_info(int argc, char **argv)
 	   "ran before the end: what is live is reachable)" : "no (what is "
 	   "live may be garbage not yet collected)");
     if (p.stopped[0]) printf("stopped:    %s\n", p.stopped);
+    for (unsigned i = 0; i < p.nsnap && i < MP_SNAPMARKS; i++) {
+      const struct mp_snapmark *m = &p.snaps[i];
+      fputs("snapshot:   ", stdout);
+      if (*m->name) mp_text_put(stdout, m->name, strlen(m->name), 0);
+      else fputs("(a callback)", stdout);
+      printf(" taken after event %llu: %llu objects, %lluB "
+	     "(the VM counted %lluB)%s\n",
+	     (unsigned long long)m->ev, (unsigned long long)m->objects,
+	     (unsigned long long)m->bytes, (unsigned long long)m->total,
+	     m->cut ? ", cut short at its max_size" : "");
+    }
+    if (p.nsnap > MP_SNAPMARKS)
+      printf("snapshot:   and %u more\n", p.nsnap - MP_SNAPMARKS);
     if (p.nrss) {	/* Where the memory is (native profiles). */
       uint64_t nat, vm;
       live_by_heap(&p, &nat, &vm);
