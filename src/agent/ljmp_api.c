@@ -78,6 +78,7 @@ static void state_strip(mp_state *s)
   s->ntraces = 0;
   mp_names_free(&s->names);
   mp_names_free(&s->builtins);
+  mp_names_free(&s->luanames);
   free(s->st.node);
   free(s->st.walk);
   free(s->st.c);
@@ -337,7 +338,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     goto fail;
   }
   s->host_entry = mp_names_host_entry(L);
-  mp_names_build(&s->names, &s->builtins, L);
+  mp_names_build(&s->names, &s->builtins, &s->luanames, L);
   mp_names_prepare(L);
   mp_names_wrap_require(&s->names, L);
   if (opt.stacks) put_info(s, "stacks", opt.stacks);

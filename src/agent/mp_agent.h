@@ -30,7 +30,9 @@ typedef struct mp_name {
   uint16_t parent;	/* Length of the name of the table holding it. */
   uint16_t parts;	/* Components of the name. */
   uint8_t std;		/* In the standard library: ranks first. */
-  const void *cl;	/* The C closure found under the name, or NULL. */
+  const void *cl;	/* The C closure found under the name, or NULL; for
+			   a Lua function, its prototype's chunk name... */
+  int32_t line;		/* ...and first line. */
 } mp_name;
 
 /* Candidate names, sorted by function and rank. */
@@ -325,7 +327,9 @@ typedef struct mp_state {
   mp_hash cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
   mp_names names;		/* Lua names of C functions, made at start. */
-  mp_names builtins;		/* Names of builtins, keyed by ffid. */
+  mp_names builtins;		/* Names of builtins, keyed by ffid... */
+  mp_names luanames;		/* ...and of Lua functions made before the
+				   start, keyed by prototype. */
   mp_stacks st;			/* Stacks mode (st.depth > 0). */
   int host_written;		/* The host's symbol is in the stream. */
   const void *host_entry;	/* The C function at the bottom of the main

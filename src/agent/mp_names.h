@@ -13,8 +13,14 @@
 #include "mp_agent.h"
 
 /* Collect the names of the C functions reachable from the globals and
-** package.loaded into t, and of the builtins into bt. */
-void mp_names_build(mp_names *t, mp_names *bt, lua_State *L);
+** package.loaded into t, of the builtins into bt, and of the Lua
+** functions into lt (by prototype: the names of functions made before
+** the recording, whose parents' bytecode may be gone). */
+void mp_names_build(mp_names *t, mp_names *bt, mp_names *lt, lua_State *L);
+/* The name of Lua prototype pt collected at start into out, if it is the
+** same prototype still (its chunk and first line); its length, or 0. */
+size_t mp_names_lua(const mp_names *lt, const void *pt, char *out,
+		    size_t size);
 /* Add those of the module (a table) at stack index idx, named name, and
 ** of the registry's new metatables, unless a module of that name was
 ** walked before (at start or by an earlier require). */

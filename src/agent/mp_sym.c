@@ -24,17 +24,25 @@ static void put_cfunc(mp_state *s, uint64_t addr, const char *name, size_t n);
 /* -- Function names ------------------------------------------------------- */
 
 /* Write the name record of prototype pt (its symbol just written) if its
-** parent told it before (name_children()). */
+** parent told it before (name_children()), else if a table reached it at
+** start (mp_names_lua(): a function made before the recording, whose
+** parent is gone: a module's M.f). */
 static void put_fname_of(mp_state *s, const GCproto *pt)
 {
   uint32_t *v;
-  if (!s->fnames.count || !(v = mp_hash_get(&s->fnames, (uintptr_t)pt)))
-    return;
-  if (s->fname[*v].chunk == proto_chunkname(pt) &&
-      s->fname[*v].firstline == pt->firstline)
-    put_cfunc(s, MP_FNAME_TAG | (uintptr_t)pt, s->fname[*v].name,
-	      strlen(s->fname[*v].name));
-  mp_hash_del(&s->fnames, (uintptr_t)pt);
+  char name[MP_FNAME_MAX];
+  size_t n;
+  if (s->fnames.count && (v = mp_hash_get(&s->fnames, (uintptr_t)pt))) {
+    int same = s->fname[*v].chunk == proto_chunkname(pt) &&
+	       s->fname[*v].firstline == pt->firstline;
+    if (same)
+      put_cfunc(s, MP_FNAME_TAG | (uintptr_t)pt, s->fname[*v].name,
+		strlen(s->fname[*v].name));
+    mp_hash_del(&s->fnames, (uintptr_t)pt);
+    if (same) return;
+  }
+  if ((n = mp_names_lua(&s->luanames, pt, name, sizeof(name))) != 0)
+    put_cfunc(s, MP_FNAME_TAG | (uintptr_t)pt, name, n);
 }
 
 /* Name the functions pt makes (its FNEW instructions, mp_fnew_name()):
