@@ -237,7 +237,7 @@ typedef struct mp_stacks {
   uint32_t scan[2];	/* Where (in words above the hook's frame) the
 			   return address into a trace was found last. */
   mp_retline rets[2 << MP_RETS_BITS];	/* By return address (see
-					   trace_line()). */
+					   mp_trace_line()). */
   uintptr_t tcall[MP_TCALLS];	/* VM functions traces call (mp_traceline.c). */
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
   mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */

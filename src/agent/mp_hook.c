@@ -125,7 +125,7 @@ static inline void attribute(mp_state *s, loc *l)
   case MP_AT_FRAME: break;
   default: return;
   }
-  fn = w.fn;
+  fn = frame_func(w.top);
   if (fn->c.gct == ~LJ_TFUNC && isluafunc(fn) && !mp_lua_builtin(fn))
     lua_loc(s, l, fn, w.pc);	/* The common case. */
   else if (fn->c.gct == ~LJ_TFUNC && iscfunc(fn) &&

@@ -178,7 +178,7 @@ static MP_INLINE uint32_t locate_trace(mp_state *s, mp_at at,
   return id;
 }
 
-/* The node of an event in function w->fn (MP_AT_FRAME). The memo and the
+/* The node of an event in the frame w->top (MP_AT_FRAME). The memo and the
 ** caches are used unless slow; probed: met_again() asked the memo and did
 ** not find the stack. */
 static MP_INLINE uint32_t locate_frame(mp_state *s, const mp_where *w,

@@ -37,7 +37,7 @@ typedef enum mp_at {
 		   may grow): billed to the trace, with no frames. */
   MP_AT_HOST,	/* No function runs: the program that embeds the VM calls
 		   the Lua API from C. */
-  MP_AT_FRAME	/* Function fn runs in frame top of L; pc is the pc saved
+  MP_AT_FRAME	/* A function runs in frame top of L; pc is the pc saved
 		   for it (after the current instruction), NULL when a C
 		   function or builtin runs in a C frame that has none. */
 } mp_at;
@@ -45,17 +45,35 @@ typedef enum mp_at {
 typedef struct mp_where {
   TraceNo tn;		/* MP_AT_TRACE, MP_AT_EXIT. */
   lua_State *L;		/* g->cur_L (MP_AT_TRACE, MP_AT_FRAME). */
-  TValue *top;		/* MP_AT_FRAME: the frame's slot... */
-  GCfunc *fn;		/* ...its function... */
+  TValue *top;		/* MP_AT_FRAME: the frame's slot (its function:
+			   frame_func(top))... */
   const BCIns *pc;	/* ...and its pc. */
 } mp_where;
 
 /* Where the VM of g is (its vmstate vst, read once by the caller), into
-** *w. */
+** *w. The interpreter's states come first: most allocations happen there,
+** and a hook pays for every test before its case. */
 static MP_INLINE mp_at mp_where_is(global_State *g, int32_t vst, mp_where *w)
 {
   lua_State *L;
   void *cf;
+  if (MP_LIKELY(vst == ~LJ_VMST_INTERP || vst == ~LJ_VMST_C) ||
+      vst == ~LJ_VMST_RECORD || vst == 0) {
+    if (!(w->L = L = (lua_State *)gcref(g->cur_L))) return MP_AT_VM;
+    w->top = L->base - 1;
+    if (w->top <= tvref(L->stack) + LJ_FR2)	/* No function running. */
+      return vst == ~LJ_VMST_RECORD ? MP_AT_VM : MP_AT_HOST;
+    if (!(cf = cframe_raw(L->cframe))) return MP_AT_VM;
+    w->pc = cframe_pc(cf);
+    if (MP_UNLIKELY((void *)w->pc == (void *)cframe_L(cf))) {	/* No pc. */
+      GCfunc *fn = frame_func(w->top);
+      if (fn->c.gct != ~LJ_TFUNC || isluafunc(fn) ||
+	  G2J(g)->state != LJ_TRACE_IDLE)
+	return MP_AT_VM;	/* The JIT compiler's own, e.g. recording a call. */
+      w->pc = NULL;
+    }
+    return MP_AT_FRAME;
+  }
   if (vst > 0) {	/* Trace numbers start at 1. */
     w->tn = (TraceNo)vst;
     w->L = (lua_State *)gcref(g->cur_L);
@@ -67,23 +85,7 @@ static MP_INLINE mp_at mp_where_is(global_State *g, int32_t vst, mp_where *w)
     w->tn = J->parent;
     return MP_AT_EXIT;
   }
-  if (vst != ~LJ_VMST_INTERP && vst != ~LJ_VMST_C &&
-      vst != ~LJ_VMST_RECORD && vst != 0)
-    return MP_AT_VM;
-  if (!(w->L = L = (lua_State *)gcref(g->cur_L))) return MP_AT_VM;
-  w->top = L->base - 1;
-  if (w->top <= tvref(L->stack) + LJ_FR2)	/* No function running. */
-    return vst == ~LJ_VMST_RECORD ? MP_AT_VM : MP_AT_HOST;
-  if (!(cf = cframe_raw(L->cframe))) return MP_AT_VM;
-  w->fn = frame_func(w->top);
-  w->pc = cframe_pc(cf);
-  if ((void *)w->pc == (void *)cframe_L(cf)) {	/* No pc saved. */
-    if (w->fn->c.gct != ~LJ_TFUNC || isluafunc(w->fn) ||
-	G2J(g)->state != LJ_TRACE_IDLE)
-      return MP_AT_VM;	/* The JIT compiler's own, e.g. recording a call. */
-    w->pc = NULL;
-  }
-  return MP_AT_FRAME;
+  return MP_AT_VM;	/* The collector, the JIT compiler. */
 }
 
 /* The trace a free is billed to, 0 for INTERNAL: the running trace, or
