@@ -110,15 +110,16 @@ static inline void trace_loc(mp_state *s, loc *l, TraceNo tn)
   l->id = (uint64_t)tn;
 }
 
-/* Attribute an allocation or reallocation about to happen, by where the
-** VM is (mp_where.h). */
-static inline void attribute(mp_state *s, loc *l)
+/* Attribute an allocation or reallocation of nsize bytes about to happen,
+** by where the VM is (mp_where.h). */
+static inline void attribute(mp_state *s, loc *l, size_t nsize)
 {
   global_State *g = (global_State *)s->g;
   mp_where w;
   GCfunc *fn;
   l->src = MP_SRC_INTERNAL;
   l->id = l->line = 0;
+  if (mp_strtab_grows(g, nsize)) return;
   switch (mp_where_is(g, g->vmstate, &w)) {
   case MP_AT_TRACE: case MP_AT_EXIT: trace_loc(s, l, w.tn); return;
   case MP_AT_HOST: host_loc(s, l); return;
@@ -222,7 +223,7 @@ void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   if (nsize == 0) return hook_free(s, ptr, osize);
   /* Attribute and encode all but the new address before forwarding; the
   ** event only counts (pos moves) if the allocation succeeded. */
-  attribute(s, &l);
+  attribute(s, &l, nsize);
   if (ptr == NULL) {
     p = put_loc(s, s->pos, MP_AEV_ALLOC, &l);
   } else {

@@ -95,7 +95,7 @@ static MP_NOINLINE void *sampled(mp_state *s, void *ptr, size_t osize,
     sm->left = next_gap(sm);
     /* A block whose free could not be followed is not sampled. */
     if (mp_hash_reserve(&sm->live, 1) < 0) take = 0;
-    else node = mp_stack_capture(s, __builtin_frame_address(0));
+    else node = mp_stack_capture(s, __builtin_frame_address(0), nsize);
   }
   res = s->orig_f(s->orig_ud, ptr, osize, nsize);
   if (MP_UNLIKELY(res == NULL)) {	/* Nothing changed. */

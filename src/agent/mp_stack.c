@@ -322,17 +322,20 @@ static MP_NOINLINE void check_stack(mp_state *s, const void *from,
 }
 #endif
 
-/* The node of the stack of an allocation (from: the frame of the hook's
-** function that calls this); the checked build finds every stack again
-** the long way. */
-static MP_INLINE uint32_t capture(mp_state *s, const void *from)
+/* The node of the stack of an allocation of nsize bytes (from: the frame
+** of the hook's function that calls this; nsize 0: a native event's); the
+** checked build finds every stack again the long way. */
+static MP_INLINE uint32_t capture(mp_state *s, const void *from,
+				  size_t nsize)
 {
   global_State *g = (global_State *)s->g;
   mp_where w;
-  mp_at at = mp_where_is(g, g->vmstate, &w);
+  mp_at at;
   int probed = 0;
   uintptr_t known = 0;
   uint32_t id = 0;
+  if (mp_strtab_grows(g, nsize)) return 0;	/* The VM's own. */
+  at = mp_where_is(g, g->vmstate, &w);
   if (at == MP_AT_TRACE) id = traced_again(s, &w, from, &known);
   else if (at == MP_AT_FRAME) id = met_again(s, &w, &probed);
   if (!id) id = located(s, at, &w, from, probed, known);
@@ -343,9 +346,9 @@ static MP_INLINE uint32_t capture(mp_state *s, const void *from)
 }
 
 /* See mp_stack.h. */
-uint32_t mp_stack_capture(mp_state *s, const void *from)
+uint32_t mp_stack_capture(mp_state *s, const void *from, size_t nsize)
 {
-  return capture(s, from);
+  return capture(s, from, nsize);
 }
 
 /* -- The hook ------------------------------------------------------------- */
@@ -392,7 +395,7 @@ static MP_NOINLINE void *stack_alloc(mp_state *s, void *ptr, size_t osize,
   /* The stack is read before forwarding (a stack reallocation frees the
   ** stack the frames are in); the event counts if the allocator succeeds,
   ** else the registers the encoding moved go back. */
-  node = capture(s, __builtin_frame_address(0));
+  node = capture(s, __builtin_frame_address(0), nsize);
   old = st->old_addr;
   last_node = st->last_node;
   h = s->pos;
@@ -465,7 +468,7 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
 /* See mp_stack.h. */
 uint32_t mp_stack_here(mp_state *s, const void *from)
 {
-  uint32_t id = capture(s, from);
+  uint32_t id = capture(s, from, 0);
   return id && mp_node_at(&s->st, id)->kind == MP_FK_HOST ? 0 : id;
 }
 

@@ -23,11 +23,13 @@
 /* The lua_Alloc installed while recording with stacks; ud is the state. */
 void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize);
 
-/* The node of the stack of an allocation about to be made (from: the
-** frame of the hook's function that calls this, where the search for a
-** return address into compiled code starts); 0 for the VM's own work,
-** whose events carry no stack, or when out of memory. */
-MP_NOINLINE uint32_t mp_stack_capture(mp_state *s, const void *from);
+/* The node of the stack of an allocation of nsize bytes about to be made
+** (from: the frame of the hook's function that calls this, where the
+** search for a return address into compiled code starts); 0 for the VM's
+** own work (mp_where.h), whose events carry no stack, or when out of
+** memory. */
+MP_NOINLINE uint32_t mp_stack_capture(mp_state *s, const void *from,
+				      size_t nsize);
 
 /* Forget every stack node: a prototype or a trace they name has died. */
 void mp_stack_forget(mp_state *s);

@@ -88,6 +88,19 @@ static MP_INLINE mp_at mp_where_is(global_State *g, int32_t vst, mp_where *w)
   return MP_AT_VM;	/* The collector, the JIT compiler. */
 }
 
+/* Whether an allocation of nsize bytes is the VM's string table growing
+** (lj_str_resize(), called by whatever code interned the string that
+** filled it): its owner is the VM, not the line that happened to make the
+** string, which would otherwise hold a table of every string as a leak.
+** LuaJIT grows the table when an insertion leaves more strings than slots
+** (g->str.num > mask + 1, which holds only until the new table is in),
+** to twice its slots. */
+static MP_INLINE int mp_strtab_grows(global_State *g, size_t nsize)
+{
+  return MP_UNLIKELY(g->str.num > g->str.mask + 1) &&
+	 nsize == ((size_t)g->str.mask + 1) * 2 * sizeof(GCRef);
+}
+
 /* The trace a free is billed to, 0 for INTERNAL: the running trace, or
 ** the one exiting, as version 3 bills frees. A free never looks at
 ** frames: the pc saved for the top frame may be stale. */

@@ -398,3 +398,19 @@ int mp_heap_put_slow(mp_heap *h, uint64_t addr, uint64_t size,
   h->bytes += size - oldsize;
   return 0;
 }
+
+/* See mp_heap.h. */
+int mp_heap_owner(const mp_heap *h, uint64_t addr, uint32_t *site)
+{
+  uint64_t k = (addr >> MP_HPAGE_BITS) + 1;
+  uint32_t off = (uint32_t)addr & ((1u << MP_HPAGE_BITS) - 1), j, m;
+  mp_hpage *g = mp_heap_peek(h, k);
+  uint16_t *key;
+  if (!g) return 0;
+  key = mp_hpage_key(g);
+  m = (1u << g->lg) - 1;
+  for (j = mp_hpage_home(off, g->lg); key[j] != off + 1; j = (j + 1) & m)
+    if (!key[j]) return 0;
+  *site = mp_hpage_val(g)[j].site;
+  return 1;
+}

@@ -194,17 +194,18 @@ static int info_add(mp_profile *p, const mp_item *it)
     size_t n = it->value_len < sizeof(v) - 1 ? it->value_len : sizeof(v) - 1;
     memcpy(v, it->value, n);
     v[n] = '\0';
-    if (p->nsnap < MP_SNAPMARKS &&
-	sscanf(v, "%llu %llu %llu %d %n", &o, &b, &t, &cut, &at) == 4 && at) {
-      struct mp_snapmark *m = &p->snaps[p->nsnap];
-      m->ev = p->nev;
-      m->objects = o;
-      m->bytes = b;
-      m->total = t;
-      m->cut = cut != 0;
-      snprintf(m->name, sizeof(m->name), "%s", v + at);
+    if (sscanf(v, "%llu %llu %llu %d %n", &o, &b, &t, &cut, &at) == 4 && at) {
+      struct mp_snapmark m;
+      m.ev = p->nev;
+      m.objects = o;
+      m.bytes = b;
+      m.total = t;
+      m.cut = cut != 0;
+      snprintf(m.name, sizeof(m.name), "%s", v + at);
+      if (p->nsnap < MP_SNAPMARKS) p->snaps[p->nsnap] = m;
+      p->nsnap++;
+      if (p->on_snap) p->on_snap(p->snap_ctx, p, &m);
     }
-    p->nsnap++;
   } else if (info_is(it, "stopped")) {
     size_t n = it->value_len < sizeof(p->stopped) - 1 ? it->value_len
 						       : sizeof(p->stopped) - 1;

@@ -182,6 +182,11 @@ typedef struct mp_profile {
     char name[64];	/* The file's name, as the agent cut it. */
   } snaps[MP_SNAPMARKS];
   unsigned nsnap;	/* Marks met (those past MP_SNAPMARKS not kept). */
+  /* Called at each mark, the events before it aggregated (the heap table
+  ** as the snapshot saw the heap): mp_snapjoin.c. */
+  void (*on_snap)(void *ctx, const struct mp_profile *p,
+		  const struct mp_snapmark *m);
+  void *snap_ctx;
   /* What the pass computes beyond the report (set before it). */
   unsigned want;	/* MP_WANT_*. */
   unsigned heapsel;	/* MP_HEAPSEL_*: the events aggregated (the
