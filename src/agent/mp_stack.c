@@ -2228,6 +2228,11 @@ static int64_t next_gap(mp_sampler *sm)
   return gap < 0x1p62 ? (int64_t)gap : (int64_t)1 << 62;
 }
 
+int64_t mp_sample_gap(mp_sampler *sm)
+{
+  return next_gap(sm);
+}
+
 /* The filter, empty, in seen0. */
 static void seen_reset(mp_sampler *sm)
 {
