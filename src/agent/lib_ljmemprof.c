@@ -183,9 +183,6 @@ static void read_options(lua_State *L, int idx, const char *fname,
   /* ljmp_options cannot say "0 given": it would mean 64 frames. */
   if (no_stacks && opt->sample)
     bad_option(L, "stacks", "= 0 cannot go with sample: " MP_SAMPLE_STACKS);
-  if (opt->native && opt->sample)
-    bad_option(L, "native", "cannot go with sample: native events are not "
-	       "sampled");
   if (no_stacks && opt->native)
     bad_option(L, "stacks", "= 0 cannot go with native: native events "
 	       "carry call stacks");

@@ -360,9 +360,6 @@ int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
   if (o->stacks > LJMP_STACKS_MAX)
     return bad_option(msg, size, "stacks must be from 0 to %u, not %u",
 		      (unsigned)LJMP_STACKS_MAX, o->stacks);
-  if (o->native && o->sample)
-    return bad_option(msg, size, "native cannot go with sample: native "
-		      "events are not sampled");
   if (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN)
     return bad_option(msg, size, "max_size must be 0 or at least %u, not "
 		      "%zu", (unsigned)LJMP_MAX_SIZE_MIN, o->max_size);

@@ -448,11 +448,6 @@ static int env_parse(const char *env, char *buf, size_t size,
     else *start = (int)n;
   }
   /* ljmp_options cannot say "0 given": it would mean 64 frames. */
-  if (opt->native && opt->sample) {
-    snprintf(err, errsize, "native cannot go with sample: native events "
-	     "are not sampled");
-    return -1;
-  }
   if (no_stacks && opt->native) {
     snprintf(err, errsize, "stacks=0 cannot go with native: native events "
 	     "carry call stacks");

@@ -215,6 +215,12 @@ static void *wrapper_of(int w);
 
 /* -- Sampling's filter ------------------------------------------------------ */
 
+/* Native events are sampled (set by start before nat.on). */
+static inline int sampling(void)
+{
+  return __atomic_load_n(&nat.sampled, __ATOMIC_RELAXED);
+}
+
 /* The filter slot of block address a. */
 static inline uint8_t *filter_slot(uint64_t a)
 {
@@ -409,7 +415,7 @@ static MP_NOINLINE void apply_unmap(mp_state *s, nat_ev *e, uint32_t node)
       i++;
     }
   }
-  if (!hit && !nat.sampled) nat.unseen++;
+  if (!hit && !sampling()) nat.unseen++;
 }
 
 /* Apply event e to the live blocks and write what it makes, at node (0:
@@ -422,8 +428,8 @@ static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
   if (e->nf == MP_NF_MUNMAP) { apply_unmap(s, e, node); return; }
   if (e->ev & MP_AEV_FREE) {
     old = live_take(e->oaddr, &e->osize);
-    if (old && nat.sampled) filter_add(e->oaddr, -1);
-    else if (!old && !nat.sampled) nat.unseen++;
+    if (old && sampling()) filter_add(e->oaddr, -1);
+    else if (!old && !sampling()) nat.unseen++;
     if (e->ev == MP_AEV_FREE) {
       if (old) put_event(s, e, node);
       return;
@@ -569,7 +575,7 @@ static MP_NOINLINE void vm_record(mp_state *s, nat_ev *e)
     if (MP_UNLIKELY(__atomic_load_n(&nat.resizing, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&nat.q.n, __ATOMIC_RELAXED)))
       drain_queue(s);
-    if (nat.sampled && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
+    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
       filter_add(e->naddr, 1);
     apply(s, e, node);
   }
@@ -584,7 +590,7 @@ static MP_NOINLINE void other_record(nat_ev *e)
   if (__atomic_load_n(&nat.on, __ATOMIC_SEQ_CST)) {
     e->tid = thread_id();
     pthread_mutex_lock(&nat.mu);
-    if (nat.sampled && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
+    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
       filter_add(e->naddr, 1);
     enqueue(e);
     pthread_mutex_unlock(&nat.mu);
@@ -592,8 +598,9 @@ static MP_NOINLINE void other_record(nat_ev *e)
   __atomic_sub_fetch(&nat.inflight, 1, __ATOMIC_RELEASE);
 }
 
-/* Another thread's bytes to its next sampled byte, drawn anew. */
-static MP_NOINLINE int64_t other_gap(void)
+/* This thread's bytes to its next sampled byte, drawn anew from the
+** native sampler (seeded from the VM's: the seed option fixes it). */
+static MP_NOINLINE int64_t draw_gap(void)
 {
   int64_t g;
   pthread_mutex_lock(&nat.mu);
@@ -602,23 +609,19 @@ static MP_NOINLINE int64_t other_gap(void)
   return g;
 }
 
-/* Whether an allocation of n bytes by a thread is sampled: every byte
-** has the same chance (the VM's sampler on the VM's thread, whose hook
-** shares it; a count per thread elsewhere). Not sampling: all are. */
-static MP_INLINE int taken(mp_state *s, unsigned on, uint64_t n)
+/* Whether an allocation of n bytes is to be recorded: not sampling, all
+** are; sampling, every byte has the same chance, counted down per thread
+** (exponential gaps: a thread's count is as good as one for all). Asked
+** before anything else, so that most allocations cost a decrement. */
+static MP_INLINE int taken(unsigned on, uint64_t n)
 {
-  if (MP_LIKELY(!nat.sampled)) return 1;
-  if (s) {
-    if (MP_LIKELY((s->sm.left -= (int64_t)n) >= 0)) return 0;
-    s->sm.left = mp_sample_gap(&s->sm);
-    return 1;
-  }
-  if (t_gen != on) {
+  if (MP_LIKELY(!sampling())) return 1;
+  if (MP_UNLIKELY(t_gen != on)) {
     t_gen = on;
-    t_left = other_gap();
+    t_left = draw_gap();
   }
   if (MP_LIKELY((t_left -= (int64_t)n) >= 0)) return 0;
-  t_left = other_gap();
+  t_left = draw_gap();
   return 1;
 }
 
@@ -640,14 +643,17 @@ static MP_INLINE void ev_set(nat_ev *e, int ev, int nf, uint64_t o,
 
 #define CALLER	((uintptr_t)__builtin_return_address(0))
 
-/* The start of a wrapper: the real call when nothing is to be recorded
-** (not recording, inside a wrapper or the VM's allocator already, the
-** agent's own call). Else on_ is the recording, s_ the state on the VM's
-** thread (vm_inside raised) or NULL on another. */
-#define WRAP_BEGIN(call) \
+/* The start of a wrapper: the real call when not recording or inside a
+** wrapper or the VM's allocator already; else on_ is the recording. */
+#define WRAP_ON(call) \
   unsigned on_ = __atomic_load_n(&nat.on, __ATOMIC_ACQUIRE); \
   mp_state *s_ = NULL; \
-  if (MP_LIKELY(!on_) || depth) return call; \
+  if (MP_LIKELY(!on_) || depth) return call
+
+/* The call is to be recorded: on the VM's thread, s_ its state
+** (vm_inside raised), or the real call if recording ended or the call is
+** the agent's own; NULL on another thread. */
+#define WRAP_VM(call) \
   if (vm_gen == on_ && !(s_ = vm_begin(on_))) return call
 
 /* Record e on the thread it is on. */
@@ -656,17 +662,14 @@ static MP_INLINE void ev_set(nat_ev *e, int ev, int nf, uint64_t o,
 
 #define WRAP_END()	do { if (s_) vm_end(); } while (0)
 
-/* An allocation wrapper: the real call, then its event, if sampled. */
+/* An allocation wrapper: the real call, then its event, if taken. */
 #define ALLOC_WRAP(nf, call, size) \
   do { \
     void *r_; \
     nat_ev e_; \
-    WRAP_BEGIN(call); \
-    if (!taken(s_, on_, (size))) { \
-      r_ = call; \
-      WRAP_END(); \
-      return r_; \
-    } \
+    WRAP_ON(call); \
+    if (!taken(on_, (size))) return call; \
+    WRAP_VM(call); \
     depth++; \
     r_ = call; \
     if (r_) { \
@@ -714,12 +717,9 @@ static MP_NOINLINE int w_posix_memalign(void **out, size_t a, size_t n)
 {
   int rc;
   nat_ev e;
-  WRAP_BEGIN(real.posix_memalign(out, a, n));
-  if (!taken(s_, on_, n)) {
-    rc = real.posix_memalign(out, a, n);
-    WRAP_END();
-    return rc;
-  }
+  WRAP_ON(real.posix_memalign(out, a, n));
+  if (!taken(on_, n)) return real.posix_memalign(out, a, n);
+  WRAP_VM(real.posix_memalign(out, a, n));
   depth++;
   rc = real.posix_memalign(out, a, n);
   if (!rc) {
@@ -732,31 +732,19 @@ static MP_NOINLINE int w_posix_memalign(void **out, size_t a, size_t n)
   return rc;
 }
 
-/* A free (nf: free, or realloc to 0 bytes) of p, recorded before it is
-** made (its block may be another thread's as soon as it is); sampling,
-** only that of a block the filter may hold. */
-#define FREE_WRAP(nf, p, call) \
-  do { \
-    nat_ev e_; \
-    WRAP_BEGIN(call); \
-    if (nat.sampled && !filter_has(p)) { \
-      call; \
-      WRAP_END(); \
-      return; \
-    } \
-    depth++; \
-    ev_set(&e_, MP_AEV_FREE, nf, (uintptr_t)(p), 0, 0, 0, CALLER); \
-    WRAP_RECORD(&e_); \
-    call; \
-    depth--; \
-    WRAP_END(); \
-    return; \
-  } while (0)
-
 static MP_NOINLINE void w_free(void *p)
 {
-  if (!p) { real.free(p); return; }
-  FREE_WRAP(MP_NF_FREE, p, real.free(p));
+  nat_ev e;
+  WRAP_ON(real.free(p));
+  /* Sampling: only a block the filter may hold can be a recorded one. */
+  if (!p || (sampling() && !filter_has(p))) { real.free(p); return; }
+  WRAP_VM(real.free(p));
+  depth++;	/* Recorded before it is made: see resize(). */
+  ev_set(&e, MP_AEV_FREE, MP_NF_FREE, (uintptr_t)p, 0, 0, 0, CALLER);
+  WRAP_RECORD(&e);
+  real.free(p);
+  depth--;
+  WRAP_END();
 }
 
 /* The real resize of function nf. */
@@ -794,7 +782,7 @@ static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
     if (b) put_queued(s, b);
     if (r) {
       e.naddr = (uintptr_t)r;
-      if (nat.sampled && take) filter_add(e.naddr, 1);
+      if (sampling() && take) filter_add(e.naddr, 1);
       apply(s, &e, node);
     }
     mp_leave(s);
@@ -810,7 +798,7 @@ static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
     r = resize_call(nf, p, k, n);
     if (r) {
       e.naddr = (uintptr_t)r;
-      if (nat.sampled && take) filter_add(e.naddr, 1);
+      if (sampling() && take) filter_add(e.naddr, 1);
       enqueue(&e);
     }
     __atomic_store_n(&nat.resizing, 0, __ATOMIC_RELEASE);
@@ -820,32 +808,32 @@ static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
   return r;
 }
 
-/* A resize wrapper's work once recording (s, on: WRAP_BEGIN's), nf
-** realloc or reallocarray of k * n bytes: a null p is an allocation; 0
-** bytes a free (glibc frees the block and returns NULL). Sampling: a
-** resize neither into a sampled block nor of one the filter may hold is
-** only made. */
-static MP_INLINE void *resize_wrap(mp_state *s, unsigned on, int nf, void *p,
-				   size_t k, size_t n, uintptr_t caller)
+/* A resize wrapper's work once recording (on: WRAP_ON's), nf realloc or
+** reallocarray of k * n bytes: a null p is an allocation; 0 bytes a free
+** (glibc frees the block and returns NULL). Sampling: a resize neither
+** into a sampled block nor of one the filter may hold is only made. */
+static MP_INLINE void *resize_wrap(unsigned on, int nf, void *p, size_t k,
+				   size_t n, uintptr_t caller)
 {
   uint64_t size = nf == MP_NF_REALLOC ? n : (uint64_t)k * n;
+  mp_state *s = NULL;
   nat_ev e;
   void *r;
-  int take;
+  int take = 1;
   if (p && !size) {
-    if (nat.sampled && !filter_has(p)) return resize_call(nf, p, k, n);
-    depth++;
+    if (sampling() && !filter_has(p)) return resize_call(nf, p, k, n);
+  } else {
+    take = taken(on, size);
+    if (!take && (!p || !filter_has(p))) return resize_call(nf, p, k, n);
+  }
+  if (vm_gen == on && !(s = vm_begin(on))) return resize_call(nf, p, k, n);
+  depth++;
+  if (p && !size) {
     ev_set(&e, MP_AEV_FREE, nf, (uintptr_t)p, 0, 0, 0, caller);
     if (s) vm_record(s, &e);
     else other_record(&e);
     r = resize_call(nf, p, k, n);
-    depth--;
-    return r;
-  }
-  take = taken(s, on, size);
-  if (!take && (!p || !filter_has(p))) return resize_call(nf, p, k, n);
-  depth++;
-  if (p) {
+  } else if (p) {
     r = resize(s, nf, p, k, n, take, caller);
   } else if ((r = resize_call(nf, p, k, n)) != NULL) {
     ev_set(&e, MP_AEV_ALLOC, nf, 0, 0, (uintptr_t)r, size, caller);
@@ -853,25 +841,22 @@ static MP_INLINE void *resize_wrap(mp_state *s, unsigned on, int nf, void *p,
     else other_record(&e);
   }
   depth--;
+  if (s) vm_end();
   return r;
 }
 
 static MP_NOINLINE void *w_realloc(void *p, size_t n)
 {
-  void *r;
-  WRAP_BEGIN(real.realloc(p, n));
-  r = resize_wrap(s_, on_, MP_NF_REALLOC, p, 0, n, CALLER);
-  WRAP_END();
-  return r;
+  WRAP_ON(real.realloc(p, n));
+  (void)s_;
+  return resize_wrap(on_, MP_NF_REALLOC, p, 0, n, CALLER);
 }
 
 static MP_NOINLINE void *w_reallocarray(void *p, size_t k, size_t n)
 {
-  void *r;
-  WRAP_BEGIN(real.reallocarray(p, k, n));
-  r = resize_wrap(s_, on_, MP_NF_REALLOCARRAY, p, k, n, CALLER);
-  WRAP_END();
-  return r;
+  WRAP_ON(real.reallocarray(p, k, n));
+  (void)s_;
+  return resize_wrap(on_, MP_NF_REALLOCARRAY, p, k, n, CALLER);
 }
 
 /* Anonymous mappings only (files mapped are not memory the program
@@ -881,24 +866,19 @@ static MP_NOINLINE void *w_mmap(void *a, size_t n, int prot, int flags,
 {
   void *r;
   nat_ev e;
-  if (!(flags & MAP_ANONYMOUS)) return real.mmap(a, n, prot, flags, fd, off);
-  {
-    WRAP_BEGIN(real.mmap(a, n, prot, flags, fd, off));
-    if (!taken(s_, on_, n)) {
-      r = real.mmap(a, n, prot, flags, fd, off);
-      WRAP_END();
-      return r;
-    }
-    depth++;
-    r = real.mmap(a, n, prot, flags, fd, off);
-    if (r != MAP_FAILED) {
-      ev_set(&e, MP_AEV_ALLOC, MP_NF_MMAP, 0, 0, (uintptr_t)r, n, CALLER);
-      WRAP_RECORD(&e);
-    }
-    depth--;
-    WRAP_END();
-    return r;
+  WRAP_ON(real.mmap(a, n, prot, flags, fd, off));
+  if (!(flags & MAP_ANONYMOUS) || !taken(on_, n))
+    return real.mmap(a, n, prot, flags, fd, off);
+  WRAP_VM(real.mmap(a, n, prot, flags, fd, off));
+  depth++;
+  r = real.mmap(a, n, prot, flags, fd, off);
+  if (r != MAP_FAILED) {
+    ev_set(&e, MP_AEV_ALLOC, MP_NF_MMAP, 0, 0, (uintptr_t)r, n, CALLER);
+    WRAP_RECORD(&e);
   }
+  depth--;
+  WRAP_END();
+  return r;
 }
 
 /* An unmapping: the mappings seen made that its range (page-rounded)
@@ -907,7 +887,8 @@ static MP_NOINLINE int w_munmap(void *a, size_t n)
 {
   int rc;
   nat_ev e;
-  WRAP_BEGIN(real.munmap(a, n));
+  WRAP_ON(real.munmap(a, n));
+  WRAP_VM(real.munmap(a, n));
   depth++;
   ev_set(&e, MP_AEV_FREE, MP_NF_MUNMAP, (uintptr_t)a, n, 0, 0, CALLER);
   WRAP_RECORD(&e);
@@ -1276,8 +1257,9 @@ int mp_native_start(mp_state *s)
   } else {
     nat.vma = NULL;	/* Not ours to free. */
   }
-  nat.sampled = s->sm.mean > 0;
-  if (nat.sampled) {	/* Kept once made: other threads may read it. */
+  __atomic_store_n(&nat.sampled, s->sm.mean > 0, __ATOMIC_RELAXED);
+  if (s->sm.mean) {	/* Kept once made: other threads may read it. */
+    size_t i;
     if (!nat.filter && !(nat.filter = real.calloc(FILTER_SLOTS, 1))) {
       if (nat.vma) {
 	s->orig_f = nat.vma->f;
@@ -1288,8 +1270,11 @@ int mp_native_start(mp_state *s)
       pthread_mutex_unlock(&nat.pmu);
       return LJMP_ENOMEM;
     }
-    memset(nat.filter, 0, FILTER_SLOTS);
+    for (i = 0; i < FILTER_SLOTS; i++)	/* Read without a lock. */
+      __atomic_store_n(&nat.filter[i], 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&nat.mu);
     mp_sample_init(&nat.osm, s->sm.mean, s->sm.rng ^ 0x5851f42d4c957f2dull);
+    pthread_mutex_unlock(&nat.mu);
   }
   mp_hash_init_map(&nat.live);
   mp_hash_init_map(&nat.big);
@@ -1341,7 +1326,7 @@ void mp_native_stop(mp_state *s)
   drain_queue(s);
   if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) {
     put_rss(s);
-    if (!nat.sampled) put_count(s, "native_unseen", nat.unseen);
+    if (!sampling()) put_count(s, "native_unseen", nat.unseen);
     if (nat.lost) put_count(s, "native_lost", nat.lost);
   }
   mp_leave(s);

@@ -126,7 +126,8 @@ const char mp_help_run[] =
 "        Record native memory too (malloc, free, anonymous mmap of the\n"
 "        program and its C modules, FFI calls), as mp.start{native = true}\n"
 "        does: its sources are labelled [native] (--heap selects). Records\n"
-"        call stacks (64 frames unless --stacks says); not with --sample.\n"
+"        call stacks (64 frames unless --stacks says); with --sample,\n"
+"        native allocations are sampled as the VM's are.\n"
 "    --max-size BYTES, --max-size=BYTES\n"
 "        Stop recording before the profile grows past BYTES (at least 64K;\n"
 "        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
@@ -561,10 +562,9 @@ int mp_cmd_run(int argc, char **argv)
 	    "frames, or give 1 to 10000)\n");
     return MP_EXIT_ERROR;
   }
-  if (native && (sample || (stacks_given && !stacks))) {
-    fprintf(stderr, "ljmemprof run: --native cannot go with %s\n",
-	    sample ? "--sample: native events are not sampled" :
-	    "--stacks 0: native events carry call stacks");
+  if (native && stacks_given && !stacks) {
+    fprintf(stderr, "ljmemprof run: --native cannot go with --stacks 0: "
+	    "native events carry call stacks\n");
     return MP_EXIT_ERROR;
   }
   if (native && !stacks_given) stacks = STACKS_DEFAULT;
