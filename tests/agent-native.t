@@ -24,6 +24,8 @@ int waitpid(int, int *, int);
 void _exit(int);
 int native_unload_churn(size_t);
 void *realloc(void *, size_t);
+void *mmap(void *, size_t, int, int, int, long);
+int munmap(void *, size_t);
 ]]
 
 -- The collapsed stacks of a profile (report options opts): stack -> bytes.
@@ -441,6 +443,50 @@ for i = 1, 10 do C.free(b[i]) end
   local n = 0
   for label in pairs(held) do if label:match("work%.lua:3") then n = n + 1 end end
   t.is(n, 0, "the blocks that left the sample are not live")
+  os.remove(path)
+end
+
+-- 10. A munmap of part of a mapping: the part unmapped is freed, the
+-- rest stays live (a resize to what is left; a cut inside the mapping
+-- leaves two blocks). Five pages: the second unmapped, then the first,
+-- then the fifth: two pages live, three freed.
+do
+  local page = 4096
+  local path = record([[
+local ffi = require("ffi")
+local C = ffi.C
+local p = ffi.cast("char *", C.mmap(nil, 5 * 4096, 3, 0x22, -1, 0))
+C.munmap(p + 4096, 4096)
+C.munmap(p, 4096)
+C.munmap(p + 4 * 4096, 4096)
+ADDR = tonumber(ffi.cast("uintptr_t", p))
+]], {}, "munmap")
+  local base = ADDR
+  local evs = native_events(path)
+  local live, freed, n = {}, 0, 0
+  for _, e in ipairs(evs) do
+    local inside = function(a) return a >= base and a < base + 5 * page end
+    if (e.oaddr ~= 0 and inside(e.oaddr)) or (e.naddr ~= 0 and inside(e.naddr)) then
+      n = n + 1
+      if e.oaddr ~= 0 then live[e.oaddr] = nil; freed = freed + e.osize end
+      if e.naddr ~= 0 then live[e.naddr] = e.nsize; freed = freed - e.nsize end
+    end
+  end
+  local held = 0
+  for a, size in pairs(live) do held = held + size end
+  t.is(held, 2 * page, "two pages live at the end")
+  t.is(live[base + 2 * page], 2 * page, "the third and fourth pages, one block")
+  t.is(freed, 3 * page - 5 * page, "net: 5 pages mapped, 3 unmapped")
+  t.is(n, 5, "the mapping, the cut (a resize and a new block), a free, a resize")
+  local st = collapsed(path, "--heap native")
+  t.is(bytes(st, "main chunk %(work%.lua:3%);.*mmap %[native%]$"), 5 * page,
+       "the mapping billed to its line")
+  local lo = sources(path, "heap_summary", "--heap native")
+  local h = 0
+  for label, e in pairs(lo) do
+    if label:match("work%.lua:%d") then h = h + e.bytes end
+  end
+  t.is(h, 2 * page, "the heap summary holds the two pages left")
   os.remove(path)
 end
 
