@@ -65,6 +65,7 @@
 
 #include "mp_agent.h"
 #include "mp_native.h"
+#include "mp_preload.h"
 #include "mp_sym.h"
 
 #if defined(__x86_64__)
@@ -104,6 +105,7 @@ enum {
   W_ALIGNED_ALLOC, W_MEMALIGN, W_VALLOC, W_PVALLOC, W_MMAP, W_MMAP64,
   W_MUNMAP, W_DLOPEN, W_DLCLOSE, W_DLSYM, W_N
 };
+_Static_assert(W_MUNMAP + 1 == MP_PL_N, "the preload table's order");
 static const char *const wname[W_N] = {
   "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
   "aligned_alloc", "memalign", "valloc", "pvalloc", "mmap", "mmap64",
@@ -204,6 +206,7 @@ static struct {
   size_t npatch, cappatch;
   nat_obj *obj;
   size_t nobj, capobj;
+  mp_preload *pl;	/* libljmemprof_preload.so's table, if loaded. */
   uintptr_t luajit;	/* Base of LuaJIT's object (its dlsym). */
   uintptr_t ldso;	/* Base of the dynamic linker. */
   uintptr_t page;
@@ -1052,6 +1055,7 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *ud)
   ** agent's. Linked into the program, the program's are patched and the
   ** agent's own calls are told apart at run time (vm_begin()). */
   if (*path && obj_has(info, (uintptr_t)&mp_native_start)) return 0;
+  if (nat.pl && obj_has(info, (uintptr_t)nat.pl)) return 0;	/* Forwards. */
   if (nat.nobj == nat.capobj) {
     size_t cap = nat.capobj ? 2 * nat.capobj : 32;
     nat_obj *a = real.realloc(nat.obj, cap * sizeof(*a));
@@ -1213,6 +1217,15 @@ static int prepare(void)
     if (!p || !dladdr(p, &i) || i.dli_saddr != p) return -1;
     ((void **)&real)[w] = p;
   }
+  /* Preload mode: what dlsym found is the preload library's malloc
+  ** family, which will forward to the wrappers; the real functions are
+  ** those it forwards to otherwise. */
+  nat.pl = dlsym(RTLD_DEFAULT, MP_PRELOAD_SYM);
+  if (nat.pl && (nat.pl->version != MP_PRELOAD_VERSION ||
+		 nat.pl->n != MP_PL_N))
+    return -1;
+  if (nat.pl)
+    for (w = 0; w <= W_MUNMAP; w++) ((void **)&real)[w] = nat.pl->real[w];
   nat.page = (uintptr_t)sysconf(_SC_PAGESIZE);
   nat.ldso = (uintptr_t)getauxval(AT_BASE);
   if (dladdr((void *)lua_getallocf, &i)) nat.luajit = (uintptr_t)i.dli_fbase;
@@ -1288,6 +1301,13 @@ int mp_native_start(mp_state *s)
   s->native = 1;
   __atomic_store_n(&nat.on, nat.gen, __ATOMIC_SEQ_CST);
   patch_all();
+  if (nat.pl) {	/* Every call reaches a wrapper, once. */
+    int w;
+    for (w = 0; w <= W_MUNMAP; w++)
+      __atomic_store_n(&nat.pl->hook[w], wrapper_of(w), __ATOMIC_RELEASE);
+    s->pos = mp_put_info(s->pos, "native_preload", "1");
+    mp_settle(s);
+  }
   pthread_mutex_unlock(&nat.pmu);
   return 0;
 #endif
@@ -1308,6 +1328,11 @@ void mp_native_stop(mp_state *s)
   long waited = 0;
   if (!s->native || nat.s != s) return;
   __atomic_store_n(&nat.on, 0, __ATOMIC_SEQ_CST);
+  if (nat.pl) {
+    int w;
+    for (w = 0; w <= W_MUNMAP; w++)
+      __atomic_store_n(&nat.pl->hook[w], NULL, __ATOMIC_RELEASE);
+  }
   pthread_mutex_lock(&nat.pmu);
   unpatch_all();
   pthread_mutex_unlock(&nat.pmu);
