@@ -13,7 +13,9 @@
 ** LuaJIT's object, dlsym is wrapped too and hands out the wrappers while
 ** recording. What none of this reaches: calls through addresses taken
 ** before start, objects loaded by something that is not patched, direct
-** system calls.
+** system calls; the preload mode (libljmemprof_preload.so in LD_PRELOAD,
+** mp_preload.h) reaches all but the last: the library's malloc family
+** calls the wrappers while recording.
 **
 ** What is an event: a call made by a thread that is not inside a wrapper
 ** already, nor inside the VM's allocator (a guard around it: LuaJIT's own
@@ -541,7 +543,7 @@ static void enqueue(const nat_ev *e)
 /* The end of a wrapper's recording on the VM's thread. */
 static inline void vm_end(void)
 {
-  __atomic_store_n(&nat.vm_inside, 1 - 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&nat.vm_inside, 0, __ATOMIC_RELEASE);
 }
 
 /* On the VM's thread of recording on: its state, vm_inside raised (stop
@@ -568,7 +570,7 @@ static MP_INLINE mp_state *vm_begin(unsigned on)
 
 /* Record event e of the VM's thread (an allocation made, a free about to
 ** be made) at its Lua stack: what other threads queued first (a block
-** they freed may be the one e got). from: for the stack walker. */
+** they freed may be the one e got). */
 static MP_NOINLINE void vm_record(mp_state *s, nat_ev *e)
 {
   uint32_t node;
