@@ -114,7 +114,7 @@ TEST_BIN   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_C))
 TEST_CMOD  := $(patsubst tests/cmod/%.c,$(BUILD)/tests/cmod/%.so,$(wildcard tests/cmod/*.c))
 
 .PHONY: all deps example test install uninstall bench clean distclean
-all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) $(TEST_CMOD) \
+all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof_preload.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof $(TEST_BIN) $(TEST_CMOD) \
      $(BUILD)/wrong-layout/ljmemprof.so $(BUILD)/stackcheck/ljmemprof.so \
      $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 # The sanitizer builds of the tests (clang): made by make test, not by
@@ -206,6 +206,12 @@ $(BUILD)/agent/%.o: src/%.c $(AGENT_GEN) $$(call no_deps,$(AGENT_HDR))
 # The module exports luaopen_ljmemprof and the ljmp_* API only.
 $(BUILD)/ljmemprof.so: $(AGENT_OBJ)
 	$(CC) -shared -o $@ $(AGENT_OBJ) -ldl -lpthread
+
+# Native memory's LD_PRELOAD mode (run --native=preload): the malloc
+# family, forwarding to the agent's wrappers while it records.
+$(BUILD)/libljmemprof_preload.so: src/preload/ljmp_preload.c src/agent/mp_preload.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden -Isrc -o $@ $<
 
 # A module deliberately built for another layout (32-bit GC refs), so the
 # tests can check that the load-time check refuses it instead of crashing.
@@ -301,6 +307,7 @@ install: all
 	install -m 0644 $(BUILD)/ljmemprof.1 $(DESTDIR)$(MANDIR)/man1/ljmemprof.1
 	install -m 0644 include/ljmemprof.h $(DESTDIR)$(PREFIX)/include/ljmemprof.h
 	install -m 0644 $(BUILD)/libljmemprof.a $(DESTDIR)$(LIBDIR)/libljmemprof.a
+	install -m 0755 $(BUILD)/libljmemprof_preload.so $(DESTDIR)$(LIBDIR)/libljmemprof_preload.so
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
 	  'includedir=$${prefix}/include' '' \
 	  'Name: ljmemprof' 'Description: Memory profiler for LuaJIT: the agent, for programs that embed LuaJIT' \
@@ -314,6 +321,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(LMOD_DIR)/ljmemprof 2>/dev/null
 	rm -f $(DESTDIR)$(PREFIX)/bin/ljmemprof $(DESTDIR)$(MANDIR)/man1/ljmemprof.1 \
 	  $(DESTDIR)$(PREFIX)/include/ljmemprof.h $(DESTDIR)$(LIBDIR)/libljmemprof.a \
+	  $(DESTDIR)$(LIBDIR)/libljmemprof_preload.so \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/ljmemprof.pc
 
 bench: all

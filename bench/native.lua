@@ -1,7 +1,9 @@
 -- bench/native.lua: what native = true costs, by hand (not in bench/run):
---   luajit bench/native.lua none|stacks|native cjson|ffi
+--   luajit bench/native.lua none|stacks|native|sampled cjson|ffi|vm
 -- cjson: 200000 encodes with a buffer malloc'd per call; ffi: 3000000
--- ffi.C.malloc(64)/free pairs. Prints the workload's CPU seconds.
+-- ffi.C.malloc(64)/free pairs; vm: 3000000 tables of the VM's heap (64
+-- bytes each), for the cost of a VM event. sampled: native = true with
+-- sample = 512 KiB. Prints the workload's CPU seconds.
 package.cpath = (os.getenv("BUILD") or "build") .. "/?.so;" .. package.cpath
 local mode, work = arg[1], arg[2]
 local mp = require("ljmemprof")
@@ -10,7 +12,9 @@ local ffi = require("ffi")
 ffi.cdef"void *malloc(size_t); void free(void *);"
 local path = (os.getenv("TMPDIR") or "/tmp") .. "/ljmp-native-bench.ljm"
 if mode ~= "none" then
-  assert(mp.start{ path = path, stacks = 16, native = mode == "native" })
+  assert(mp.start{ path = path, stacks = 16,
+		   native = mode == "native" or mode == "sampled",
+		   sample = mode == "sampled" and 524288 or nil })
 end
 local C = ffi.C
 local t0 = os.clock()
@@ -18,6 +22,9 @@ if work == "cjson" then
   cjson.encode_keep_buffer(false)
   local doc = { a = { 1, 2, 3, "x" }, b = string.rep("y", 200), c = { d = true } }
   for i = 1, 200000 do local s = cjson.encode(doc) end
+elseif work == "vm" then
+  local keep = {}
+  for i = 1, 3000000 do keep[i % 64 + 1] = { i } end
 else
   for i = 1, 3000000 do local p = C.malloc(64) C.free(p) end
 end

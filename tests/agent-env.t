@@ -50,6 +50,20 @@ items "$TMPD/m.ljm" | grep -qx "note stopped=size limit"
 is "$?:$(($(stat -c %s "$TMPD/m.ljm") <= 65536))" "0:1" "max_size=64K: stopped at the limit"
 run env LJMEMPROF="$TMPD/n.ljm,start=no" LUA_CPATH="$BUILD/?.so;;" luajit -l ljmemprof -e 'x = 1'
 is "$rc:$(ls "$TMPD/n.ljm" 2>/dev/null)" "0:" "start=no: nothing recorded"
+# native with sample: blocks of 100000 bytes (> 37 x 1K) are always sampled.
+cat > "$TMPD/ffi.lua" <<'EOF'
+local ffi = require("ffi")
+ffi.cdef "void *malloc(size_t); void free(void *);"
+for i = 1, 10 do ffi.C.free(ffi.C.malloc(100000)) end
+EOF
+run env LJMEMPROF="$TMPD/ns.ljm,native=yes,sample=1K" LUA_CPATH="$BUILD/?.so;;" \
+  luajit -l ljmemprof "$TMPD/ffi.lua"
+n=$("$MP" events "$TMPD/ns.ljm" | grep -c '"event":"alloc".*"heap":"native".*"nsize":100000}')
+is "$rc:$n:$("$MP" info "$TMPD/ns.ljm" | grep -c '^estimated:')" "0:10:1" \
+  "native=yes,sample=1K: a sampled native profile, the 10 large blocks in it"
+run "$MP" run -o "$TMPD/nr.ljm" --native --sample=1K "$TMPD/ffi.lua"
+n=$("$MP" events "$TMPD/nr.ljm" | grep -c '"event":"free".*"heap":"native".*"osize":100000,')
+is "$rc:$n" "0:10" "run --native --sample=1K: their 10 frees too"
 
 # 4. Bad values: luajit fails to load the module with the reason; no file.
 bad() {
@@ -64,7 +78,6 @@ bad "$TMPD/b.ljm,stacks" "'stacks' is not key=value"
 bad "$TMPD/b.ljm,stacks=5,stacks=6" "key 'stacks' is given twice"
 bad "$TMPD/b.ljm,sample=4K,stacks=0" "stacks=0 cannot go with sample: sampled profiles record call stacks (leave stacks out for 64 frames, or give 1 to 10000)"
 bad "$TMPD/b.ljm,stacks=no,sample=yes" "stacks=0 cannot go with sample: sampled profiles record call stacks (leave stacks out for 64 frames, or give 1 to 10000)"
-bad "$TMPD/b.ljm,native=yes,sample=1M" "native cannot go with sample: native events are not sampled"
 bad "$TMPD/b.ljm,native=yes,stacks=0" "stacks=0 cannot go with native: native events carry call stacks"
 bad "$TMPD/b.ljm,native=maybe" "native=maybe: yes or no"
 bad "$TMPD/b.ljm,signal=USR2,start=no,sample=4K,start=yes" "key 'start' is given twice"

@@ -4,7 +4,8 @@
 # flavour's LuaJIT looks for C modules by default (so require("ljmemprof")
 # works from any directory without LUA_CPATH), the command and its man page
 # (made from --help), the header, the static library and a pkg-config file
-# with which an embedder compiles, links and profiles.
+# with which an embedder compiles, links and profiles, and the preload
+# library of run --native=preload in lib (the command's ../lib).
 . tests/lib/tap.sh
 # The interpreter's default cpath, and the same with each directory moved
 # under DIR (the installed tree in its DESTDIR).
@@ -15,7 +16,7 @@ for prefix in /usr/local /usr; do
   R=$TMPD/root$(echo $prefix | tr / _)
   run make -s install DESTDIR="$R" PREFIX=$prefix
   is "$rc:$err" "0:" "make install DESTDIR=... PREFIX=$prefix"
-  for f in bin/ljmemprof include/ljmemprof.h lib/libljmemprof.a \
+  for f in bin/ljmemprof include/ljmemprof.h lib/libljmemprof.a lib/libljmemprof_preload.so \
            lib/pkgconfig/ljmemprof.pc share/man/man1/ljmemprof.1 \
            share/lua/5.1/ljmemprof/busted.lua; do
     [ -f "$R$prefix/$f" ]; ok $? "PREFIX=$prefix: installed $prefix/$f"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Native memory under ThreadSanitizer (tests/c/native_threads.c, the agent
-# built with -fsanitize=thread): ten recordings start and stop while four
-# threads of a C module allocate through the wrappers (the stops find them
-# inside). No race is reported, the threads' blocks stay intact, and each
+# built with -fsanitize=thread): ten recordings (five of them sampled)
+# start and stop while four threads of a C module allocate through the
+# wrappers (the stops find them inside). No race is reported, the threads' blocks stay intact, and each
 # profile is complete, with the threads' events billed to their caller.
 . tests/lib/tap.sh
 TSAN_OPTIONS="halt_on_error=1 exitcode=66" OUT=$TMPD \

@@ -23,6 +23,9 @@ int fork(void);
 int waitpid(int, int *, int);
 void _exit(int);
 int native_unload_churn(size_t);
+void *realloc(void *, size_t);
+void *mmap(void *, size_t, int, int, int, long);
+int munmap(void *, size_t);
 ]]
 
 -- The collapsed stacks of a profile (report options opts): stack -> bytes.
@@ -243,7 +246,7 @@ local s = cjson.encode(big)
   os.remove(p1)
 end
 
--- 5. Options: native goes with stacks, not with sampling.
+-- 5. Options: native goes with stacks (and with sampling, section 9).
 do
   local ok, err = pcall(mp.start, { path = T.tmpname(), native = 1 })
   t.ok(not ok and err:find("native", 1, true) and err:find("boolean", 1, true),
@@ -251,10 +254,6 @@ do
   ok, err = pcall(mp.start, { path = T.tmpname(), native = true, stacks = 0 })
   t.ok(not ok and err:find("cannot go with native", 1, true),
        "stacks = 0 is refused with native", err)
-  ok, err = pcall(mp.start, { path = T.tmpname(), native = true,
-			      sample = true })
-  t.ok(not ok and err:find("cannot go with sample", 1, true),
-       "sample is refused with native", err)
   -- The stream's revision: 2 with native, 1 without.
   local function minor(path)
     local f = assert(io.open(path, "rb"))
@@ -364,6 +363,130 @@ do
   t.ok(mp.stop(), "stop leaves the unloaded library alone")
   t.is(bytes(collapsed(path), ":" .. line .. "%);.*malloc %[native%]$"), 1230,
        "its 10 mallocs of 123 bytes, billed to the line calling it")
+  os.remove(path)
+end
+
+-- The native events of a profile (ljmemprof events), as tables.
+local function native_events(path)
+  local cjson = require("cjson")
+  local f = assert(io.popen(T.cli .. " events " .. t.shq(path)))
+  local evs = {}
+  for line in f:lines() do
+    local e = cjson.decode(line)
+    if e.heap == "native" then evs[#evs + 1] = e end
+  end
+  f:close()
+  return evs
+end
+
+-- Events of kind ev whose old (o) or new (n) size is size.
+local function count(evs, ev, field, size)
+  local n = 0
+  for _, e in ipairs(evs) do
+    if e.event == ev and e[field] == size then n = n + 1 end
+  end
+  return n
+end
+
+-- 9. Sampled native events (sample = R): every allocated byte has the
+-- same chance, as for the VM's; a block of more than 37 R bytes is always
+-- recorded (the longest gap drawn is 36.7 R), weighing 1: exact counts and
+-- bytes; only the frees of recorded blocks are recorded; a recorded block
+-- resized into one not sampled leaves the sample (not live, not freed).
+for _, mode in ipairs({ "off", "on" }) do
+  local path = record("jit." .. mode .. "()\n" .. [[
+local C = require("ffi").C
+local big = {}
+for i = 1, 200 do big[i] = C.malloc(70000) end
+for i = 1, 100 do C.free(big[i]) end
+for i = 1, 20000 do C.free(C.malloc(16)) end
+]], { sample = 1024, seed = 5 }, "sampled")
+  local evs = native_events(path)
+  t.is(count(evs, "alloc", "nsize", 70000), 200,
+       "JIT " .. mode .. ": the 200 blocks of 70000 bytes (> 37 R) are all recorded")
+  t.is(count(evs, "free", "osize", 70000), 100,
+       "JIT " .. mode .. ": and the 100 frees of them")
+  local small, freed = count(evs, "alloc", "nsize", 16), count(evs, "free", "osize", 16)
+  t.is(freed, small, "JIT " .. mode .. ": every recorded block of 16 bytes has its free recorded, no other (" ..
+       small .. ")")
+  -- p(16) = 1 - exp(-16/1024): 310 expected of 20000 (sd 17.5).
+  t.ok(small >= 200 and small <= 420, "JIT " .. mode .. ": about 1 in 64 blocks of 16 bytes recorded (" ..
+       small .. ")")
+  local _, r = sources(path, "allocations", "--heap native")
+  t.ok(r.sampled and r.sampled.rate == 1024, "JIT " .. mode .. ": the report says it is sampled at 1024")
+  local held = sources(path, "heap_summary", "--heap native")
+  local live = 0
+  for label, e in pairs(held) do
+    if label:match("work%.lua:4") or label:match("started at @work%.lua:4") then
+      live = live + e.bytes
+    end
+  end
+  t.is(live, 7000000, "JIT " .. mode .. ": 100 blocks of 70000 bytes held by line 4 (weight 1)")
+  os.remove(path)
+end
+do
+  -- R = 64 KiB: 4 MiB blocks are always sampled; resized to 1 byte, each
+  -- is sampled again with a chance of 1.5e-5: they leave the sample.
+  local path = record([[
+local C = require("ffi").C
+local b = {}
+for i = 1, 10 do b[i] = C.malloc(4194304) end
+for i = 1, 10 do b[i] = C.realloc(b[i], 1) end
+for i = 1, 10 do C.free(b[i]) end
+]], { sample = 65536, seed = 3 }, "sampled-drop")
+  local evs = native_events(path)
+  t.is(count(evs, "alloc", "nsize", 4194304), 10, "the 10 blocks of 4 MiB are recorded")
+  t.is(count(evs, "realloc", "osize", 4194304) + count(evs, "free", "osize", 4194304) +
+       count(evs, "free", "osize", 1), 0,
+       "their resizes into 1 byte are not sampled, and their frees not recorded")
+  local held = sources(path, "heap_summary", "--heap native")
+  local n = 0
+  for label in pairs(held) do if label:match("work%.lua:3") then n = n + 1 end end
+  t.is(n, 0, "the blocks that left the sample are not live")
+  os.remove(path)
+end
+
+-- 10. A munmap of part of a mapping: the part unmapped is freed, the
+-- rest stays live (a resize to what is left; a cut inside the mapping
+-- leaves two blocks). Five pages: the second unmapped, then the first,
+-- then the fifth: two pages live, three freed.
+do
+  local page = 4096
+  local path = record([[
+local ffi = require("ffi")
+local C = ffi.C
+local p = ffi.cast("char *", C.mmap(nil, 5 * 4096, 3, 0x22, -1, 0))
+C.munmap(p + 4096, 4096)
+C.munmap(p, 4096)
+C.munmap(p + 4 * 4096, 4096)
+ADDR = tonumber(ffi.cast("uintptr_t", p))
+]], {}, "munmap")
+  local base = ADDR
+  local evs = native_events(path)
+  local live, freed, n = {}, 0, 0
+  for _, e in ipairs(evs) do
+    local inside = function(a) return a >= base and a < base + 5 * page end
+    if (e.oaddr ~= 0 and inside(e.oaddr)) or (e.naddr ~= 0 and inside(e.naddr)) then
+      n = n + 1
+      if e.oaddr ~= 0 then live[e.oaddr] = nil; freed = freed + e.osize end
+      if e.naddr ~= 0 then live[e.naddr] = e.nsize; freed = freed - e.nsize end
+    end
+  end
+  local held = 0
+  for a, size in pairs(live) do held = held + size end
+  t.is(held, 2 * page, "two pages live at the end")
+  t.is(live[base + 2 * page], 2 * page, "the third and fourth pages, one block")
+  t.is(freed, 3 * page - 5 * page, "net: 5 pages mapped, 3 unmapped")
+  t.is(n, 5, "the mapping, the cut (a resize and a new block), a free, a resize")
+  local st = collapsed(path, "--heap native")
+  t.is(bytes(st, "main chunk %(work%.lua:3%);.*mmap %[native%]$"), 5 * page,
+       "the mapping billed to its line")
+  local lo = sources(path, "heap_summary", "--heap native")
+  local h = 0
+  for label, e in pairs(lo) do
+    if label:match("work%.lua:%d") then h = h + e.bytes end
+  end
+  t.is(h, 2 * page, "the heap summary holds the two pages left")
   os.remove(path)
 end
 

@@ -13,7 +13,9 @@
 ** LuaJIT's object, dlsym is wrapped too and hands out the wrappers while
 ** recording. What none of this reaches: calls through addresses taken
 ** before start, objects loaded by something that is not patched, direct
-** system calls.
+** system calls; the preload mode (libljmemprof_preload.so in LD_PRELOAD,
+** mp_preload.h) reaches all but the last: the library's malloc family
+** calls the wrappers while recording.
 **
 ** What is an event: a call made by a thread that is not inside a wrapper
 ** already, nor inside the VM's allocator (a guard around it: LuaJIT's own
@@ -30,14 +32,18 @@
 ** the native frame sits on the caller's address (a C frame named by its
 ** symbol and offset).
 **
-** Threads: one lock orders every native event. The VM's thread writes the
-** stream (it alone may: the hook writes without a lock); other threads
-** append to a queue that the VM's thread writes out before its next
-** native event, at its time marks and at stop, in the lock's order. A
-** reader keeps native blocks apart from the VM's (MP_NATIVE_KEY), so that
-** a queued event written after later VM events cannot mix the two. Stop
-** waits for the wrappers inside a recording (inflight); this object is
-** never unloaded once used, since a thread may still enter a wrapper.
+** Threads: the VM's thread writes the stream (it alone may: the hook
+** writes without a lock) and keeps the live blocks; other threads append
+** to a queue (under a lock) that the VM's thread applies and writes out
+** before its next native event, at its time marks and at stop, in the
+** lock's order. The VM's own malloc and free take no lock: a block
+** another thread freed was queued before it was, so the queue is not
+** empty when the VM's thread gets it; resizes, which free a block inside
+** the call, run under the lock. A reader keeps native blocks apart from
+** the VM's (MP_NATIVE_KEY), so that a queued event written after later
+** VM events cannot mix the two. Stop waits for the wrappers inside a
+** recording (inflight, vm_inside); this object is never unloaded once
+** used, since a thread may still enter a wrapper.
 */
 
 #ifndef _GNU_SOURCE
@@ -52,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -60,6 +67,8 @@
 
 #include "mp_agent.h"
 #include "mp_native.h"
+#include "mp_preload.h"
+#include "mp_sample.h"
 #include "mp_stack.h"
 #include "mp_sym.h"
 #include "mp_sink.h"
@@ -75,13 +84,19 @@
 
 #define NATIVE_WAIT_NS	2000000000L	/* Longest wait at stop for wrappers
 					   inside a recording. */
-
 /* > 0 while this thread must not record: inside a wrapper's recording or
 ** real call, or inside the VM's allocator. Initial-exec: no allocation
 ** on first use (which would come back here). */
 static __thread int depth __attribute__((tls_model("initial-exec")));
 /* This thread's id, once asked. */
 static __thread uint32_t my_tid __attribute__((tls_model("initial-exec")));
+/* The recording (nat.on) this thread is the VM's thread of: set by start
+** on the thread that starts, so that wrappers tell it without a call. */
+static __thread unsigned vm_gen __attribute__((tls_model("initial-exec")));
+/* Sampling, on another thread: bytes to its next sampled byte, drawn
+** for recording t_gen. */
+static __thread int64_t t_left __attribute__((tls_model("initial-exec")));
+static __thread unsigned t_gen __attribute__((tls_model("initial-exec")));
 
 /* This thread's id (the kernel's, as ps and /proc show it). */
 static uint32_t thread_id(void)
@@ -96,6 +111,7 @@ enum {
   W_ALIGNED_ALLOC, W_MEMALIGN, W_VALLOC, W_PVALLOC, W_MMAP, W_MMAP64,
   W_MUNMAP, W_DLOPEN, W_DLCLOSE, W_DLSYM, W_N
 };
+_Static_assert(W_MUNMAP + 1 == MP_PL_N, "the preload table's order");
 static const char *const wname[W_N] = {
   "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
   "aligned_alloc", "memalign", "valloc", "pvalloc", "mmap", "mmap64",
@@ -122,18 +138,20 @@ static struct {
   void *(*dlsym)(void *, const char *);
 } real;
 
-/* An event, as queued by another thread. */
+/* An event: made on the VM's thread, or queued by another. */
 typedef struct nat_ev {
-  uint64_t oaddr, osize, naddr, nsize;
+  uint64_t oaddr, osize, naddr, nsize;	/* munmap: osize is its length. */
   uintptr_t caller;	/* Return address of the wrapped call. */
   uint32_t tid;		/* Another thread's id (0: the VM's thread). */
   uint8_t ev;		/* MP_AEV_*. */
   uint8_t nf;		/* MP_NF_*. */
+  uint8_t take;		/* Its new block is recorded (sampled, or not
+			   sampling). */
 } nat_ev;
 
 typedef struct nat_q {
   nat_ev *e;
-  size_t n, cap;
+  size_t n, cap;	/* n: atomic (the VM's thread peeks at it). */
 } nat_q;
 
 /* A patched slot, and the object it is in. */
@@ -151,26 +169,50 @@ typedef struct nat_obj {
   int alive;
 } nat_obj;
 
+/* A live anonymous mapping (kept apart: a munmap may take part of one, or
+** of several). */
+typedef struct nat_map {
+  uint64_t addr, size;
+} nat_map;
+
+#define FILTER_SLOTS	65536	/* Sampling's filter of live sampled blocks. */
+
 static struct {
   int ready;		/* The real functions are known. */
-  int on;		/* Recording (atomic). */
-  int inflight;		/* Wrappers inside a recording (atomic). */
+  unsigned on;		/* The recording's number while it runs, else 0
+			   (atomic). */
+  unsigned gen;		/* The last recording's number. */
+  int inflight;		/* Other threads' wrappers inside a recording
+			   (atomic). */
+  int vm_inside;	/* The VM's thread is inside one (atomic, see
+			   vm_begin()). */
+  int membar;		/* membarrier() works: vm_inside needs no fence. */
+  int resizing;		/* Another thread resizes under mu (atomic). */
+  int sampled;		/* Native events are sampled (s->sm.mean). */
+  uint8_t *filter;	/* Sampling: per slot the live sampled blocks
+			   (atomic bytes, stuck at 255); kept once made. */
+  mp_sampler osm;	/* Other threads' draws (under mu). */
   mp_state *s;		/* The recording profiler. */
-  pthread_t vm;		/* Its VM's thread. */
   struct nat_vmalloc *vma;	/* The VM's allocator, behind the guard. */
-  pthread_mutex_t mu;	/* Orders events: live, q, unseen. */
+  pthread_mutex_t mu;	/* Orders other threads' events: q, osm. */
+  /* The VM's thread's alone (and stop's, once no wrapper runs): */
   mp_hash live;		/* Live blocks: address -> size (or BIG). */
   mp_hash big;		/* Sizes of 4 GiB or more: address -> index... */
   uint64_t *bigs;	/* ...into this. */
   size_t nbig, capbig;
+  nat_map *maps;	/* Live mappings, by address. */
+  size_t nmaps, capmaps;
+  uint32_t cparent[MP_NF_N], cid[MP_NF_N];	/* Last native node by
+						   function and parent. */
   uint64_t unseen;	/* Frees of blocks not seen allocated. */
-  uint64_t lost;	/* Events not queued (out of memory). */
+  uint64_t lost;	/* Events not kept (out of memory; atomic). */
   nat_q q, spare;	/* Queued by other threads; written by the VM's. */
   pthread_mutex_t pmu;	/* The patches. */
   nat_patch *patch;
   size_t npatch, cappatch;
   nat_obj *obj;
   size_t nobj, capobj;
+  mp_preload *pl;	/* libljmemprof_preload.so's table, if loaded. */
   uintptr_t luajit;	/* Base of LuaJIT's object (its dlsym). */
   uintptr_t ldso;	/* Base of the dynamic linker. */
   uintptr_t page;
@@ -180,7 +222,39 @@ static struct {
 
 static void *wrapper_of(int w);
 
-/* -- The live blocks (under nat.mu) ---------------------------------------- */
+/* -- Sampling's filter ------------------------------------------------------ */
+
+/* Native events are sampled (set by start before nat.on). */
+static inline int sampling(void)
+{
+  return __atomic_load_n(&nat.sampled, __ATOMIC_RELAXED);
+}
+
+/* The filter slot of block address a. */
+static inline uint8_t *filter_slot(uint64_t a)
+{
+  return &nat.filter[(a >> 4) & (FILTER_SLOTS - 1)];
+}
+
+/* Whether block a may be a live sampled one (never wrong when it says
+** no). */
+static inline int filter_has(const void *a)
+{
+  return __atomic_load_n(filter_slot((uintptr_t)a), __ATOMIC_RELAXED) != 0;
+}
+
+/* Count (d = 1) or uncount (-1) a live sampled block at a; a slot that
+** reached 255 stays taken. */
+static void filter_add(uint64_t a, int d)
+{
+  uint8_t *n = filter_slot(a), v = __atomic_load_n(n, __ATOMIC_RELAXED);
+  while (v != 255 && (d > 0 || v) &&
+	 !__atomic_compare_exchange_n(n, &v, (uint8_t)(v + d), 1,
+				      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
+}
+
+/* -- The live blocks (the VM's thread) ------------------------------------ */
 
 /* Note a live block; 0 or -1. */
 static int live_put(uint64_t a, uint64_t size)
@@ -216,23 +290,33 @@ static int live_take(uint64_t a, uint64_t *size)
   return 1;
 }
 
-/* Apply event e to the live blocks (in the lock's order): 1 if it is to
-** be recorded (a free or a resize of a block not seen is not; a resize of
-** one becomes an allocation), else 0. */
-static int live_apply(nat_ev *e)
+/* The index of the first live mapping that ends after a. */
+static size_t map_find(uint64_t a)
 {
-  if (e->ev & MP_AEV_FREE) {
-    if (!live_take(e->oaddr, &e->osize)) {
-      nat.unseen++;
-      if (e->ev == MP_AEV_FREE) return 0;
-      e->ev = MP_AEV_ALLOC;
-    }
+  size_t lo = 0, hi = nat.nmaps;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (nat.maps[m].addr + nat.maps[m].size <= a) lo = m + 1;
+    else hi = m;
   }
-  if ((e->ev & MP_AEV_ALLOC) && live_put(e->naddr, e->nsize) < 0) {
-    nat.lost++;
-    return 0;
+  return lo;
+}
+
+/* Note a live mapping (a, size) at index i of the list; 0 or -1. */
+static int map_insert(size_t i, uint64_t a, uint64_t size)
+{
+  if (nat.nmaps == nat.capmaps) {
+    size_t cap = nat.capmaps ? 2 * nat.capmaps : 16;
+    nat_map *m = real.realloc(nat.maps, cap * sizeof(*m));
+    if (!m) return -1;
+    nat.maps = m;
+    nat.capmaps = cap;
   }
-  return 1;
+  memmove(&nat.maps[i + 1], &nat.maps[i], (nat.nmaps - i) * sizeof(*nat.maps));
+  nat.maps[i].addr = a;
+  nat.maps[i].size = size;
+  nat.nmaps++;
+  return 0;
 }
 
 /* -- Writing (the VM's thread) ---------------------------------------------- */
@@ -240,7 +324,8 @@ static int live_apply(nat_ev *e)
 /* The node of a native caller: a C frame at the return address, named by
 ** the symbol it is in (the reader adds the offset), or "object+0x..." when
 ** it is in none; another thread's (tid) on a root naming the thread. */
-static uint32_t caller_node(mp_state *s, uintptr_t caller, uint32_t tid)
+static MP_NOINLINE uint32_t caller_node(mp_state *s, uintptr_t caller,
+					uint32_t tid)
 {
   mp_snode c;
   uint32_t root = 0;
@@ -265,37 +350,153 @@ static uint32_t caller_node(mp_state *s, uintptr_t caller, uint32_t tid)
 }
 
 /* Write event e at node parent (0: at its native caller) with its native
-** frame on top. */
-static void put_event(mp_state *s, const nat_ev *e, uint32_t parent)
+** frame on top; the node of the last parent per function is kept while
+** the stack nodes are (made since the last forget: above st.base). */
+static MP_INLINE void put_event(mp_state *s, const nat_ev *e, uint32_t parent)
 {
   mp_snode f;
   uint32_t id;
   if (!parent) parent = caller_node(s, e->caller, e->tid);
-  memset(&f, 0, sizeof(f));
-  f.kind = MP_FK_NATIVE;
-  f.a = e->nf;
-  if (!parent || !(id = mp_stack_child(s, parent, &f))) return;
+  if (!parent) return;
+  if (parent == nat.cparent[e->nf] && nat.cid[e->nf] > s->st.base) {
+    id = nat.cid[e->nf];
+  } else {
+    memset(&f, 0, sizeof(f));
+    f.kind = MP_FK_NATIVE;
+    f.a = e->nf;
+    if (!(id = mp_stack_child(s, parent, &f))) return;
+    nat.cparent[e->nf] = parent;
+    nat.cid[e->nf] = id;
+  }
   mp_stack_event(s, e->ev, id, e->oaddr, e->osize, e->naddr, e->nsize);
 }
 
-/* Write the events of queue b (taken from nat.q) and empty it. */
+/* Write that the sampled native block at a left the sample (MP_X_DROP of
+** its key in the readers' native heap). */
+static void put_drop(mp_state *s, uint64_t a)
+{
+  s->pos = mp_put_xuleb(s->pos, MP_X_DROP, a ^ MP_NATIVE_KEY);
+  mp_settle(s);
+}
+
+/* Write the pieces of munmap e (its range page-rounded) at node: a
+** mapping inside the range is freed, one that it cuts is resized to what
+** is left (two pieces when the range is inside it: a resize and a new
+** block). */
+static MP_NOINLINE void apply_unmap(mp_state *s, nat_ev *e, uint32_t node)
+{
+  uint64_t a = e->oaddr, end = a + ((e->osize + nat.page - 1) & ~(uint64_t)(nat.page - 1));
+  size_t i = map_find(a);
+  int hit = 0;
+  nat_ev p = *e;
+  while (i < nat.nmaps && nat.maps[i].addr < end) {
+    nat_map m = nat.maps[i];
+    uint64_t mend = m.addr + m.size;
+    uint64_t lo = a > m.addr ? a - m.addr : 0, hi = mend > end ? mend - end : 0;
+    hit = 1;
+    p.oaddr = m.addr;
+    p.osize = m.size;
+    if (!lo && !hi) {
+      p.ev = MP_AEV_FREE;
+      memmove(&nat.maps[i], &nat.maps[i + 1],
+	      (nat.nmaps - i - 1) * sizeof(*nat.maps));
+      nat.nmaps--;
+      put_event(s, &p, node);
+      continue;
+    }
+    p.ev = MP_AEV_REALLOC;
+    p.naddr = lo ? m.addr : end;
+    p.nsize = lo ? lo : hi;
+    nat.maps[i].addr = p.naddr;
+    nat.maps[i].size = p.nsize;
+    put_event(s, &p, node);
+    i++;
+    if (lo && hi) {	/* The part after the range: a block of its own. */
+      if (map_insert(i, end, hi) < 0) {
+	__atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
+	continue;
+      }
+      p.ev = MP_AEV_ALLOC;
+      p.oaddr = p.osize = 0;
+      p.naddr = end;
+      p.nsize = hi;
+      put_event(s, &p, node);
+      i++;
+    }
+  }
+  if (!hit && !sampling()) nat.unseen++;
+}
+
+/* Apply event e to the live blocks and write what it makes, at node (0:
+** its native caller): a free or resize of a block not seen is not written
+** (counted when not sampling; a resize of one is an allocation), and a
+** sampled block resized into one not taken leaves the sample. */
+static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
+{
+  int old = 0;
+  if (e->nf == MP_NF_MUNMAP) { apply_unmap(s, e, node); return; }
+  if (e->ev & MP_AEV_FREE) {
+    old = live_take(e->oaddr, &e->osize);
+    if (old && sampling()) filter_add(e->oaddr, -1);
+    else if (!old && !sampling()) nat.unseen++;
+    if (e->ev == MP_AEV_FREE) {
+      if (old) put_event(s, e, node);
+      return;
+    }
+    if (!e->take) {
+      if (old) put_drop(s, e->oaddr);
+      return;
+    }
+    if (!old) e->ev = MP_AEV_ALLOC;
+  }
+  if (e->nf == MP_NF_MMAP) {
+    size_t i = map_find(e->naddr);
+    if (map_insert(i, e->naddr, e->nsize) < 0) goto lost;
+  } else if (live_put(e->naddr, e->nsize) < 0) {
+    goto lost;
+  }
+  put_event(s, e, node);
+  return;
+lost:
+  __atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
+  if (old) {	/* Its old block is gone all the same. */
+    e->ev = MP_AEV_FREE;
+    put_event(s, e, node);
+  }
+}
+
+/* Apply and write the events of queue b (taken from nat.q) and empty it. */
 static void put_queued(mp_state *s, nat_q *b)
 {
   size_t i;
   if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED))
-    for (i = 0; i < b->n; i++) put_event(s, &b->e[i], 0);
+    for (i = 0; i < b->n; i++) apply(s, &b->e[i], 0);
   b->n = 0;
 }
 
 /* Take the queue out (under nat.mu): the spare becomes the queue. */
 static nat_q *take_queue(void)
 {
-  nat_q t;
+  nat_ev *e;
+  size_t cap;
   if (!nat.q.n) return NULL;
-  t = nat.spare;
+  e = nat.spare.e;
+  cap = nat.spare.cap;
   nat.spare = nat.q;
-  nat.q = t;
+  nat.q.e = e;
+  nat.q.cap = cap;
+  __atomic_store_n(&nat.q.n, 0, __ATOMIC_RELAXED);
   return &nat.spare;
+}
+
+/* Write what other threads queued (the VM's thread). */
+static void drain_queue(mp_state *s)
+{
+  nat_q *b;
+  pthread_mutex_lock(&nat.mu);
+  b = take_queue();
+  pthread_mutex_unlock(&nat.mu);
+  if (b) put_queued(s, b);
 }
 
 /* Write the process's resident set size (MP_X_RSS), if it can be read. */
@@ -317,13 +518,9 @@ static void put_rss(mp_state *s)
 
 void mp_native_drain(mp_state *s)
 {
-  nat_q *b;
   if (s != nat.s) return;
   depth++;
-  pthread_mutex_lock(&nat.mu);
-  b = take_queue();
-  pthread_mutex_unlock(&nat.mu);
-  if (b) put_queued(s, b);
+  drain_queue(s);
   put_rss(s);	/* At each time mark. */
   depth--;
 }
@@ -334,114 +531,162 @@ static void enqueue(const nat_ev *e)
   if (nat.q.n == nat.q.cap) {
     size_t cap = nat.q.cap ? 2 * nat.q.cap : 256;
     nat_ev *a = real.realloc(nat.q.e, cap * sizeof(*a));
-    if (!a) { nat.lost++; return; }
+    if (!a) {
+      __atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
+      return;
+    }
     nat.q.e = a;
     nat.q.cap = cap;
   }
-  nat.q.e[nat.q.n++] = *e;
+  nat.q.e[nat.q.n] = *e;
+  __atomic_store_n(&nat.q.n, nat.q.n + 1, __ATOMIC_RELAXED);
 }
 
 /* -- Recording ------------------------------------------------------------- */
 
-/* The VM's thread, not inside the hook (the agent's own allocations, when
-** it is linked into the program) and recording: s, else NULL. */
-static mp_state *vm_state(void)
+/* The end of a wrapper's recording on the VM's thread. */
+static inline void vm_end(void)
 {
-  mp_state *s = __atomic_load_n(&nat.s, __ATOMIC_ACQUIRE);
-  if (!s || !pthread_equal(pthread_self(), __atomic_load_n(&nat.vm,
-							   __ATOMIC_RELAXED)))
-    return NULL;
-  return s;
+  __atomic_store_n(&nat.vm_inside, 0, __ATOMIC_RELEASE);
 }
 
-/* Record event e, after the real call (a free before it: its block may
-** be another thread's as soon as it returns); real() is made under the
-** lock first when it is a resize (it frees a block too), with *res its
-** result. from: the wrapper's frame, for the stack walker. */
-static MP_NOINLINE void record(nat_ev *e, const void *from)
+/* On the VM's thread of recording on: its state, vm_inside raised (stop
+** waits for it to fall before it frees anything), or NULL when recording
+** ended or the call is the agent's own (the hook runs: busy). Stop's
+** membarrier() orders the store before the load of nat.on, as a fence
+** here would (one per call); without it, the store is a fence. */
+static MP_INLINE mp_state *vm_begin(unsigned on)
 {
   mp_state *s;
-  nat_q *b = NULL;
-  int put;
-  __atomic_add_fetch(&nat.inflight, 1, __ATOMIC_SEQ_CST);
-  if (!__atomic_load_n(&nat.on, __ATOMIC_SEQ_CST)) goto out;
-  if ((s = vm_state()) != NULL) {
-    uint32_t node;
-    mp_enter(s);
-    if (!__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) {
-      mp_leave(s);
-      goto out;
-    }
-    /* The stack is read before the lock: the walker may write nodes. */
-    node = mp_stack_here(s, __builtin_frame_address(0));
-    pthread_mutex_lock(&nat.mu);
-    put = live_apply(e);
-    b = take_queue();
-    pthread_mutex_unlock(&nat.mu);
-    if (b) put_queued(s, b);
-    if (put) put_event(s, e, node);
-    mp_leave(s);
+  if (MP_LIKELY(nat.membar)) {
+    __atomic_store_n(&nat.vm_inside, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
   } else {
+    __atomic_store_n(&nat.vm_inside, 1, __ATOMIC_SEQ_CST);
+  }
+  if (MP_LIKELY(__atomic_load_n(&nat.on, __ATOMIC_RELAXED) == on)) {
+    s = __atomic_load_n(&nat.s, __ATOMIC_RELAXED);
+    if (MP_LIKELY(!__atomic_load_n(&s->busy, __ATOMIC_RELAXED))) return s;
+  }
+  vm_end();
+  return NULL;
+}
+
+/* Record event e of the VM's thread (an allocation made, a free about to
+** be made) at its Lua stack: what other threads queued first (a block
+** they freed may be the one e got). */
+static MP_NOINLINE void vm_record(mp_state *s, nat_ev *e)
+{
+  uint32_t node;
+  mp_enter(s);
+  if (MP_LIKELY(__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
+    node = mp_stack_here(s, __builtin_frame_address(0));
+    if (MP_UNLIKELY(__atomic_load_n(&nat.resizing, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&nat.q.n, __ATOMIC_RELAXED)))
+      drain_queue(s);
+    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
+      filter_add(e->naddr, 1);
+    apply(s, e, node);
+  }
+  mp_leave(s);
+}
+
+/* Queue event e of another thread (allocations made, frees about to be
+** made); a sampled block counts in the filter before it is returned. */
+static MP_NOINLINE void other_record(nat_ev *e)
+{
+  __atomic_add_fetch(&nat.inflight, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&nat.on, __ATOMIC_SEQ_CST)) {
     e->tid = thread_id();
     pthread_mutex_lock(&nat.mu);
-    if (live_apply(e)) enqueue(e);
+    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
+      filter_add(e->naddr, 1);
+    enqueue(e);
     pthread_mutex_unlock(&nat.mu);
   }
-out:
   __atomic_sub_fetch(&nat.inflight, 1, __ATOMIC_RELEASE);
 }
 
-/* Whether this call is to be recorded. On the VM's thread inside the hook
-** (busy) it is the agent's own. */
-static inline int wanted(void)
+/* This thread's bytes to its next sampled byte, drawn anew from the
+** native sampler (seeded from the VM's: the seed option fixes it). */
+static MP_NOINLINE int64_t draw_gap(void)
 {
-  mp_state *s;
-  if (depth || !__atomic_load_n(&nat.on, __ATOMIC_ACQUIRE)) return 0;
-  /* s only on the VM's thread: another may see it freed by a stop. */
-  if (!pthread_equal(pthread_self(), __atomic_load_n(&nat.vm,
-						     __ATOMIC_RELAXED)))
-    return 1;
-  s = __atomic_load_n(&nat.s, __ATOMIC_RELAXED);
-  return !(s && __atomic_load_n(&s->busy, __ATOMIC_RELAXED));
+  int64_t g;
+  pthread_mutex_lock(&nat.mu);
+  g = mp_sample_gap(&nat.osm);
+  pthread_mutex_unlock(&nat.mu);
+  return g;
 }
 
-/* Record an allocation made: nf, the block at p of n bytes. */
-static MP_NOINLINE void note_alloc(int nf, void *p, uint64_t n,
-				   uintptr_t caller)
+/* Whether an allocation of n bytes is to be recorded: not sampling, all
+** are; sampling, every byte has the same chance, counted down per thread
+** (exponential gaps: a thread's count is as good as one for all). Asked
+** before anything else, so that most allocations cost a decrement. */
+static MP_INLINE int taken(unsigned on, uint64_t n)
 {
-  nat_ev e;
-  memset(&e, 0, sizeof(e));
-  e.ev = MP_AEV_ALLOC;
-  e.nf = (uint8_t)nf;
-  e.naddr = (uintptr_t)p;
-  e.nsize = n;
-  e.caller = caller;
-  record(&e, NULL);
+  if (MP_LIKELY(!sampling())) return 1;
+  if (MP_UNLIKELY(t_gen != on)) {
+    t_gen = on;
+    t_left = draw_gap();
+  }
+  if (MP_LIKELY((t_left -= (int64_t)n) >= 0)) return 0;
+  t_left = draw_gap();
+  return 1;
 }
 
-/* Record a free about to be made. */
-static MP_NOINLINE void note_free(int nf, void *p, uintptr_t caller)
+/* An event of function nf: kind ev, old block (o, os), new (n, ns). */
+static MP_INLINE void ev_set(nat_ev *e, int ev, int nf, uint64_t o,
+			     uint64_t os, uint64_t n, uint64_t ns,
+			     uintptr_t caller)
 {
-  nat_ev e;
-  memset(&e, 0, sizeof(e));
-  e.ev = MP_AEV_FREE;
-  e.nf = (uint8_t)nf;
-  e.oaddr = (uintptr_t)p;
-  e.caller = caller;
-  record(&e, NULL);
+  e->oaddr = o;
+  e->osize = os;
+  e->naddr = n;
+  e->nsize = ns;
+  e->caller = caller;
+  e->tid = 0;
+  e->ev = (uint8_t)ev;
+  e->nf = (uint8_t)nf;
+  e->take = 1;
 }
 
 #define CALLER	((uintptr_t)__builtin_return_address(0))
 
-/* An allocation wrapper: the real call, then its event. */
+/* The start of a wrapper: the real call when not recording or inside a
+** wrapper or the VM's allocator already; else on_ is the recording. */
+#define WRAP_ON(call) \
+  unsigned on_ = __atomic_load_n(&nat.on, __ATOMIC_ACQUIRE); \
+  mp_state *s_ = NULL; \
+  if (MP_LIKELY(!on_) || depth) return call
+
+/* The call is to be recorded: on the VM's thread, s_ its state
+** (vm_inside raised), or the real call if recording ended or the call is
+** the agent's own; NULL on another thread. */
+#define WRAP_VM(call) \
+  if (vm_gen == on_ && !(s_ = vm_begin(on_))) return call
+
+/* Record e on the thread it is on. */
+#define WRAP_RECORD(e) \
+  do { if (s_) vm_record(s_, (e)); else other_record(e); } while (0)
+
+#define WRAP_END()	do { if (s_) vm_end(); } while (0)
+
+/* An allocation wrapper: the real call, then its event, if taken. */
 #define ALLOC_WRAP(nf, call, size) \
   do { \
     void *r_; \
-    if (!wanted()) return call; \
+    nat_ev e_; \
+    WRAP_ON(call); \
+    if (!taken(on_, (size))) return call; \
+    WRAP_VM(call); \
     depth++; \
     r_ = call; \
-    if (r_) note_alloc(nf, r_, size, CALLER); \
+    if (r_) { \
+      ev_set(&e_, MP_AEV_ALLOC, nf, 0, 0, (uintptr_t)r_, (size), CALLER); \
+      WRAP_RECORD(&e_); \
+    } \
     depth--; \
+    WRAP_END(); \
     return r_; \
   } while (0)
 
@@ -480,103 +725,147 @@ static MP_NOINLINE void *w_pvalloc(size_t n)
 static MP_NOINLINE int w_posix_memalign(void **out, size_t a, size_t n)
 {
   int rc;
-  if (!wanted()) return real.posix_memalign(out, a, n);
+  nat_ev e;
+  WRAP_ON(real.posix_memalign(out, a, n));
+  if (!taken(on_, n)) return real.posix_memalign(out, a, n);
+  WRAP_VM(real.posix_memalign(out, a, n));
   depth++;
   rc = real.posix_memalign(out, a, n);
-  if (!rc) note_alloc(MP_NF_POSIX_MEMALIGN, *out, n, CALLER);
+  if (!rc) {
+    ev_set(&e, MP_AEV_ALLOC, MP_NF_POSIX_MEMALIGN, 0, 0, (uintptr_t)*out, n,
+	   CALLER);
+    WRAP_RECORD(&e);
+  }
   depth--;
+  WRAP_END();
   return rc;
 }
 
 static MP_NOINLINE void w_free(void *p)
 {
-  if (!p || !wanted()) { real.free(p); return; }
-  depth++;
-  note_free(MP_NF_FREE, p, CALLER);
+  nat_ev e;
+  WRAP_ON(real.free(p));
+  /* Sampling: only a block the filter may hold can be a recorded one. */
+  if (!p || (sampling() && !filter_has(p))) { real.free(p); return; }
+  WRAP_VM(real.free(p));
+  depth++;	/* Recorded before it is made: see resize(). */
+  ev_set(&e, MP_AEV_FREE, MP_NF_FREE, (uintptr_t)p, 0, 0, 0, CALLER);
+  WRAP_RECORD(&e);
   real.free(p);
   depth--;
+  WRAP_END();
 }
 
-/* A resize: made under the lock, so that the block it frees is not
-** another thread's event before this one. */
-static MP_NOINLINE void *resize(int nf, void *p, size_t k, size_t n,
-				uintptr_t caller)
+/* The real resize of function nf. */
+static MP_INLINE void *resize_call(int nf, void *p, size_t k, size_t n)
+{
+  return nf == MP_NF_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
+}
+
+/* A resize, made under the lock: the block it frees must not be another
+** thread's event before this one (the VM's thread writes what was queued
+** before it; another's sets nat.resizing, which the VM's thread asks
+** after its own allocations). take: its new block is recorded; else only
+** its old block's end is. */
+static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
+				size_t n, int take, uintptr_t caller)
 {
   nat_ev e;
   void *r;
-  mp_state *s;
   nat_q *b = NULL;
   uint32_t node = 0;
-  int put = 0;
+  ev_set(&e, MP_AEV_REALLOC, nf, (uintptr_t)p, 0, 0,
+	 nf == MP_NF_REALLOC ? n : (uint64_t)k * n, caller);
+  e.take = (uint8_t)take;
+  if (s) {
+    mp_enter(s);
+    if (!__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) {
+      mp_leave(s);
+      return resize_call(nf, p, k, n);
+    }
+    node = mp_stack_here(s, __builtin_frame_address(0));
+    pthread_mutex_lock(&nat.mu);
+    r = resize_call(nf, p, k, n);
+    b = take_queue();
+    pthread_mutex_unlock(&nat.mu);
+    if (b) put_queued(s, b);
+    if (r) {
+      e.naddr = (uintptr_t)r;
+      if (sampling() && take) filter_add(e.naddr, 1);
+      apply(s, &e, node);
+    }
+    mp_leave(s);
+    return r;
+  }
   __atomic_add_fetch(&nat.inflight, 1, __ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&nat.on, __ATOMIC_SEQ_CST)) {
-    r = nf == MP_NF_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
-    goto out;
-  }
-  memset(&e, 0, sizeof(e));
-  e.ev = MP_AEV_REALLOC;
-  e.nf = (uint8_t)nf;
-  e.oaddr = (uintptr_t)p;
-  e.nsize = nf == MP_NF_REALLOC ? n : (uint64_t)k * n;
-  e.caller = caller;
-  if ((s = vm_state()) != NULL) {
-    mp_enter(s);
-    if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) {
-      node = mp_stack_here(s, __builtin_frame_address(0));
-    } else {
-      mp_leave(s);
-      s = NULL;
+    r = resize_call(nf, p, k, n);
+  } else {
+    e.tid = thread_id();
+    pthread_mutex_lock(&nat.mu);
+    __atomic_store_n(&nat.resizing, 1, __ATOMIC_RELAXED);
+    r = resize_call(nf, p, k, n);
+    if (r) {
+      e.naddr = (uintptr_t)r;
+      if (sampling() && take) filter_add(e.naddr, 1);
+      enqueue(&e);
     }
+    __atomic_store_n(&nat.resizing, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&nat.mu);
   }
-  pthread_mutex_lock(&nat.mu);
-  r = nf == MP_NF_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
-  if (r) {
-    e.naddr = (uintptr_t)r;
-    if (s) {
-      put = live_apply(&e);
-      b = take_queue();
-    } else if (!vm_state()) {
-      e.tid = thread_id();
-      if (live_apply(&e)) enqueue(&e);
-    }
-  }
-  pthread_mutex_unlock(&nat.mu);
-  if (s) {
-    if (b) put_queued(s, b);
-    if (put) put_event(s, &e, node);
-    mp_leave(s);
-  }
-out:
   __atomic_sub_fetch(&nat.inflight, 1, __ATOMIC_RELEASE);
+  return r;
+}
+
+/* A resize wrapper's work once recording (on: WRAP_ON's), nf realloc or
+** reallocarray of k * n bytes: a null p is an allocation; 0 bytes a free
+** (glibc frees the block and returns NULL). Sampling: a resize neither
+** into a sampled block nor of one the filter may hold is only made. */
+static MP_INLINE void *resize_wrap(unsigned on, int nf, void *p, size_t k,
+				   size_t n, uintptr_t caller)
+{
+  uint64_t size = nf == MP_NF_REALLOC ? n : (uint64_t)k * n;
+  mp_state *s = NULL;
+  nat_ev e;
+  void *r;
+  int take = 1;
+  if (p && !size) {
+    if (sampling() && !filter_has(p)) return resize_call(nf, p, k, n);
+  } else {
+    take = taken(on, size);
+    if (!take && (!p || !filter_has(p))) return resize_call(nf, p, k, n);
+  }
+  if (vm_gen == on && !(s = vm_begin(on))) return resize_call(nf, p, k, n);
+  depth++;
+  if (p && !size) {
+    ev_set(&e, MP_AEV_FREE, nf, (uintptr_t)p, 0, 0, 0, caller);
+    if (s) vm_record(s, &e);
+    else other_record(&e);
+    r = resize_call(nf, p, k, n);
+  } else if (p) {
+    r = resize(s, nf, p, k, n, take, caller);
+  } else if ((r = resize_call(nf, p, k, n)) != NULL) {
+    ev_set(&e, MP_AEV_ALLOC, nf, 0, 0, (uintptr_t)r, size, caller);
+    if (s) vm_record(s, &e);
+    else other_record(&e);
+  }
+  depth--;
+  if (s) vm_end();
   return r;
 }
 
 static MP_NOINLINE void *w_realloc(void *p, size_t n)
 {
-  void *r;
-  if (!wanted()) return real.realloc(p, n);
-  if (!p) ALLOC_WRAP(MP_NF_REALLOC, real.realloc(p, n), n);
-  depth++;
-  if (!n) {	/* glibc frees the block and returns NULL. */
-    note_free(MP_NF_REALLOC, p, CALLER);
-    r = real.realloc(p, n);
-  } else {
-    r = resize(MP_NF_REALLOC, p, 0, n, CALLER);
-  }
-  depth--;
-  return r;
+  WRAP_ON(real.realloc(p, n));
+  (void)s_;
+  return resize_wrap(on_, MP_NF_REALLOC, p, 0, n, CALLER);
 }
 
 static MP_NOINLINE void *w_reallocarray(void *p, size_t k, size_t n)
 {
-  void *r;
-  if (!wanted()) return real.reallocarray(p, k, n);
-  if (!p) ALLOC_WRAP(MP_NF_REALLOCARRAY, real.reallocarray(p, k, n),
-		     (uint64_t)k * n);
-  depth++;
-  r = resize(MP_NF_REALLOCARRAY, p, k, n, CALLER);
-  depth--;
-  return r;
+  WRAP_ON(real.reallocarray(p, k, n));
+  (void)s_;
+  return resize_wrap(on_, MP_NF_REALLOCARRAY, p, k, n, CALLER);
 }
 
 /* Anonymous mappings only (files mapped are not memory the program
@@ -585,25 +874,36 @@ static MP_NOINLINE void *w_mmap(void *a, size_t n, int prot, int flags,
 				int fd, off_t off)
 {
   void *r;
-  if (!(flags & MAP_ANONYMOUS) || !wanted())
+  nat_ev e;
+  WRAP_ON(real.mmap(a, n, prot, flags, fd, off));
+  if (!(flags & MAP_ANONYMOUS) || !taken(on_, n))
     return real.mmap(a, n, prot, flags, fd, off);
+  WRAP_VM(real.mmap(a, n, prot, flags, fd, off));
   depth++;
   r = real.mmap(a, n, prot, flags, fd, off);
-  if (r != MAP_FAILED) note_alloc(MP_NF_MMAP, r, n, CALLER);
+  if (r != MAP_FAILED) {
+    ev_set(&e, MP_AEV_ALLOC, MP_NF_MMAP, 0, 0, (uintptr_t)r, n, CALLER);
+    WRAP_RECORD(&e);
+  }
   depth--;
+  WRAP_END();
   return r;
 }
 
-/* A mapping's end: recorded when it starts a mapping seen made (the whole
-** of it; a part unmapped is not followed). */
+/* An unmapping: the mappings seen made that its range (page-rounded)
+** takes are freed, or resized to what it leaves of them. */
 static MP_NOINLINE int w_munmap(void *a, size_t n)
 {
   int rc;
-  if (!wanted()) return real.munmap(a, n);
+  nat_ev e;
+  WRAP_ON(real.munmap(a, n));
+  WRAP_VM(real.munmap(a, n));
   depth++;
-  note_free(MP_NF_MUNMAP, a, CALLER);
+  ev_set(&e, MP_AEV_FREE, MP_NF_MUNMAP, (uintptr_t)a, n, 0, 0, CALLER);
+  WRAP_RECORD(&e);
   rc = real.munmap(a, n);
   depth--;
+  WRAP_END();
   return rc;
 }
 
@@ -759,8 +1059,9 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *ud)
     return 0;
   /* This object, when it is a module of its own: its calls are the
   ** agent's. Linked into the program, the program's are patched and the
-  ** agent's own calls are told apart at run time (wanted()). */
+  ** agent's own calls are told apart at run time (vm_begin()). */
   if (*path && obj_has(info, (uintptr_t)&mp_native_start)) return 0;
+  if (nat.pl && obj_has(info, (uintptr_t)nat.pl)) return 0;	/* Forwards. */
   if (nat.nobj == nat.capobj) {
     size_t cap = nat.capobj ? 2 * nat.capobj : 32;
     nat_obj *a = real.realloc(nat.obj, cap * sizeof(*a));
@@ -897,7 +1198,7 @@ static void fork_child(void)
   pthread_mutex_init(&nat.mu, NULL);
   pthread_mutex_init(&nat.pmu, NULL);
   nat.on = 0;
-  nat.inflight = 0;
+  nat.inflight = nat.vm_inside = nat.resizing = 0;
   nat.s = NULL;
   nat.npatch = nat.nobj = 0;
   memset(&nat.live, 0, sizeof(nat.live));	/* The parent's: left. */
@@ -906,6 +1207,8 @@ static void fork_child(void)
   memset(&nat.spare, 0, sizeof(nat.spare));
   nat.bigs = NULL;
   nat.nbig = nat.capbig = 0;
+  nat.maps = NULL;
+  nat.nmaps = nat.capmaps = 0;
 }
 
 /* Find the real functions, once: their definitions (not a program's PLT
@@ -920,6 +1223,15 @@ static int prepare(void)
     if (!p || !dladdr(p, &i) || i.dli_saddr != p) return -1;
     ((void **)&real)[w] = p;
   }
+  /* Preload mode: what dlsym found is the preload library's malloc
+  ** family, which will forward to the wrappers; the real functions are
+  ** those it forwards to otherwise. */
+  nat.pl = dlsym(RTLD_DEFAULT, MP_PRELOAD_SYM);
+  if (nat.pl && (nat.pl->version != MP_PRELOAD_VERSION ||
+		 nat.pl->n != MP_PL_N))
+    return -1;
+  if (nat.pl)
+    for (w = 0; w <= W_MUNMAP; w++) ((void **)&real)[w] = nat.pl->real[w];
   nat.page = (uintptr_t)sysconf(_SC_PAGESIZE);
   nat.ldso = (uintptr_t)getauxval(AT_BASE);
   if (dladdr((void *)lua_getallocf, &i)) nat.luajit = (uintptr_t)i.dli_fbase;
@@ -928,6 +1240,9 @@ static int prepare(void)
   if (dladdr((void *)&mp_native_start, &i) && i.dli_fname && *i.dli_fname)
     real.dlopen(i.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
+  /* Stop's barrier on the VM's thread (see vm_begin()). */
+  nat.membar = syscall(SYS_membarrier,
+		       MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   nat.ready = 1;
   return 0;
 }
@@ -961,14 +1276,44 @@ int mp_native_start(mp_state *s)
   } else {
     nat.vma = NULL;	/* Not ours to free. */
   }
+  __atomic_store_n(&nat.sampled, s->sm.mean > 0, __ATOMIC_RELAXED);
+  if (s->sm.mean) {	/* Kept once made: other threads may read it. */
+    size_t i;
+    if (!nat.filter && !(nat.filter = real.calloc(FILTER_SLOTS, 1))) {
+      if (nat.vma) {
+	s->orig_f = nat.vma->f;
+	s->orig_ud = nat.vma->ud;
+	real.free(nat.vma);
+	nat.vma = NULL;
+      }
+      pthread_mutex_unlock(&nat.pmu);
+      return LJMP_ENOMEM;
+    }
+    for (i = 0; i < FILTER_SLOTS; i++)	/* Read without a lock. */
+      __atomic_store_n(&nat.filter[i], 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&nat.mu);
+    mp_sample_init(&nat.osm, s->sm.mean, s->sm.rng ^ 0x5851f42d4c957f2dull);
+    pthread_mutex_unlock(&nat.mu);
+  }
   mp_hash_init_map(&nat.live);
   mp_hash_init_map(&nat.big);
+  nat.nmaps = 0;
+  memset(nat.cparent, 0, sizeof(nat.cparent));
+  memset(nat.cid, 0, sizeof(nat.cid));
   nat.unseen = nat.lost = 0;
-  __atomic_store_n(&nat.vm, pthread_self(), __ATOMIC_RELAXED);
+  if (!++nat.gen) nat.gen = 1;
+  vm_gen = nat.gen;	/* This thread is the VM's. */
   __atomic_store_n(&nat.s, s, __ATOMIC_RELEASE);
   s->native = 1;
-  __atomic_store_n(&nat.on, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&nat.on, nat.gen, __ATOMIC_SEQ_CST);
   patch_all();
+  if (nat.pl) {	/* Every call reaches a wrapper, once. */
+    int w;
+    for (w = 0; w <= W_MUNMAP; w++)
+      __atomic_store_n(&nat.pl->hook[w], wrapper_of(w), __ATOMIC_RELEASE);
+    s->pos = mp_put_info(s->pos, "native_preload", "1");
+    mp_settle(s);
+  }
   pthread_mutex_unlock(&nat.pmu);
   return 0;
 #endif
@@ -987,35 +1332,45 @@ void mp_native_stop(mp_state *s)
 {
   struct timespec step = { 0, 100000 };
   long waited = 0;
-  nat_q *b;
   if (!s->native || nat.s != s) return;
   __atomic_store_n(&nat.on, 0, __ATOMIC_SEQ_CST);
+  if (nat.pl) {
+    int w;
+    for (w = 0; w <= W_MUNMAP; w++)
+      __atomic_store_n(&nat.pl->hook[w], NULL, __ATOMIC_RELEASE);
+  }
   pthread_mutex_lock(&nat.pmu);
   unpatch_all();
   pthread_mutex_unlock(&nat.pmu);
-  while (__atomic_load_n(&nat.inflight, __ATOMIC_ACQUIRE) &&
+  /* The VM's thread raised vm_inside before it read nat.on: either it is
+  ** seen raised now, or that thread saw nat.on fall. */
+  if (nat.membar)
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  while ((__atomic_load_n(&nat.inflight, __ATOMIC_ACQUIRE) ||
+	  __atomic_load_n(&nat.vm_inside, __ATOMIC_ACQUIRE)) &&
 	 waited < NATIVE_WAIT_NS) {
     nanosleep(&step, NULL);
     waited += step.tv_nsec;
   }
   depth++;
   mp_enter(s);
-  pthread_mutex_lock(&nat.mu);
-  b = take_queue();
-  pthread_mutex_unlock(&nat.mu);
-  if (b) put_queued(s, b);
+  drain_queue(s);
   if (__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) {
     put_rss(s);
-    put_count(s, "native_unseen", nat.unseen);
+    if (!sampling()) put_count(s, "native_unseen", nat.unseen);
     if (nat.lost) put_count(s, "native_lost", nat.lost);
   }
   mp_leave(s);
-  if (!__atomic_load_n(&nat.inflight, __ATOMIC_ACQUIRE)) {
+  if (!__atomic_load_n(&nat.inflight, __ATOMIC_ACQUIRE) &&
+      !__atomic_load_n(&nat.vm_inside, __ATOMIC_ACQUIRE)) {
     mp_hash_free(&nat.live);
     mp_hash_free(&nat.big);
     real.free(nat.bigs);
     real.free(nat.q.e);
     real.free(nat.spare.e);
+    real.free(nat.maps);
+    nat.maps = NULL;
+    nat.nmaps = nat.capmaps = 0;
     nat.bigs = NULL;
     nat.nbig = nat.capbig = 0;
     memset(&nat.q, 0, sizeof(nat.q));

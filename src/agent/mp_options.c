@@ -110,12 +110,10 @@ const mp_optclash *mp_opt_clash(const ljmp_options *o, int no_stacks)
 {
   static const mp_optclash clashes[] = {
     { "stacks", 1, "sample", MP_SAMPLE_STACKS },
-    { "native", 0, "sample", "native events are not sampled" },
     { "stacks", 1, "native", "native events carry call stacks" },
   };
   if (no_stacks && o->sample) return &clashes[0];
-  if (o->native && o->sample) return &clashes[1];
-  if (no_stacks && o->native) return &clashes[2];
+  if (no_stacks && o->native) return &clashes[1];
   return NULL;
 }
 

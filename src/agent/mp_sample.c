@@ -44,6 +44,12 @@ static int64_t next_gap(mp_sampler *sm)
 }
 
 /* See mp_sample.h. */
+int64_t mp_sample_gap(mp_sampler *sm)
+{
+  return next_gap(sm);
+}
+
+/* See mp_sample.h. */
 void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed)
 {
   sm->mean = mean;

@@ -16,6 +16,8 @@
 void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize);
 /* Start sampling with a mean gap of mean bytes; seed 0 = a fixed one. */
 void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed);
+/* Bytes to the next sampled byte, drawn anew (native events). */
+int64_t mp_sample_gap(mp_sampler *sm);
 /* Free what the sampler holds (the hook may still read the filter). */
 void mp_sample_free(mp_sampler *sm);
 

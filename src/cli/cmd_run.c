@@ -117,11 +117,16 @@ const char mp_help_run[] =
 "        back to estimates and says it is sampled. Sampling records call\n"
 "        stacks (--stacks sets their depth, 64 by default; --stacks 0 is\n"
 "        refused with it).\n"
-"    --native\n"
+"    --native, --native=preload\n"
 "        Record native memory too (malloc, free, anonymous mmap of the\n"
 "        program and its C modules, FFI calls), as mp.start{native = true}\n"
 "        does: its sources are labelled [native] (--heap selects). Records\n"
-"        call stacks (64 frames unless --stacks says); not with --sample.\n"
+"        call stacks (64 frames unless --stacks says); with --sample,\n"
+"        native allocations are sampled as the VM's are. --native=preload\n"
+"        runs the program with libljmemprof_preload.so (next to this\n"
+"        executable, or in its ../lib) first in LD_PRELOAD: then the calls\n"
+"        that patching cannot reach are seen too (through pointers taken\n"
+"        before the start, bound early, of objects not patched).\n"
 "    --max-size BYTES, --max-size=BYTES\n"
 "        Stop recording before the profile grows past BYTES (at least 64K;\n"
 "        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
@@ -225,6 +230,35 @@ static const char *module_dir(char *buf, size_t size)
     return buf;
   }
   return NULL;
+}
+
+/* Put libljmemprof_preload.so (next to this executable, or in ../lib)
+** first in the child's LD_PRELOAD: 0, or -1 with a message said. */
+static int set_preload(void)
+{
+  char dir[PATH_MAX], path[PATH_MAX + 64], *val;
+  const char *old = getenv("LD_PRELOAD");
+  struct stat st;
+  size_t n;
+  int rc;
+  if (exe_dir(dir, sizeof(dir)) == 0) {
+    snprintf(path, sizeof(path), "%s/libljmemprof_preload.so", dir);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+      snprintf(path, sizeof(path), "%s/../lib/libljmemprof_preload.so", dir);
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+      n = strlen(path) + (old ? strlen(old) : 0) + 2;
+      if (!(val = malloc(n))) return -1;
+      snprintf(val, n, "%s%s%s", path, old && *old ? ":" : "",
+	       old ? old : "");
+      rc = setenv("LD_PRELOAD", val, 1);
+      free(val);
+      if (rc < 0) fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
+      return rc;
+    }
+  }
+  fprintf(stderr, "ljmemprof run: --native=preload: libljmemprof_preload.so "
+	  "is neither next to this executable nor in its ../lib\n");
+  return -1;
 }
 
 /* Put the module's directory first in the child's LUA_CPATH. */
@@ -513,6 +547,15 @@ int mp_cmd_run(int argc, char **argv)
       native = 1;
       continue;
     }
+    if (!strncmp(a, "--native=", 9)) {
+      if (strcmp(a + 9, "preload")) {
+	fprintf(stderr, "ljmemprof run: --native=%s: 'preload' expected "
+		"(or --native alone)\n", mp_cli_name(a + 9));
+	return MP_EXIT_ERROR;
+      }
+      native = 2;
+      continue;
+    }
     if (!strcmp(a, "--sample") || !strncmp(a, "--sample=", 9)) {
       v = a[8] ? a + 9 : i + 1 < argc && argv[i + 1][0] >= '0' &&
 		 argv[i + 1][0] <= '9' ? argv[++i] : NULL;
@@ -557,13 +600,13 @@ int mp_cmd_run(int argc, char **argv)
 	    "frames, or give 1 to 10000)\n");
     return MP_EXIT_ERROR;
   }
-  if (native && (sample || (stacks_given && !stacks))) {
-    fprintf(stderr, "ljmemprof run: --native cannot go with %s\n",
-	    sample ? "--sample: native events are not sampled" :
-	    "--stacks 0: native events carry call stacks");
+  if (native && stacks_given && !stacks) {
+    fprintf(stderr, "ljmemprof run: --native cannot go with --stacks 0: "
+	    "native events carry call stacks\n");
     return MP_EXIT_ERROR;
   }
   if (native && !stacks_given) stacks = LJMP_STACKS_DEFAULT;
+  if (native == 2 && set_preload() < 0) return MP_EXIT_ERROR;
   if ((native ? setenv(ENV_NATIVE, "1", 1) : unsetenv(ENV_NATIVE)) < 0) {
     fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
     return MP_EXIT_ERROR;

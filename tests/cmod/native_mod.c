@@ -1,7 +1,8 @@
 /*
 ** native_mod.c: a Lua C module of the tests that allocates native memory
 ** of known sizes (tests/agent-native.t): malloc and free, calloc,
-** realloc, mmap, a leak, and threads that allocate meanwhile.
+** realloc, mmap, a leak, calls through pointers taken at load time, and
+** threads that allocate meanwhile.
 */
 
 #include <pthread.h>
@@ -57,6 +58,25 @@ static int map(lua_State *L)
 		 -1, 0);
   if (p == MAP_FAILED) return luaL_error(L, "mmap failed");
   munmap(p, n);
+  return 0;
+}
+
+/* malloc and free as pointers taken when the module was loaded (relocated
+** data, not a slot patching rewrites): only the preload mode sees them. */
+static void *(*volatile early_malloc)(size_t) = malloc;
+static void (*volatile early_free)(void *) = free;
+
+/* early_malloc(n) and early_free, k times. */
+static int early(lua_State *L)
+{
+  size_t n = (size_t)luaL_checkinteger(L, 1);
+  lua_Integer k = luaL_checkinteger(L, 2), i;
+  for (i = 0; i < k; i++) {
+    char *p = early_malloc(n);
+    if (!p) return luaL_error(L, "out of memory");
+    p[0] = 1;
+    early_free(p);
+  }
   return 0;
 }
 
@@ -141,7 +161,7 @@ int luaopen_native_mod(lua_State *L)
 {
   static const luaL_Reg f[] = {
     { "churn", churn }, { "leak", leak }, { "resize", resize },
-    { "map", map }, { "threads_start", threads_start },
+    { "map", map }, { "early", early }, { "threads_start", threads_start },
     { "threads_stop", threads_stop }, { "threads_rounds", threads_rounds },
     { NULL, NULL }
   };

@@ -1,0 +1,84 @@
+#!/bin/sh
+# Native memory's LD_PRELOAD mode (libljmemprof_preload.so): it sees the
+# calls that patching the relocation slots cannot reach, a C module's
+# malloc and free through pointers taken when it was loaded
+# (native_mod.early) and ffi.C.malloc resolved before the start, exactly,
+# and counts what both modes see once (native_mod.churn); the program runs
+# as without; ljmemprof run --native=preload sets it up.
+. tests/lib/tap.sh
+LJ=${LUAJIT:-luajit}
+PRE=$BUILD/libljmemprof_preload.so
+cat > "$TMPD/app.lua" <<'EOF2'
+package.cpath = os.getenv("BUILD") .. "/?.so;" .. os.getenv("BUILD") ..
+  "/tests/cmod/?.so;" .. package.cpath
+local nm = require("native_mod")
+local ffi = require("ffi")
+ffi.cdef "void *malloc(size_t); void free(void *);"
+local m, f = ffi.C.malloc, ffi.C.free	-- resolved before the start
+local mp = arg[1] and require("ljmemprof")
+jit.off()
+if mp then assert(mp.start{ path = arg[1], native = true }) end
+nm.early(1000, 25)
+for i = 1, 10 do nm.churn(777) end
+for i = 1, 7 do local p = ffi.cast("unsigned char *", m(333)) p[0] = i f(p) end
+if mp then assert(mp.stop()) end
+print("app ran", collectgarbage("count") > 0)
+EOF2
+# The native stacks of a profile, from the main chunk up, with their bytes.
+stacks() {
+  "$BUILD/ljmemprof" report --heap native --format collapsed "$1" |
+    sed "s/^.*\(main chunk\)/\1/; s|$TMPD/||" | sort
+}
+run env BUILD="$BUILD" "$LJ" "$TMPD/app.lua"
+plain=$out
+is "$rc:$out" "0:app ran	true" "the app without the profiler"
+
+# 1. Patching alone: the pointers taken before the start are not seen.
+run env BUILD="$BUILD" "$LJ" "$TMPD/app.lua" "$TMPD/got.ljm"
+is "$rc:$out" "0:$plain" "patching: the app runs as without"
+is "$(stacks "$TMPD/got.ljm")" "main chunk (app.lua:11);native_mod.churn;malloc [native] 7770" \
+  "patching: churn's 10 mallocs of 777 bytes, not early's nor the FFI's"
+"$BUILD/tests/stream_items" "$TMPD/got.ljm" | grep -q "^info native_preload="
+is "$?" 1 "patching: no native_preload setting"
+
+# 2. Preloaded: every call, once.
+run env BUILD="$BUILD" LD_PRELOAD="$PRE" "$LJ" "$TMPD/app.lua"
+is "$rc:$out" "0:$plain" "preloaded, not recording: the app runs as without"
+run env BUILD="$BUILD" LD_PRELOAD="$PRE" "$LJ" "$TMPD/app.lua" "$TMPD/pre.ljm"
+is "$rc:$out" "0:$plain" "preload mode: the app runs as without"
+is "$(stacks "$TMPD/pre.ljm")" "main chunk (app.lua:10);native_mod.early;malloc [native] 25000
+main chunk (app.lua:11);native_mod.churn;malloc [native] 7770
+main chunk (app.lua:12);ffi.meta.__call;malloc [native] 2331" \
+  "preload mode: early's 25 mallocs of 1000 bytes and the FFI's 7 of 333 too, churn's once"
+run "$BUILD/ljmemprof" report --heap native --format json "$TMPD/pre.ljm"
+n=$(printf '%s\n' "$out" | "$LJ" -e '
+local r = require("cjson").decode(io.read("*a"))
+for _, e in ipairs(r.deallocations) do
+  if e.source.label == "native_mod.early [native]" then
+    io.write(e.events, " ", e.free_bytes)
+  end
+end')
+is "$(printf '%s\n' "$out" | sed -n 's/.*"totals":{"alloc_events":\([0-9]*\),"realloc_events":[0-9]*,"free_events":\([0-9]*\).*/\1 \2/p')" \
+  "$(printf '%s\n' "$out" | sed -n 's/.*"totals":{"alloc_events":\([0-9]*\).*/\1 \1/p')" \
+  "preload mode: as many frees as allocations"
+is "$n" "25 25000" "preload mode: early's 25 frees of 1000 bytes"
+"$BUILD/tests/stream_items" "$TMPD/pre.ljm" | grep -qx "info native_preload=1"
+is "$?" 0 "preload mode: the setting native_preload = 1"
+
+# 3. ljmemprof run --native=preload.
+cat > "$TMPD/run.lua" <<'EOF2'
+package.cpath = os.getenv("BUILD") .. "/tests/cmod/?.so;" .. package.cpath
+jit.off()
+local nm = require("native_mod")
+nm.early(4321, 3)
+print("run ran")
+EOF2
+run env BUILD="$BUILD" "$BUILD/ljmemprof" run -o "$TMPD/run.ljm" --native=preload \
+  --luajit "$LJ" "$TMPD/run.lua"
+is "$rc:$(printf '%s\n' "$out" | head -n 1)" "0:run ran" "run --native=preload runs the script"
+is "$(stacks "$TMPD/run.ljm" | grep early)" "main chunk (run.lua:4);native_mod.early;malloc [native] 12963" \
+  "run --native=preload: early's 3 mallocs of 4321 bytes"
+run "$BUILD/ljmemprof" run --native=maybe "$TMPD/run.lua"
+is "$rc:$err" "2:ljmemprof run: --native=maybe: 'preload' expected (or --native alone)" \
+  "run --native=maybe is an error"
+done_testing
