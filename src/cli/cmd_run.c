@@ -55,6 +55,9 @@ const char mp_help_run[] =
 "    output. The code that starts the agent records nothing of its own:\n"
 "    the report shows the program's allocations. Interrupting with Ctrl-C\n"
 "    interrupts the script; the profile of what ran is still reported.\n"
+"    SIGTERM or SIGHUP to run (timeout(1), a closing terminal) is passed\n"
+"    on to the script, which ends as it would without run; what it\n"
+"    recorded until then is reported, and no temporary file is left.\n"
 "    A script that cannot be loaded (missing, or not valid Lua) never\n"
 "    runs: after luajit's error, a line says that no profile was\n"
 "    recorded, no report is printed, and the status is luajit's.\n"
@@ -301,6 +304,21 @@ static int escape_path(const char *path, char *buf, size_t size)
   return 0;
 }
 
+/* The script's process while it runs (0: none), and the termination
+** signals (SIGTERM, SIGHUP) run received meanwhile. */
+static volatile pid_t child_pid;
+static volatile sig_atomic_t terms;
+
+/* SIGTERM or SIGHUP to run (`timeout`, a closing terminal): passed on to
+** the script, which ends as it would without us (its profile is then cut
+** where it stopped), and run lives on to report what was recorded and
+** remove its temporary files. */
+static void on_term(int sig)
+{
+  terms++;
+  if (child_pid > 0) kill(child_pid, sig);
+}
+
 /* Run the LuaJIT command cmd[0..n) (the program, then its options, script
 ** and arguments) with `-e <start the agent>` after the program; returns
 ** the exit status as a shell would (128 + signal), 127 if it could not be
@@ -309,7 +327,7 @@ static int run_child(char **cmd, int n, const char *out, const char *note,
 		     uint32_t stacks, unsigned long long sample,
 		     unsigned long long max_size)
 {
-  struct sigaction ign, oint, oquit;
+  struct sigaction ign, oint, oquit, term, oterm, ohup;
   char **cargv, opath[2 * PATH_MAX];
   pid_t pid;
   int st, i;
@@ -326,10 +344,17 @@ static int run_child(char **cmd, int n, const char *out, const char *note,
   sigemptyset(&ign.sa_mask);
   sigaction(SIGINT, &ign, &oint);
   sigaction(SIGQUIT, &ign, &oquit);
+  memset(&term, 0, sizeof(term));
+  term.sa_handler = on_term;
+  sigemptyset(&term.sa_mask);
+  sigaction(SIGTERM, &term, &oterm);
+  sigaction(SIGHUP, &term, &ohup);
   pid = fork();
   if (pid == 0) {
     sigaction(SIGINT, &oint, NULL);
     sigaction(SIGQUIT, &oquit, NULL);
+    sigaction(SIGTERM, &oterm, NULL);
+    sigaction(SIGHUP, &ohup, NULL);
     errno = ENAMETOOLONG;	/* If the path does not fit. */
     if (escape_path(out, opath, sizeof(opath)) < 0 ||
 	setenv(ENV_OUT, opath, 1) < 0 || setenv(ENV_NOTE, note, 1) < 0 ||
@@ -350,11 +375,16 @@ static int run_child(char **cmd, int n, const char *out, const char *note,
     fprintf(stderr, "ljmemprof run: fork: %s\n", strerror(errno));
     st = 127 << 8;
   } else {
+    child_pid = pid;
+    if (terms) kill(pid, SIGTERM);	/* One came before the fork ended. */
     while (waitpid(pid, &st, 0) < 0)
       if (errno != EINTR) { st = 127 << 8; break; }
+    child_pid = 0;
   }
   sigaction(SIGINT, &oint, NULL);
   sigaction(SIGQUIT, &oquit, NULL);
+  sigaction(SIGTERM, &oterm, NULL);
+  sigaction(SIGHUP, &ohup, NULL);
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 127;
 }
@@ -642,6 +672,9 @@ int mp_cmd_run(int argc, char **argv)
   status = run_child(cmd, n, tmp, note, stacks, (unsigned long long)sample,
 		     (unsigned long long)max_size);
   free(cmd);
+  if (terms)
+    fprintf(stderr, "ljmemprof run: the script was ended by a signal to "
+	    "run (passed on); the report covers what it recorded\n");
   /* A reader that goes away (`| head`) is a write error, not a signal
   ** that would kill us and leave the temporary files behind, unnamed. */
   signal(SIGPIPE, SIG_IGN);
