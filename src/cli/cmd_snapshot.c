@@ -258,6 +258,12 @@ int mp_cmd_snapshot(int argc, char **argv)
     free(data);
     return MP_EXIT_ERROR;
   }
+  if (len >= 3 && !memcmp(data, MP_LJS_MAGIC, 3)) {
+    fprintf(stderr, "ljmemprof: %s: a memprof profile, not a heap "
+	    "snapshot: read it with 'ljmemprof report %s'\n", path, path);
+    free(data);
+    return MP_EXIT_ERROR;
+  }
   if (mp_snap_decode(data, len, &sn, err, sizeof(err)) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s%s\n", path,
 	    mp_snap_is(data, len) ? "damaged heap snapshot: " : "", err);
