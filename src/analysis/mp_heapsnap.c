@@ -377,33 +377,24 @@ static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k)
   }
 }
 
-/* Append the step of edge k (from object f) to the path in s. */
-static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
+/* Append the name of edge k as a reference (".items", "[3]", "<key>",
+** "<upvalue sessions>", "_G"), without the space a path puts before a
+** "<...>" step; nothing for the value of an upvalue. */
+static void add_name(const mp_heapsnap *h, sbuf *s, uint32_t k)
 {
   const mp_snapshot *sn = h->sn;
   const mp_snap_edge *e = &sn->e[k];
   uint32_t f = h->from[k];
   const char *name;
-  char where[300];
-  if (folded && (e->kind == MP_HE_IDX || e->kind == MP_HE_FIELD ||
-		 e->kind == MP_HE_KEY || e->kind == MP_HE_NUMKEY ||
-		 e->kind == MP_HE_BOOLKEY || e->kind == MP_HE_LUDKEY)) {
-    adds(s, "[*]");
-    return;
-  }
   switch (e->kind) {
   case MP_HE_SPECIAL:
-    if (f) add(s, " ", 1);
     adds(s, e->arg < MP_HS__MAX ? root_names[e->arg] : "?");
     break;
   case MP_HE_IDX: addf(s, "[%llu]", e->arg); break;
   case MP_HE_FIELD:
     name = str_of(sn, (uint32_t)e->arg);
     if (!name) adds(s, "[<string>]");
-    else if (!strcmp(name, "_LOADED") && !strcmp(s->b, "registry")) {
-      s->n = 0;
-      adds(s, "package.loaded");
-    } else if (is_ident(name)) { adds(s, "."); adds(s, name); }
+    else if (is_ident(name)) { adds(s, "."); adds(s, name); }
     else { adds(s, "["); add_quoted(s, name); adds(s, "]"); }
     break;
   case MP_HE_KEY:
@@ -422,15 +413,15 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
   }
   case MP_HE_BOOLKEY: adds(s, e->arg ? "[true]" : "[false]"); break;
   case MP_HE_LUDKEY: addf(s, "[<lightuserdata 0x%llx>]", e->arg); break;
-  case MP_HE_KEYREF: adds(s, " <key>"); break;
-  case MP_HE_META: adds(s, " <metatable>"); break;
-  case MP_HE_ENV: adds(s, " <env>"); break;
-  case MP_HE_PROTO: adds(s, " <proto>"); break;
+  case MP_HE_KEYREF: adds(s, "<key>"); break;
+  case MP_HE_META: adds(s, "<metatable>"); break;
+  case MP_HE_ENV: adds(s, "<env>"); break;
+  case MP_HE_PROTO: adds(s, "<proto>"); break;
   case MP_HE_UPVAL: {
     const mp_snap_edge *pe = sn->type[f] == MP_HT_LFUNC ?
 			     edge_of(sn, f, MP_HE_PROTO, 0) : NULL;
     uint32_t u = pe && pe->to < sn->n ? sn->uvname[pe->to] : 0;
-    adds(s, " <upvalue ");
+    adds(s, "<upvalue ");
     if (u && e->arg < sn->uvnames[u - 1] && sn->names)
       adds(s, sn->names + sn->uvnames[u + e->arg]);
     else
@@ -440,15 +431,53 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
   }
   case MP_HE_VALUE: break;	/* The upvalue's step named it. */
   case MP_HE_LOCAL: {
-    adds(s, " <local ");
+    adds(s, "<local ");
     adds(s, sn->names + (uint32_t)e->arg);
     add_local_fn(h, s, k);
     adds(s, ">");
     break;
   }
-  case MP_HE_SLOT: addf(s, " <slot %llu>", e->arg); break;
-  case MP_HE_FRAME: addf(s, " <frame %llu>", e->arg); break;
-  case MP_HE_CONST: adds(s, " <constant>"); break;
+  case MP_HE_SLOT: addf(s, "<slot %llu>", e->arg); break;
+  case MP_HE_FRAME: addf(s, "<frame %llu>", e->arg); break;
+  case MP_HE_CONST: adds(s, "<constant>"); break;
+  }
+}
+
+char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, char *buf,
+			    size_t size)
+{
+  sbuf s = { buf, 0, size };
+  buf[0] = 0;
+  if (k >= h->sn->ne) return buf;
+  add_name(h, &s, k);
+  if (!s.n) adds(&s, "<value>");
+  return buf;
+}
+
+/* Append the step of edge k (from object f) to the path in s. */
+static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
+{
+  const mp_snapshot *sn = h->sn;
+  const mp_snap_edge *e = &sn->e[k];
+  uint32_t f = h->from[k];
+  const char *name;
+  char where[300];
+  if (folded && (e->kind == MP_HE_IDX || e->kind == MP_HE_FIELD ||
+		 e->kind == MP_HE_KEY || e->kind == MP_HE_NUMKEY ||
+		 e->kind == MP_HE_BOOLKEY || e->kind == MP_HE_LUDKEY)) {
+    adds(s, "[*]");
+    return;
+  }
+  if (e->kind == MP_HE_FIELD && (name = str_of(sn, (uint32_t)e->arg)) &&
+      !strcmp(name, "_LOADED") && !strcmp(s->b, "registry")) {
+    s->n = 0;
+    adds(s, "package.loaded");
+  } else {
+    /* A step that is no key of a table is a word of its own. */
+    if (e->kind == MP_HE_SPECIAL ? f != 0 :
+	e->kind >= MP_HE_META && e->kind != MP_HE_VALUE)
+      add(s, " ", 1);
+    add_name(h, s, k);
   }
   if (e->to < sn->n && sn->type[e->to] == MP_HT_LFUNC &&
       e->kind != MP_HE_FRAME) {

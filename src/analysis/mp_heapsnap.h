@@ -50,6 +50,13 @@ const char *mp_heapsnap_type(unsigned t);
 char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size);
 
+/* The name of edge k as a reference, into buf (cut to size): ".items",
+** "[3]", "[\"odd key\"]", "<key>", "<metatable>", "<upvalue sessions>",
+** "<local cache in app.lua:3>", "_G" (a root), "<value>" (an upvalue
+** object's value). Returns buf. */
+char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, char *buf,
+			    size_t size);
+
 /* Where Lua function or prototype id was defined, "app.lua:5", into buf;
 ** "" if unknown. */
 char *mp_heapsnap_where(const mp_heapsnap *h, uint32_t id, char *buf,
