@@ -570,22 +570,22 @@ typedef struct hclass {
   uint8_t folded;
 } hclass;
 
-int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
-			mp_heapclass **out)
+/* The class of every object reached (cls, by object; NONE for the root
+** and what is not reached) into the records *cp (*ncp of them); order is
+** scratch of n entries. 0, or -1 out of memory (*cp then freed). */
+static int class_map(const mp_heapsnap *h, unsigned fold, uint32_t *cls,
+		     uint32_t *order, hclass **cp, uint32_t *ncp)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
-  uint32_t nc = 0, cap = 0, i, got = 0, j;
+  uint32_t nc = 0, cap = 0, i, j;
   hclass *c = NULL;
   mp_hash index;
-  int rc = -1;
   mp_hash_init_map(&index);
-  *out = NULL;
-  if (!cls || !(order = malloc((size_t)sn->n * sizeof(*order)))) goto out;
+  for (i = 0; i < sn->n; i++) cls[i] = NONE;
   /* Objects by depth, so that a parent's class is known first. */
   {
     uint32_t *cnt = calloc((size_t)sn->n + 2, sizeof(*cnt));
-    if (!cnt) goto out;
+    if (!cnt) goto fail;
     for (i = 1; i < sn->n; i++)
       if (h->parent[i] != NONE) cnt[h->depth[i] + 1]++;
     for (i = 1; i < sn->n + 1; i++) cnt[i] += cnt[i - 1];
@@ -610,7 +610,7 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
       if (nc == cap) {
 	hclass *q;
 	cap = cap ? cap * 2 : 1024;
-	if (!(q = realloc(c, (size_t)cap * sizeof(*c)))) goto out;
+	if (!(q = realloc(c, (size_t)cap * sizeof(*c)))) goto fail;
 	c = q;
       }
       memset(&c[nc], 0, sizeof(c[nc]));
@@ -619,7 +619,7 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
       c[nc].key = key;
       c[nc].type = sn->type[v];
       c[nc].folded = (uint8_t)fo;
-      if (mp_hash_insert(&index, hk, nc) < 0) goto out;
+      if (mp_hash_insert(&index, hk, nc) < 0) goto fail;
       cls[v] = nc++;
     } else {
       cls[v] = *p;
@@ -628,6 +628,56 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
     c[cls[v]].bytes += h->retained[v];
     if (c[cls[v]].type != sn->type[v]) c[cls[v]].type = 0;
   }
+  mp_hash_free(&index);
+  *cp = c;
+  *ncp = nc;
+  return 0;
+fail:
+  mp_hash_free(&index);
+  free(c);
+  *cp = NULL;
+  return -1;
+}
+
+int mp_heapsnap_class_map(const mp_heapsnap *h, unsigned fold,
+			  uint32_t **cls, uint32_t **rep, uint32_t *nclasses)
+{
+  uint32_t n = h->sn->n, i, nc;
+  uint32_t *order = malloc((size_t)n * sizeof(*order));
+  hclass *c = NULL;
+  *cls = malloc((size_t)n * sizeof(**cls));
+  *rep = NULL;
+  if (!order || !*cls || class_map(h, fold, *cls, order, &c, &nc) < 0) {
+    free(order);
+    free(*cls);
+    *cls = NULL;
+    return -1;
+  }
+  free(order);
+  if (!(*rep = malloc((size_t)(nc ? nc : 1) * sizeof(**rep)))) {
+    free(c);
+    free(*cls);
+    *cls = NULL;
+    return -1;
+  }
+  for (i = 0; i < nc; i++) (*rep)[i] = c[i].rep;
+  free(c);
+  *nclasses = nc;
+  return 0;
+}
+
+int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
+			mp_heapclass **out)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
+  uint32_t nc = 0, i, got = 0, j;
+  hclass *c = NULL;
+  int rc = -1;
+  *out = NULL;
+  if (!cls || !(order = malloc((size_t)sn->n * sizeof(*order))) ||
+      class_map(h, fold, cls, order, &c, &nc) < 0)
+    goto out;
   /* The largest folded classes. */
   for (i = 0; i < nc; i++) {
     if (!c[i].folded) continue;
@@ -650,7 +700,6 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
   }
   rc = (int)got;
 out:
-  mp_hash_free(&index);
   free(cls);
   free(order);
   free(c);

@@ -83,4 +83,11 @@ typedef struct mp_heapclass {
 int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
 			mp_heapclass **out);
 
+/* The path class of every object, with keys folded as for classes:
+** (*cls)[i] the class of object i (MP_SNAP_NONE: the root, or not
+** reached), (*rep)[c] an object of class c (its path, folded, names the
+** class); both malloc'd. 0, or -1 out of memory. */
+int mp_heapsnap_class_map(const mp_heapsnap *h, unsigned fold,
+			  uint32_t **cls, uint32_t **rep, uint32_t *nclasses);
+
 #endif
