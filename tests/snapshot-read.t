@@ -198,8 +198,9 @@ local S, H = T.tmpname("exp"), T.tmpname("exp.heapsnapshot")
 assert(mp.snapshot(S))
 collectgarbage("restart")
 local ours = json_of(MP .. " snapshot --format json --top 1 " .. t.shq(S))
--- Our ids and paths, by path (tests/c/snap_dump).
-local byp = {}
+-- Our ids and paths, by path, and every retained size, by DevTools' id
+-- (tests/c/snap_dump).
+local byp, allret, nall = {}, {}, 0
 do
   local f = assert(io.popen(BUILD .. "/tests/snap_dump " .. t.shq(S)))
   f:read("*l")
@@ -207,6 +208,10 @@ do
     local id, ret, p = l:match("^(%d+)\t[^\t]+\t%d+\t(%d+)\t%d\t(.*)$")
     if id and not byp[p] then byp[p] = { id = tonumber(id),
 					  retained = tonumber(ret) } end
+    if id then
+      allret[2 * tonumber(id) + 1] = tonumber(ret)
+      nall = nall + 1
+    end
   end
   f:close()
 end
@@ -234,7 +239,8 @@ if not pkg or not node then
 	       "/chrome-devtools-frontend is not installed") ..
 	      " (make deps installs it under build/npm)"
   io.stderr:write("snapshot-read.t: DevTools' loader cannot run: ", why, "\n")
-  for _, c in ipairs({ "node count and total size", unpack(checks) }) do
+  for _, c in ipairs({ "node count and total size",
+		       "the retained size of every object", unpack(checks) }) do
     if os.getenv("CI") == "true" then
       t.ok(false, "DevTools loads the export: " .. why)
     else
@@ -248,7 +254,21 @@ else
     ids[#ids + 1] = c[3] and tostring(2 * c[3].id + 1) or "0"
   end
   local dt, drc2, derr2 = json_of(t.timeout("node tests/lib/devtools_heap.mjs " ..
-    t.shq(NM) .. " " .. t.shq(H) .. " " .. table.concat(ids, " "), 300))
+    t.shq(NM) .. " " .. t.shq(H) .. " all " .. table.concat(ids, " "), 300))
+  -- Every object's retained size: DevTools computes its own dominators.
+  local differ, seen = {}, 0
+  for _, r in ipairs(dt.retained or {}) do
+    if r[1] ~= 1 then	-- the root: ours counts it as the root's
+      seen = seen + 1
+      if allret[r[1]] ~= r[2] and #differ < 5 then
+	differ[#differ + 1] = "@" .. r[1] .. ": ours " ..
+			      tostring(allret[r[1]]) .. ", DevTools " .. r[2]
+      end
+    end
+  end
+  t.ok(seen == nall and #differ == 0 and nall > 1000,
+       "DevTools' retained size of every object is ours (" .. nall .. ")",
+       table.concat(differ, "\n"))
   t.same({ drc2, dt.nodeCount, dt.totalSize },
 	 { 0, ours.objects and ours.objects + 1, ours.bytes },
 	 "DevTools loads it: every object and the root, and our live bytes",

@@ -21,10 +21,23 @@ const char *mp_heapsnap_type(unsigned t)
   return t < MP_HT__MAX ? type_names[t] : "?";
 }
 
+/* The object edge k leaves: a binary search of first[] (an array of it
+** would cost 4 bytes an edge). */
+static uint32_t from_of(const mp_snapshot *sn, uint32_t k)
+{
+  uint32_t lo = 0, hi = sn->n;	/* first[lo] <= k < first[hi]. */
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (sn->first[mid] <= k) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
 void mp_heapsnap_free(mp_heapsnap *h)
 {
   free(h->parent); free(h->depth); free(h->weakonly); free(h->idom);
-  free(h->retained); free(h->from);
+  free(h->retained);
   memset(h, 0, sizeof(*h));
 }
 
@@ -77,9 +90,10 @@ static int dominators(mp_heapsnap *h)
   uint32_t n = sn->n, i, k, nd = 0, sp = 0;
   uint32_t *dfn = malloc((size_t)n * sizeof(*dfn));	/* Node -> number. */
   uint32_t *node = malloc((size_t)n * sizeof(*node));	/* Number -> node. */
-  uint32_t *par = malloc((size_t)n * sizeof(*par));	/* DFS tree parent. */
   uint32_t *semi = malloc((size_t)n * sizeof(*semi));
-  uint32_t *anc = malloc((size_t)n * sizeof(*anc));
+  /* The forest's ancestor links; until a node is linked (every node
+  ** numbered lo or more is), its DFS tree parent: one array for both. */
+  uint32_t *anc = malloc((size_t)n * sizeof(*anc)), lo;
   uint32_t *label = malloc((size_t)n * sizeof(*label));
   uint32_t *dom = malloc((size_t)n * sizeof(*dom));
   uint32_t *bucket = malloc((size_t)n * sizeof(*bucket));	/* Heads... */
@@ -89,14 +103,14 @@ static int dominators(mp_heapsnap *h)
   uint32_t *pfirst = calloc((size_t)n + 1, sizeof(*pfirst));
   uint32_t *pred = malloc((size_t)(sn->ne ? sn->ne : 1) * sizeof(*pred));
   int rc = -1;
-  if (!dfn || !node || !par || !semi || !anc || !label || !dom || !bucket ||
+  if (!dfn || !node || !semi || !anc || !label || !dom || !bucket ||
       !bnext || !stack || !cur || !pfirst || !pred)
     goto out;
   for (i = 0; i < n; i++) dfn[i] = NONE;
   /* Depth-first numbering, iterative: a node is numbered when entered. */
   dfn[0] = nd;
   node[nd] = 0;
-  par[nd++] = NONE;
+  anc[nd++] = NONE;
   stack[sp] = 0;
   cur[sp++] = sn->first[0];
   while (sp) {
@@ -106,7 +120,7 @@ static int dominators(mp_heapsnap *h)
       if (e->weak || e->to == NONE || dfn[e->to] != NONE) continue;
       dfn[e->to] = nd;
       node[nd] = e->to;
-      par[nd++] = dfn[v];
+      anc[nd++] = dfn[v];
       stack[sp] = e->to;
       cur[sp++] = sn->first[e->to];
     } else {
@@ -114,27 +128,39 @@ static int dominators(mp_heapsnap *h)
     }
   }
   /* Predecessors by strong reference among the numbered, by number. */
-  for (k = 0; k < sn->ne; k++)
-    if (!sn->e[k].weak && sn->e[k].to != NONE && dfn[h->from[k]] != NONE)
-      pfirst[dfn[sn->e[k].to] + 1]++;
+  for (i = 0; i < n; i++)
+    if (dfn[i] != NONE)
+      for (k = sn->first[i]; k < sn->first[i + 1]; k++)
+	if (!sn->e[k].weak && sn->e[k].to != NONE)
+	  pfirst[dfn[sn->e[k].to] + 1]++;
   for (i = 0; i < nd; i++) pfirst[i + 1] += pfirst[i];
-  for (k = 0; k < sn->ne; k++)
-    if (!sn->e[k].weak && sn->e[k].to != NONE && dfn[h->from[k]] != NONE)
-      pred[pfirst[dfn[sn->e[k].to]]++] = dfn[h->from[k]];
+  for (i = 0; i < n; i++)
+    if (dfn[i] != NONE)
+      for (k = sn->first[i]; k < sn->first[i + 1]; k++)
+	if (!sn->e[k].weak && sn->e[k].to != NONE)
+	  pred[pfirst[dfn[sn->e[k].to]]++] = dfn[i];
   for (i = nd; i > 0; i--) pfirst[i] = pfirst[i - 1];
   pfirst[0] = 0;
+  /* The numbering and the walk's cursors are done with: their memory
+  ** goes before the arrays below are first touched (the peak). What is
+  ** not numbered is marked NONE in idom. */
+  for (i = 0; i < n; i++) h->idom[i] = dfn[i] == NONE ? NONE : 0;
+  free(dfn);
+  free(cur);
+  dfn = cur = NULL;
   for (i = 0; i < nd; i++) {
     semi[i] = label[i] = i;
-    anc[i] = bucket[i] = NONE;
+    bucket[i] = NONE;
   }
   for (i = nd; i-- > 1; ) {
-    uint32_t w = i, p = par[w], v;
+    uint32_t w = i, p = anc[w], v;
+    lo = w + 1;
     for (k = pfirst[w]; k < pfirst[w + 1]; k++) {
       uint32_t u = pred[k];
-      if (anc[u] != NONE) {	/* eval(u), compressing its path. */
+      if (u >= lo) {	/* eval(u), compressing its path. */
 	uint32_t top = 0, x;
 	stack[top++] = u;
-	while (anc[anc[stack[top - 1]]] != NONE)
+	while (anc[stack[top - 1]] >= lo)
 	  stack[top] = anc[stack[top - 1]], top++;
 	top--;	/* Its ancestor is a root of the forest: no change. */
 	while (top-- > 0) {
@@ -148,13 +174,13 @@ static int dominators(mp_heapsnap *h)
     }
     bnext[w] = bucket[semi[w]];
     bucket[semi[w]] = w;
-    anc[w] = p;	/* link(parent, w) */
+    lo = w;	/* link(parent, w): anc[w] is p already */
     for (v = bucket[p]; v != NONE; v = bnext[v]) {
       uint32_t u = v;
-      if (anc[v] != NONE) {
+      if (v >= lo) {
 	uint32_t top = 0, x;
 	stack[top++] = v;
-	while (anc[anc[stack[top - 1]]] != NONE)
+	while (anc[stack[top - 1]] >= lo)
 	  stack[top] = anc[stack[top - 1]], top++;
 	top--;
 	while (top-- > 0) {
@@ -171,23 +197,21 @@ static int dominators(mp_heapsnap *h)
   dom[0] = 0;
   for (i = 1; i < nd; i++)
     if (dom[i] != semi[i]) dom[i] = dom[dom[i]];
-  for (i = 0; i < n; i++) {
-    h->idom[i] = 0;
-    h->retained[i] = sn->size[i];
-  }
-  for (i = 1; i < nd; i++) h->idom[node[i]] = node[dom[i]];
-  for (i = nd; i-- > 1; )	/* Dominated before dominators. */
-    h->retained[node[dom[i]]] += h->retained[node[i]];
+  for (i = 0; i < n; i++) h->retained[i] = sn->size[i];
   /* What no strong reference reaches is the root's alone. */
   for (i = 1; i < n; i++)
-    if (dfn[i] == NONE) {
+    if (h->idom[i] == NONE) {
+      h->idom[i] = 0;
       h->retained[0] += sn->size[i];
       h->nweak++;
       h->weakbytes += sn->size[i];
     }
+  for (i = 1; i < nd; i++) h->idom[node[i]] = node[dom[i]];
+  for (i = nd; i-- > 1; )	/* Dominated before dominators. */
+    h->retained[node[dom[i]]] += h->retained[node[i]];
   rc = 0;
 out:
-  free(dfn); free(node); free(par); free(semi); free(anc); free(label);
+  free(dfn); free(node); free(semi); free(anc); free(label);
   free(dom); free(bucket); free(bnext); free(stack); free(cur); free(pfirst);
   free(pred);
   return rc;
@@ -228,7 +252,7 @@ static void namespaces(mp_heapsnap *h)
 
 int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
 {
-  uint32_t n = sn->n, i, k, *order;
+  uint32_t n = sn->n, i, *order;
   memset(h, 0, sizeof(*h));
   h->sn = sn;
   h->parent = malloc((size_t)n * sizeof(*h->parent));
@@ -236,16 +260,13 @@ int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
   h->weakonly = calloc(n, 1);
   h->idom = malloc((size_t)n * sizeof(*h->idom));
   h->retained = malloc((size_t)n * sizeof(*h->retained));
-  h->from = malloc((size_t)(sn->ne ? sn->ne : 1) * sizeof(*h->from));
   order = malloc((size_t)n * sizeof(*order));
   if (!h->parent || !h->depth || !h->weakonly || !h->idom || !h->retained ||
-      !h->from || !order) {
+      !order) {
     free(order);
     mp_heapsnap_free(h);
     return -1;
   }
-  for (i = 0; i < n; i++)
-    for (k = sn->first[i]; k < sn->first[i + 1]; k++) h->from[k] = i;
   for (i = 1; i < n; i++) {
     h->count[sn->type[i]]++;
     h->bytes[sn->type[i]] += sn->size[i];
@@ -365,7 +386,7 @@ static const char *const root_names[MP_HS__MAX] = {
 static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t f = h->from[k], j;
+  uint32_t f = from_of(sn, k), j;
   char where[300];
   for (j = sn->first[f]; j < sn->first[f + 1]; j++) {
     const mp_snap_edge *e = &sn->e[j];
@@ -384,7 +405,7 @@ static void add_name(const mp_heapsnap *h, sbuf *s, uint32_t k)
 {
   const mp_snapshot *sn = h->sn;
   const mp_snap_edge *e = &sn->e[k];
-  uint32_t f = h->from[k];
+  uint32_t f = from_of(sn, k);
   const char *name;
   switch (e->kind) {
   case MP_HE_SPECIAL:
@@ -459,7 +480,7 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
 {
   const mp_snapshot *sn = h->sn;
   const mp_snap_edge *e = &sn->e[k];
-  uint32_t f = h->from[k];
+  uint32_t f = from_of(sn, k);
   const char *name;
   char where[300];
   if (folded && (e->kind == MP_HE_IDX || e->kind == MP_HE_FIELD ||
@@ -491,7 +512,7 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
 static int folds(const mp_heapsnap *h, uint32_t k, unsigned fold)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t f = h->from[k], i;
+  uint32_t f = from_of(sn, k), i;
   if (!fold || !f || sn->first[f + 1] - sn->first[f] <= fold) return 0;
   for (i = 0; i < MP_HEAPSNAP_NS; i++)
     if (h->ns[i] == f) return 0;
@@ -517,7 +538,7 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
     adds(&s, "(out of memory)");
     return buf;
   }
-  for (v = id, i = d; i > 0; v = h->from[h->parent[v]]) steps[--i] =
+  for (v = id, i = d; i > 0; v = from_of(sn, h->parent[v])) steps[--i] =
     h->parent[v];
   for (i = 0; i < d; i++) {
     uint32_t k;
@@ -561,14 +582,27 @@ uint32_t mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
 
 /* -- Path classes ------------------------------------------------------------ */
 
+/* 24 bytes: a path unfolded all the way (a list) has a class per object.
+** The key of the step is not kept: it is its first member's (rep). */
 typedef struct hclass {
   uint32_t parent;	/* Class of the path parent (NONE: the root). */
-  uint32_t rep;		/* An object of it. */
-  uint64_t key;		/* Edge kind << 56 | arg, or ~0: folded. */
-  uint64_t count, bytes;
+  uint32_t rep;		/* Its first member. */
+  uint64_t bytes;
+  uint32_t count;
   uint8_t type;
   uint8_t folded;
 } hclass;
+
+/* The key of the step to object v in a class: its edge's kind and
+** argument, or ~0 if the step is folded (*fo says which). */
+static uint64_t class_key(const mp_heapsnap *h, uint32_t v, unsigned fold,
+			  int *fo)
+{
+  uint32_t k = h->parent[v];
+  const mp_snap_edge *e = &h->sn->e[k];
+  *fo = folds(h, k, fold) && e->kind <= MP_HE_LUDKEY;
+  return *fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ e->arg;
+}
 
 /* The class of every object reached (cls, by object; NONE for the root
 ** and what is not reached) into the records *cp (*ncp of them); order is
@@ -594,18 +628,21 @@ static int class_map(const mp_heapsnap *h, unsigned fold, uint32_t *cls,
     j = cnt[sn->n];
     free(cnt);
   }
+  /* Room for a class per object at once: no growth of the index while
+  ** the classes are made (it would hold both tables for a while). */
+  if (mp_hash_reserve(&index, j) < 0) goto fail;
   for (i = 0; i < j; i++) {
-    uint32_t v = order[i], k = h->parent[v], f = h->from[k], pc;
-    const mp_snap_edge *e = &sn->e[k];
-    int fo = folds(h, k, fold) && e->kind <= MP_HE_LUDKEY;
-    uint64_t key = fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ e->arg;
+    uint32_t v = order[i], k = h->parent[v], f = from_of(sn, k), pc;
+    int fo, fo2;
+    uint64_t key = class_key(h, v, fold, &fo);
     uint64_t hk;
     uint32_t *p;
     mp_hash_iter it;
     pc = f ? cls[f] : NONE;
     hk = mp_hash_mix(key ^ ((uint64_t)pc << 20));
     for (p = mp_hash_first(&index, hk, &it); p; p = mp_hash_next(&index, &it))
-      if (c[*p].parent == pc && c[*p].key == key) break;
+      if (c[*p].parent == pc && class_key(h, c[*p].rep, fold, &fo2) == key)
+	break;
     if (!p) {
       if (nc == cap) {
 	hclass *q;
@@ -616,7 +653,6 @@ static int class_map(const mp_heapsnap *h, unsigned fold, uint32_t *cls,
       memset(&c[nc], 0, sizeof(c[nc]));
       c[nc].parent = pc;
       c[nc].rep = v;
-      c[nc].key = key;
       c[nc].type = sn->type[v];
       c[nc].folded = (uint8_t)fo;
       if (mp_hash_insert(&index, hk, nc) < 0) goto fail;

@@ -29,7 +29,6 @@ typedef struct mp_heapsnap {
   uint8_t *weakonly;	/* Reached only through a weak reference. */
   uint32_t *idom;	/* Immediate dominator (the root: 0). */
   uint64_t *retained;
-  uint32_t *from;	/* The object each edge leaves (by edge). */
   uint64_t count[MP_HT__MAX], bytes[MP_HT__MAX];	/* Live by type. */
   uint32_t ns[3];	/* Namespaces: not folded (see classes). */
   uint32_t nweak;	/* Objects reached only weakly... */

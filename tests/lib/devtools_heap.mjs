@@ -9,7 +9,9 @@
 // order), each step as its edge's type and name and the name of the node
 // it reaches; and the edges that reach it (retainers).
 //
-//   node devtools_heap.mjs NODE_MODULES FILE [ID...]
+//   node devtools_heap.mjs NODE_MODULES FILE [all] [ID...]
+//
+// With "all", also the retained size of every node: [[id, size]...].
 import { register } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
@@ -43,7 +45,14 @@ const snap = await loader.buildSnapshot(channel.port1);
 channel.port1.close();
 channel.port2.close();
 
-const out = { nodeCount: snap.nodeCount, totalSize: snap.totalSize, nodes: {} };
+const out = { nodeCount: snap.nodeCount, totalSize: snap.totalSize, nodes: {},
+	      retained: [] };
+// The retained size of every node, by id (the first argument "all").
+if (ids[0] === 'all') {
+  ids.shift();
+  for (let it = snap.allNodes(); it.hasNext(); it.next())
+    out.retained.push([it.item().id(), it.item().retainedSize()]);
+}
 const byId = new Map();
 for (let it = snap.allNodes(); it.hasNext(); it.next())
   byId.set(it.item().id(), it.item().nodeIndex);
