@@ -188,6 +188,8 @@ local function build()
   local sessions = {}
   for i = 1, 20 do sessions[i] = { i } end
   function exp_handler() return sessions end
+  -- Keys whose argument takes more than 32 bits in the reader.
+  exp_keys = { [1.5] = { 1 }, [2^40] = { 2 } }
   exp_weak = setmetatable({}, { __mode = "v" })
   local x, y = {}, {}
   x[1], y[1] = y, x
@@ -228,6 +230,9 @@ local checks = {
   { "a table held through an upvalue", hp, byp[hp] },
   { "a table only a weak table reaches", "_G.exp_weak[1] (weak)",
     byp["_G.exp_weak[1] (weak)"] },
+  { "a number key", "_G.exp_keys[1.5]", byp["_G.exp_keys[1.5]"] },
+  { "a number key past 2^32", "_G.exp_keys[1099511627776]",
+    byp["_G.exp_keys[1099511627776]"] },
 }
 local NM = os.getenv("DEVTOOLS_MODULES") or "build/npm/node_modules"
 local pkg = io.open(NM .. "/chrome-devtools-frontend/package.json")
@@ -306,6 +311,6 @@ else
 end
 os.remove(S)
 os.remove(H)
-exp_cache, exp_handler, exp_weak = nil, nil, nil
+exp_cache, exp_handler, exp_weak, exp_keys = nil, nil, nil, nil
 
 t.done()

@@ -21,22 +21,9 @@ const char *mp_heapsnap_type(unsigned t)
   return t < MP_HT__MAX ? type_names[t] : "?";
 }
 
-/* The object edge k leaves: a binary search of first[] (an array of it
-** would cost 4 bytes an edge). */
-static uint32_t from_of(const mp_snapshot *sn, uint32_t k)
-{
-  uint32_t lo = 0, hi = sn->n;	/* first[lo] <= k < first[hi]. */
-  while (hi - lo > 1) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (sn->first[mid] <= k) lo = mid;
-    else hi = mid;
-  }
-  return lo;
-}
-
 void mp_heapsnap_free(mp_heapsnap *h)
 {
-  free(h->parent); free(h->depth); free(h->weakonly); free(h->idom);
+  free(h->parent); free(h->up); free(h->depth); free(h->weakonly); free(h->idom);
   free(h->retained);
   memset(h, 0, sizeof(*h));
 }
@@ -48,7 +35,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t head = 0, tail = 0, i, pass;
-  for (i = 0; i < sn->n; i++) h->depth[i] = h->parent[i] = NONE;
+  for (i = 0; i < sn->n; i++) h->depth[i] = h->parent[i] = h->up[i] = NONE;
   h->depth[0] = 0;
   order[tail++] = 0;
   for (pass = 0; pass < 2; pass++) {
@@ -61,6 +48,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
 	if (e->weak != pass) continue;
 	h->depth[e->to] = h->depth[v] + 1;
 	h->parent[e->to] = k;
+	h->up[e->to] = v;
 	h->weakonly[e->to] = pass || h->weakonly[v];
 	order[tail++] = e->to;
       }
@@ -71,6 +59,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
 	if (e->to == NONE || h->depth[e->to] != NONE) continue;
 	h->depth[e->to] = h->depth[v] + 1;
 	h->parent[e->to] = k;
+	h->up[e->to] = v;
 	h->weakonly[e->to] = 1;
 	order[tail++] = e->to;
       }
@@ -234,14 +223,14 @@ static void namespaces(mp_heapsnap *h)
   for (k = sn->first[0]; k < sn->first[1] && n < 2; k++) {
     const mp_snap_edge *e = &sn->e[k];
     if (e->to != NONE &&
-	(e->arg == MP_HS_GLOBALS || e->arg == MP_HS_REGISTRY)) {
+	(mp_snap_arg(sn, e) == MP_HS_GLOBALS || mp_snap_arg(sn, e) == MP_HS_REGISTRY)) {
       h->ns[n++] = e->to;
-      if (e->arg == MP_HS_REGISTRY) {
+      if (mp_snap_arg(sn, e) == MP_HS_REGISTRY) {
 	uint32_t j;
 	for (j = sn->first[e->to]; j < sn->first[e->to + 1]; j++) {
 	  const mp_snap_edge *f = &sn->e[j];
 	  const char *name = f->kind == MP_HE_FIELD ?
-			     str_of(sn, (uint32_t)f->arg) : NULL;
+			     str_of(sn, (uint32_t)mp_snap_arg(sn, f)) : NULL;
 	  if (name && !strcmp(name, "_LOADED") && f->to != NONE)
 	    h->ns[2] = f->to;
 	}
@@ -256,12 +245,13 @@ int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
   memset(h, 0, sizeof(*h));
   h->sn = sn;
   h->parent = malloc((size_t)n * sizeof(*h->parent));
+  h->up = malloc((size_t)n * sizeof(*h->up));
   h->depth = malloc((size_t)n * sizeof(*h->depth));
   h->weakonly = calloc(n, 1);
   h->idom = malloc((size_t)n * sizeof(*h->idom));
   h->retained = malloc((size_t)n * sizeof(*h->retained));
   order = malloc((size_t)n * sizeof(*order));
-  if (!h->parent || !h->depth || !h->weakonly || !h->idom || !h->retained ||
+  if (!h->parent || !h->up || !h->depth || !h->weakonly || !h->idom || !h->retained ||
       !order) {
     free(order);
     mp_heapsnap_free(h);
@@ -313,7 +303,7 @@ static const mp_snap_edge *edge_of(const mp_snapshot *sn, uint32_t id,
   uint32_t j;
   if (id >= sn->n) return NULL;
   for (j = sn->first[id]; j < sn->first[id + 1]; j++)
-    if (sn->e[j].kind == k && (k != MP_HE_SPECIAL || sn->e[j].arg == code))
+    if (sn->e[j].kind == k && (k != MP_HE_SPECIAL || mp_snap_arg(sn, &sn->e[j]) == code))
       return &sn->e[j];
   return NULL;
 }
@@ -383,14 +373,15 @@ static const char *const root_names[MP_HS__MAX] = {
 };
 
 /* The frame function of a local's step: its location ("in app.lua:3"). */
-static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k)
+static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k,
+			 uint32_t f)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t f = from_of(sn, k), j;
+  uint32_t j;
   char where[300];
   for (j = sn->first[f]; j < sn->first[f + 1]; j++) {
     const mp_snap_edge *e = &sn->e[j];
-    if (e->kind == MP_HE_FRAME && e->arg == sn->e[k].arg >> 32) {
+    if (e->kind == MP_HE_FRAME && mp_snap_arg(sn, e) == mp_snap_arg(sn, &sn->e[k]) >> 32) {
       mp_heapsnap_where(h, e->to, where, sizeof(where));
       if (*where) { adds(s, " in "); adds(s, where); }
       return;
@@ -400,40 +391,40 @@ static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k)
 
 /* Append the name of edge k as a reference (".items", "[3]", "<key>",
 ** "<upvalue sessions>", "_G"), without the space a path puts before a
-** "<...>" step; nothing for the value of an upvalue. */
-static void add_name(const mp_heapsnap *h, sbuf *s, uint32_t k)
+** "<...>" step; nothing for the value of an upvalue. f: the object it
+** leaves. */
+static void add_name(const mp_heapsnap *h, sbuf *s, uint32_t k, uint32_t f)
 {
   const mp_snapshot *sn = h->sn;
   const mp_snap_edge *e = &sn->e[k];
-  uint32_t f = from_of(sn, k);
   const char *name;
   switch (e->kind) {
   case MP_HE_SPECIAL:
-    adds(s, e->arg < MP_HS__MAX ? root_names[e->arg] : "?");
+    adds(s, mp_snap_arg(sn, e) < MP_HS__MAX ? root_names[mp_snap_arg(sn, e)] : "?");
     break;
-  case MP_HE_IDX: addf(s, "[%llu]", e->arg); break;
+  case MP_HE_IDX: addf(s, "[%llu]", mp_snap_arg(sn, e)); break;
   case MP_HE_FIELD:
-    name = str_of(sn, (uint32_t)e->arg);
+    name = str_of(sn, (uint32_t)mp_snap_arg(sn, e));
     if (!name) adds(s, "[<string>]");
     else if (is_ident(name)) { adds(s, "."); adds(s, name); }
     else { adds(s, "["); add_quoted(s, name); adds(s, "]"); }
     break;
   case MP_HE_KEY:
     adds(s, "[<");
-    adds(s, mp_heapsnap_type(sn->type[e->arg < sn->n ? e->arg : 0]));
+    adds(s, mp_heapsnap_type(sn->type[mp_snap_arg(sn, e) < sn->n ? mp_snap_arg(sn, e) : 0]));
     adds(s, ">]");
     break;
   case MP_HE_NUMKEY: {
     double d;
     char t[40];
-    uint64_t u = e->arg;
+    uint64_t u = mp_snap_arg(sn, e);
     memcpy(&d, &u, sizeof(d));
     snprintf(t, sizeof(t), "[%.17g]", d);
     adds(s, t);
     break;
   }
-  case MP_HE_BOOLKEY: adds(s, e->arg ? "[true]" : "[false]"); break;
-  case MP_HE_LUDKEY: addf(s, "[<lightuserdata 0x%llx>]", e->arg); break;
+  case MP_HE_BOOLKEY: adds(s, mp_snap_arg(sn, e) ? "[true]" : "[false]"); break;
+  case MP_HE_LUDKEY: addf(s, "[<lightuserdata 0x%llx>]", mp_snap_arg(sn, e)); break;
   case MP_HE_KEYREF: adds(s, "<key>"); break;
   case MP_HE_META: adds(s, "<metatable>"); break;
   case MP_HE_ENV: adds(s, "<env>"); break;
@@ -441,46 +432,46 @@ static void add_name(const mp_heapsnap *h, sbuf *s, uint32_t k)
   case MP_HE_UPVAL: {
     const mp_snap_edge *pe = sn->type[f] == MP_HT_LFUNC ?
 			     edge_of(sn, f, MP_HE_PROTO, 0) : NULL;
-    uint32_t u = pe && pe->to < sn->n ? sn->uvname[pe->to] : 0;
+    uint32_t u = pe && pe->to < sn->n ? mp_snap_uvnames(sn, pe->to) : 0;
     adds(s, "<upvalue ");
-    if (u && e->arg < sn->uvnames[u - 1] && sn->names)
-      adds(s, sn->names + sn->uvnames[u + e->arg]);
+    if (u && mp_snap_arg(sn, e) < sn->uvnames[u - 1] && sn->names)
+      adds(s, sn->names + sn->uvnames[u + mp_snap_arg(sn, e)]);
     else
-      addf(s, "%llu", e->arg + 1);
+      addf(s, "%llu", mp_snap_arg(sn, e) + 1);
     adds(s, ">");
     break;
   }
   case MP_HE_VALUE: break;	/* The upvalue's step named it. */
   case MP_HE_LOCAL: {
     adds(s, "<local ");
-    adds(s, sn->names + (uint32_t)e->arg);
-    add_local_fn(h, s, k);
+    adds(s, sn->names + (uint32_t)mp_snap_arg(sn, e));
+    add_local_fn(h, s, k, f);
     adds(s, ">");
     break;
   }
-  case MP_HE_SLOT: addf(s, "<slot %llu>", e->arg); break;
-  case MP_HE_FRAME: addf(s, "<frame %llu>", e->arg); break;
+  case MP_HE_SLOT: addf(s, "<slot %llu>", mp_snap_arg(sn, e)); break;
+  case MP_HE_FRAME: addf(s, "<frame %llu>", mp_snap_arg(sn, e)); break;
   case MP_HE_CONST: adds(s, "<constant>"); break;
   }
 }
 
-char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, char *buf,
-			    size_t size)
+char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, uint32_t from,
+			    char *buf, size_t size)
 {
   sbuf s = { buf, 0, size };
   buf[0] = 0;
-  if (k >= h->sn->ne) return buf;
-  add_name(h, &s, k);
+  if (k >= h->sn->ne || from >= h->sn->n) return buf;
+  add_name(h, &s, k, from);
   if (!s.n) adds(&s, "<value>");
   return buf;
 }
 
 /* Append the step of edge k (from object f) to the path in s. */
-static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
+static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, uint32_t f,
+		     int folded)
 {
   const mp_snapshot *sn = h->sn;
   const mp_snap_edge *e = &sn->e[k];
-  uint32_t f = from_of(sn, k);
   const char *name;
   char where[300];
   if (folded && (e->kind == MP_HE_IDX || e->kind == MP_HE_FIELD ||
@@ -489,7 +480,7 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
     adds(s, "[*]");
     return;
   }
-  if (e->kind == MP_HE_FIELD && (name = str_of(sn, (uint32_t)e->arg)) &&
+  if (e->kind == MP_HE_FIELD && (name = str_of(sn, (uint32_t)mp_snap_arg(sn, e))) &&
       !strcmp(name, "_LOADED") && !strcmp(s->b, "registry")) {
     s->n = 0;
     adds(s, "package.loaded");
@@ -498,7 +489,7 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
     if (e->kind == MP_HE_SPECIAL ? f != 0 :
 	e->kind >= MP_HE_META && e->kind != MP_HE_VALUE)
       add(s, " ", 1);
-    add_name(h, s, k);
+    add_name(h, s, k, f);
   }
   if (e->to < sn->n && sn->type[e->to] == MP_HT_LFUNC &&
       e->kind != MP_HE_FRAME) {
@@ -509,15 +500,16 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
 
 /* Does the step of edge k leave a container of more than fold entries
 ** (not a namespace: the globals, the registry, package.loaded)? */
-static int folds(const mp_heapsnap *h, uint32_t k, unsigned fold)
+static int folds_from(const mp_heapsnap *h, uint32_t f, unsigned fold)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t f = from_of(sn, k), i;
+  uint32_t i;
   if (!fold || !f || sn->first[f + 1] - sn->first[f] <= fold) return 0;
   for (i = 0; i < MP_HEAPSNAP_NS; i++)
     if (h->ns[i] == f) return 0;
   return 1;
 }
+
 
 #define PATH_HEAD	12	/* Steps shown before and after "...". */
 
@@ -525,7 +517,7 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t d, i, v, *steps;
+  uint32_t d, i, v, f, *steps;
   sbuf s = { buf, 0, size };
   buf[0] = 0;
   if (id >= sn->n || (id && h->parent[id] == NONE)) {
@@ -538,8 +530,7 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
     adds(&s, "(out of memory)");
     return buf;
   }
-  for (v = id, i = d; i > 0; v = from_of(sn, h->parent[v])) steps[--i] =
-    h->parent[v];
+  for (v = id, i = d; i > 0; v = h->up[v]) steps[--i] = h->parent[v];
   for (i = 0; i < d; i++) {
     uint32_t k;
     if (d > 2 * PATH_HEAD && i == PATH_HEAD) {
@@ -547,7 +538,8 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
       i = d - PATH_HEAD;
     }
     k = steps[i];
-    add_step(h, &s, k, folds(h, k, fold));
+    f = i ? sn->e[steps[i - 1]].to : 0;
+    add_step(h, &s, k, f, folds_from(h, f, fold));
   }
   free(steps);
   /* The value of an upvalue has its name; the upvalue object says so. */
@@ -593,15 +585,22 @@ typedef struct hclass {
   uint8_t folded;
 } hclass;
 
-/* The key of the step to object v in a class: its edge's kind and
-** argument, or ~0 if the step is folded (*fo says which). */
-static uint64_t class_key(const mp_heapsnap *h, uint32_t v, unsigned fold,
-			  int *fo)
+/* The key of the step to object v, its path parent f: its edge's kind
+** and argument, or ~0 if the step is folded (*fo says which). */
+static uint64_t class_key(const mp_heapsnap *h, uint32_t v, uint32_t f,
+			  unsigned fold, int *fo)
 {
-  uint32_t k = h->parent[v];
-  const mp_snap_edge *e = &h->sn->e[k];
-  *fo = folds(h, k, fold) && e->kind <= MP_HE_LUDKEY;
-  return *fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ e->arg;
+  const mp_snap_edge *e = &h->sn->e[h->parent[v]];
+  *fo = e->kind <= MP_HE_LUDKEY && folds_from(h, f, fold);
+  return *fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e);
+}
+
+/* Is the step to v (not folded) the step of class x? */
+static int same_step(const mp_heapsnap *h, const hclass *x, uint64_t key)
+{
+  const mp_snap_edge *e = &h->sn->e[h->parent[x->rep]];
+  return !x->folded && ((uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e)) ==
+	 key;
 }
 
 /* The class of every object reached (cls, by object; NONE for the root
@@ -632,16 +631,16 @@ static int class_map(const mp_heapsnap *h, unsigned fold, uint32_t *cls,
   ** the classes are made (it would hold both tables for a while). */
   if (mp_hash_reserve(&index, j) < 0) goto fail;
   for (i = 0; i < j; i++) {
-    uint32_t v = order[i], k = h->parent[v], f = from_of(sn, k), pc;
-    int fo, fo2;
-    uint64_t key = class_key(h, v, fold, &fo);
+    uint32_t v = order[i], f = h->up[v], pc;
+    int fo;
+    uint64_t key = class_key(h, v, f, fold, &fo);
     uint64_t hk;
     uint32_t *p;
     mp_hash_iter it;
     pc = f ? cls[f] : NONE;
     hk = mp_hash_mix(key ^ ((uint64_t)pc << 20));
     for (p = mp_hash_first(&index, hk, &it); p; p = mp_hash_next(&index, &it))
-      if (c[*p].parent == pc && class_key(h, c[*p].rep, fold, &fo2) == key)
+      if (c[*p].parent == pc && (fo ? c[*p].folded : same_step(h, &c[*p], key)))
 	break;
     if (!p) {
       if (nc == cap) {

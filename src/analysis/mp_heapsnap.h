@@ -24,7 +24,8 @@
 
 typedef struct mp_heapsnap {
   const mp_snapshot *sn;
-  uint32_t *parent;	/* Edge from the object's path parent, or NONE. */
+  uint32_t *parent;	/* Edge from the object's path parent, or NONE... */
+  uint32_t *up;		/* ...and that parent. */
   uint32_t *depth;	/* Steps from the root (NONE: unreached). */
   uint8_t *weakonly;	/* Reached only through a weak reference. */
   uint32_t *idom;	/* Immediate dominator (the root: 0). */
@@ -49,12 +50,12 @@ const char *mp_heapsnap_type(unsigned t);
 char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size);
 
-/* The name of edge k as a reference, into buf (cut to size): ".items",
+/* The name of edge k (of object from) as a reference, into buf (cut to size): ".items",
 ** "[3]", "[\"odd key\"]", "<key>", "<metatable>", "<upvalue sessions>",
 ** "<local cache in app.lua:3>", "_G" (a root), "<value>" (an upvalue
 ** object's value). Returns buf. */
-char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, char *buf,
-			    size_t size);
+char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, uint32_t from,
+			    char *buf, size_t size);
 
 /* Where Lua function or prototype id was defined, "app.lua:5", into buf;
 ** "" if unknown. */

@@ -151,15 +151,15 @@ int mp_heapsnapshot_write(FILE *out, const mp_heapsnap *h)
       uint64_t name;
       if (e->to == MP_SNAP_NONE) continue;
       if (e->weak) t = ET_WEAK;
-      else if (e->kind == MP_HE_IDX && e->arg <= UINT32_MAX) t = ET_ELEMENT;
+      else if (e->kind == MP_HE_IDX && mp_snap_arg(sn, e) <= UINT32_MAX) t = ET_ELEMENT;
       else if (e->kind >= MP_HE_IDX && e->kind <= MP_HE_LUDKEY)
 	t = ET_PROPERTY;
       else if (e->kind == MP_HE_UPVAL) t = ET_CONTEXT;
       else t = ET_INTERNAL;
       if (t == ET_ELEMENT) {
-	name = e->arg;
+	name = mp_snap_arg(sn, e);
       } else {
-	mp_heapsnap_edge_name(h, k, buf, sizeof(buf));
+	mp_heapsnap_edge_name(h, k, i, buf, sizeof(buf));
 	if ((name = intern(&st, buf, strlen(buf))) == UINT32_MAX) goto out;
       }
       fprintf(out, "%s%u,%llu,%llu", ne++ ? ",\n" : "", t,
