@@ -159,6 +159,24 @@ for _, bad in ipairs({
   rc, out, err = run(MP .. " snapshot " .. bad[1])
   t.same({ rc, out, err }, { 2, "", bad[2] }, "refused: snapshot " .. bad[1])
 end
+rc, out, err = run(MP .. " diff " .. t.shq(A) .. " " .. t.shq(B) .. " " ..
+		   t.shq(A))
+t.same({ rc, out, err }, { 2, "", "ljmemprof diff: " .. A .. " is given " ..
+       "twice (give each profile once)\n" }, "diff: three files, one twice")
+rc, out, err = run(MP .. " snapshot -o /nonexistent-dir/x " .. t.shq(A))
+t.same({ rc, out, err }, { 2, "", "ljmemprof: /nonexistent-dir/x: No such " ..
+       "file or directory\n" }, "-o into a missing directory")
+-- A snapshot cut short at max_size is compared as it is: status 3.
+local C = T.tmpname("cut")
+local big = {}
+for i = 1, 20000 do big[i] = { i } end
+local r = mp.snapshot({ path = C, max_size = 65536 })
+big = nil
+rc, out, err = run(MP .. " diff --format json " .. t.shq(A) .. " " ..
+		   t.shq(C))
+t.same({ r, rc, err, out:sub(1, 10) }, { nil, 3, "", '{"files":[' },
+       "diff with a snapshot cut short: reported, status 3")
+os.remove(C)
 rc, out, err = run(MP .. " diff --leak-only " .. t.shq(A) .. " " .. t.shq(B))
 t.same({ rc, err }, { 2, "ljmemprof diff: unknown option '--leak-only' " ..
        "(see 'ljmemprof diff --help')\n" },
