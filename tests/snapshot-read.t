@@ -218,23 +218,28 @@ local S, H = T.tmpname("exp"), T.tmpname("exp.heapsnapshot")
 assert(mp.snapshot(S))
 collectgarbage("restart")
 local ours = json_of(MP .. " snapshot --format json --top 1 " .. t.shq(S))
--- Our ids and paths, by path, and every retained size, by DevTools' id
--- (tests/c/snap_dump).
-local byp, allret, nall = {}, {}, 0
-do
-  local f = assert(io.popen(BUILD .. "/tests/snap_dump " .. t.shq(S)))
+-- Objects of a snapshot as tests/c/snap_dump -d gives them: by path
+-- (the first of each: DevTools' @id, our number, retained size), every
+-- retained size by @id, our numbers' @ids, and how many objects.
+local function dump_dev(file)
+  local byp, allret, devid, nall = {}, {}, {}, 0
+  local f = assert(io.popen(BUILD .. "/tests/snap_dump -d " .. t.shq(file)))
   f:read("*l")
   for l in f:lines() do
-    local id, ret, p = l:match("^(%d+)\t[^\t]+\t%d+\t(%d+)\t%d\t(.*)$")
-    if id and not byp[p] then byp[p] = { id = tonumber(id),
-					  retained = tonumber(ret) } end
-    if id then
-      allret[2 * tonumber(id) + 1] = tonumber(ret)
+    local dev, id, ret, p =
+      l:match("^(%d+)\t(%d+)\t[^\t]+\t%d+\t(%d+)\t%d\t(.*)$")
+    if dev then
+      dev, id, ret = tonumber(dev), tonumber(id), tonumber(ret)
+      if not byp[p] then byp[p] = { dev = dev, id = id, retained = ret } end
+      allret[dev] = ret
+      devid[id] = dev
       nall = nall + 1
     end
   end
   f:close()
+  return byp, allret, devid, nall
 end
+local byp, allret, devid, nall = dump_dev(S)
 rc, out, err = run(MP .. " snapshot --format heapsnapshot -o " .. t.shq(H) ..
 		   " " .. t.shq(S))
 t.same({ rc, out, err }, { 0, "", "" }, "--format heapsnapshot -o FILE")
@@ -242,7 +247,8 @@ local hp = "_G.exp_handler (" .. where(exp_handler) .. ") <upvalue sessions>"
 local checks = {
   { "the top retainer", ours.retainers and ours.retainers[1] and
     ours.retainers[1].path, ours.retainers and ours.retainers[1] and
-    { id = ours.retainers[1].id, retained = ours.retainers[1].retained } },
+    { dev = devid[ours.retainers[1].id],
+      retained = ours.retainers[1].retained } },
   { "a cache entry", "_G.exp_cache.items[300]",
     byp["_G.exp_cache.items[300]"] },
   { "a table held through an upvalue", hp, byp[hp] },
@@ -274,7 +280,7 @@ if not pkg or not node then
 else
   local ids = {}
   for _, c in ipairs(checks) do
-    ids[#ids + 1] = c[3] and tostring(2 * c[3].id + 1) or "0"
+    ids[#ids + 1] = c[3] and tostring(c[3].dev) or "0"
   end
   local dt, drc2, derr2 = json_of(t.timeout("node tests/lib/devtools_heap.mjs " ..
     t.shq(NM) .. " " .. t.shq(H) .. " all " .. table.concat(ids, " "), 300))
@@ -311,7 +317,8 @@ else
     return s
   end
   for i, c in ipairs(checks) do
-    local got = dt.nodes and dt.nodes[ids[i]]
+    local got = dt.nodes and type(dt.nodes[ids[i]]) == "table" and
+		dt.nodes[ids[i]]
     local want = c[2]
     local path = got and ourpath(got.path)
     -- No strong path reaches a weakly held object (DevTools: no
@@ -327,6 +334,22 @@ else
 	   "DevTools: " .. c[1] .. ", its path and retained size", c[2])
   end
 end
+-- A second snapshot of the same process, after the cache grew: the
+-- objects both hold have the same @id in both (DevTools' comparison
+-- matches them by it), and the @ids of each are unique.
+local function more() for i = 301, 400 do exp_cache.items[i] = { id = i } end end
+more()
+local S2 = T.tmpname("exp2")
+assert(mp.snapshot(S2))
+local byp2, all2, _, n2 = dump_dev(S2)
+local uniq = 0
+for _ in pairs(all2) do uniq = uniq + 1 end
+t.same({ byp2["_G.exp_cache.items[1]"] and byp2["_G.exp_cache.items[1]"].dev,
+	 byp2[hp] and byp2[hp].dev, uniq, n2 - nall >= 100 },
+       { byp["_G.exp_cache.items[1]"] and byp["_G.exp_cache.items[1]"].dev,
+	 byp[hp] and byp[hp].dev, n2, true },
+       "a second snapshot: the same objects, the same @ids; all unique")
+os.remove(S2)
 os.remove(S)
 os.remove(H)
 exp_cache, exp_handler, exp_weak, exp_keys = nil, nil, nil, nil
@@ -368,12 +391,8 @@ else
   local p = io.popen(BUILD .. "/tests/snap_dump " .. t.shq(NV) ..
 		     " 2>/dev/null")
   hdr = p:read("*l") or ""
-  local nret, nobj = {}, 0
-  for l in p:lines() do
-    local id, ret = l:match("^(%d+)\t[^\t]+\t%d+\t(%d+)\t")
-    if id then nret[2 * tonumber(id) + 1] = tonumber(ret); nobj = nobj + 1 end
-  end
   p:close()
+  local _, nret, _, nobj = dump_dev(NV)
   local h = {}
   for k, v in hdr:gmatch("(%w+)=(%d+)") do h[k] = tonumber(v) end
   t.ok((rc == 0 or rc == true) and (h.objects or 0) > 5000,

@@ -47,8 +47,9 @@ const char mp_help_snapshot[] =
 "    (load it in the Memory panel): an object a node named by its type\n"
 "    (a function or prototype with where it was defined), a reference an\n"
 "    edge named as in our paths (.items, [3], <upvalue sessions>, <key>),\n"
-"    weak references weak; DevTools' @id of object number N (json's id)\n"
-"    is 2N+1.\n"
+"    weak references weak; an object's @id comes from its address, so\n"
+"    that DevTools' comparison of two snapshots of one process matches\n"
+"    the objects they share.\n"
 "\n"
 "    With --diff (or as `ljmemprof diff` given two snapshots), compares\n"
 "    BASE and NEW, two snapshots of one process: an object of NEW is the\n"
@@ -519,10 +520,16 @@ static int run(const char *cmd, int argc, char **argv, int diff)
     else print_diff_text(out.f, &d, &o, paths);
     mp_heapdiff_free(&d);
   } else if (o.format == F_HEAPSNAPSHOT) {
-    if (mp_heapsnapshot_write(out.f, &h) < 0 && !ferror(out.f)) {
+    int numbered = 0;
+    if (mp_heapsnapshot_write(out.f, &h, &numbered) < 0 && !ferror(out.f)) {
       fprintf(stderr, "ljmemprof: %s: out of memory for the export\n",
 	      paths[0]);
       status = MP_EXIT_ERROR;
+    } else if (numbered) {
+      fprintf(stderr, "ljmemprof: %s: warning: two objects' addresses give "
+	      "one DevTools @id: objects are numbered instead, and DevTools' "
+	      "comparison with another snapshot will not match them\n",
+	      paths[0]);
     }
   } else if (o.format == F_JSON) {
     print_json(out.f, &h, &o);

@@ -119,15 +119,38 @@ static unsigned node_of(const mp_heapsnap *h, uint32_t i, char *buf,
   }
 }
 
-int mp_heapsnapshot_write(FILE *out, const mp_heapsnap *h)
+int mp_heapsnapshot_ids(const mp_snapshot *sn, uint32_t *ids)
+{
+  mp_hash seen;
+  uint32_t i;
+  int r = 1;
+  memset(&seen, 0, sizeof(seen));
+  if (mp_hash_reserve(&seen, sn->n) < 0 || mp_hash_add(&seen, 1) < 0) {
+    mp_hash_free(&seen);
+    return -1;
+  }
+  ids[0] = 1;
+  for (i = 1; i < sn->n && r == 1; i++) {
+    ids[i] = (uint32_t)((sn->addr[i] >> 3) & 0x7fffffff) * 2 + 1;
+    if (mp_hash_add(&seen, ids[i]) == 0) r = 0;
+  }
+  mp_hash_free(&seen);
+  if (!r)
+    for (i = 0; i < sn->n; i++) ids[i] = 2 * i + 1;
+  return r;
+}
+
+int mp_heapsnapshot_write(FILE *out, const mp_heapsnap *h, int *numbered)
 {
   const mp_snapshot *sn = h->sn;
   strtab st;
-  uint32_t i, k, ne = 0;
+  uint32_t i, k, ne = 0, *ids = malloc((size_t)sn->n * sizeof(*ids));
   char buf[512];
-  int rc = -1;
+  int rc = -1, r;
   memset(&st, 0, sizeof(st));
   mp_hash_init_map(&st.index);
+  if (!ids || (r = mp_heapsnapshot_ids(sn, ids)) < 0) goto out;
+  *numbered = !r;
   for (k = 0; k < sn->ne; k++) ne += sn->e[k].to != MP_SNAP_NONE;
   fputs(meta, out);
   fprintf(out, "\"node_count\":%u,\"edge_count\":%u,"
@@ -139,9 +162,8 @@ int mp_heapsnapshot_write(FILE *out, const mp_heapsnap *h)
     if (s == UINT32_MAX) goto out;
     for (k = sn->first[i]; k < sn->first[i + 1]; k++)
       nk += sn->e[k].to != MP_SNAP_NONE;
-    fprintf(out, "%s%u,%u,%llu,%llu,%u,0,0", i ? ",\n" : "", t, s,
-	    2 * (unsigned long long)i + 1, (unsigned long long)sn->size[i],
-	    nk);
+    fprintf(out, "%s%u,%u,%u,%llu,%u,0,0", i ? ",\n" : "", t, s, ids[i],
+	    (unsigned long long)sn->size[i], nk);
   }
   fputs("],\n\"edges\":[", out);
   for (i = 0, ne = 0; i < sn->n; i++)
@@ -175,6 +197,7 @@ int mp_heapsnapshot_write(FILE *out, const mp_heapsnap *h)
   fputs("]}\n", out);
   rc = ferror(out) ? -1 : 0;
 out:
+  free(ids);
   free(st.b);
   free(st.off);
   mp_hash_free(&st.index);
