@@ -122,9 +122,11 @@ all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof_preload.so $(BUILD)/libljmempro
 SAN_BIN := $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(BUILD)/tsan/native_threads
 
 # Install missing Debian packages when root (never removing one), else say
-# exactly what to run.
+# exactly what to run; and, under build/npm, the npm packages of the
+# DevTools test (scripts/npm-deps.sh).
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
+	@scripts/npm-deps.sh build/npm
 
 # The LuaJIT source of a flavour (fetched once; `make distclean` forgets it).
 ifneq ($(FLAVOUR),src)

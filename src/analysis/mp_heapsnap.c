@@ -23,8 +23,8 @@ const char *mp_heapsnap_type(unsigned t)
 
 void mp_heapsnap_free(mp_heapsnap *h)
 {
-  free(h->parent); free(h->depth); free(h->weakonly); free(h->idom);
-  free(h->retained); free(h->from);
+  free(h->parent); free(h->up); free(h->depth); free(h->weakonly); free(h->idom);
+  free(h->retained);
   memset(h, 0, sizeof(*h));
 }
 
@@ -35,7 +35,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t head = 0, tail = 0, i, pass;
-  for (i = 0; i < sn->n; i++) h->depth[i] = h->parent[i] = NONE;
+  for (i = 0; i < sn->n; i++) h->depth[i] = h->parent[i] = h->up[i] = NONE;
   h->depth[0] = 0;
   order[tail++] = 0;
   for (pass = 0; pass < 2; pass++) {
@@ -48,6 +48,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
 	if (e->weak != pass) continue;
 	h->depth[e->to] = h->depth[v] + 1;
 	h->parent[e->to] = k;
+	h->up[e->to] = v;
 	h->weakonly[e->to] = pass || h->weakonly[v];
 	order[tail++] = e->to;
       }
@@ -58,6 +59,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
 	if (e->to == NONE || h->depth[e->to] != NONE) continue;
 	h->depth[e->to] = h->depth[v] + 1;
 	h->parent[e->to] = k;
+	h->up[e->to] = v;
 	h->weakonly[e->to] = 1;
 	order[tail++] = e->to;
       }
@@ -77,9 +79,10 @@ static int dominators(mp_heapsnap *h)
   uint32_t n = sn->n, i, k, nd = 0, sp = 0;
   uint32_t *dfn = malloc((size_t)n * sizeof(*dfn));	/* Node -> number. */
   uint32_t *node = malloc((size_t)n * sizeof(*node));	/* Number -> node. */
-  uint32_t *par = malloc((size_t)n * sizeof(*par));	/* DFS tree parent. */
   uint32_t *semi = malloc((size_t)n * sizeof(*semi));
-  uint32_t *anc = malloc((size_t)n * sizeof(*anc));
+  /* The forest's ancestor links; until a node is linked (every node
+  ** numbered lo or more is), its DFS tree parent: one array for both. */
+  uint32_t *anc = malloc((size_t)n * sizeof(*anc)), lo;
   uint32_t *label = malloc((size_t)n * sizeof(*label));
   uint32_t *dom = malloc((size_t)n * sizeof(*dom));
   uint32_t *bucket = malloc((size_t)n * sizeof(*bucket));	/* Heads... */
@@ -89,14 +92,14 @@ static int dominators(mp_heapsnap *h)
   uint32_t *pfirst = calloc((size_t)n + 1, sizeof(*pfirst));
   uint32_t *pred = malloc((size_t)(sn->ne ? sn->ne : 1) * sizeof(*pred));
   int rc = -1;
-  if (!dfn || !node || !par || !semi || !anc || !label || !dom || !bucket ||
+  if (!dfn || !node || !semi || !anc || !label || !dom || !bucket ||
       !bnext || !stack || !cur || !pfirst || !pred)
     goto out;
   for (i = 0; i < n; i++) dfn[i] = NONE;
   /* Depth-first numbering, iterative: a node is numbered when entered. */
   dfn[0] = nd;
   node[nd] = 0;
-  par[nd++] = NONE;
+  anc[nd++] = NONE;
   stack[sp] = 0;
   cur[sp++] = sn->first[0];
   while (sp) {
@@ -106,7 +109,7 @@ static int dominators(mp_heapsnap *h)
       if (e->weak || e->to == NONE || dfn[e->to] != NONE) continue;
       dfn[e->to] = nd;
       node[nd] = e->to;
-      par[nd++] = dfn[v];
+      anc[nd++] = dfn[v];
       stack[sp] = e->to;
       cur[sp++] = sn->first[e->to];
     } else {
@@ -114,27 +117,39 @@ static int dominators(mp_heapsnap *h)
     }
   }
   /* Predecessors by strong reference among the numbered, by number. */
-  for (k = 0; k < sn->ne; k++)
-    if (!sn->e[k].weak && sn->e[k].to != NONE && dfn[h->from[k]] != NONE)
-      pfirst[dfn[sn->e[k].to] + 1]++;
+  for (i = 0; i < n; i++)
+    if (dfn[i] != NONE)
+      for (k = sn->first[i]; k < sn->first[i + 1]; k++)
+	if (!sn->e[k].weak && sn->e[k].to != NONE)
+	  pfirst[dfn[sn->e[k].to] + 1]++;
   for (i = 0; i < nd; i++) pfirst[i + 1] += pfirst[i];
-  for (k = 0; k < sn->ne; k++)
-    if (!sn->e[k].weak && sn->e[k].to != NONE && dfn[h->from[k]] != NONE)
-      pred[pfirst[dfn[sn->e[k].to]]++] = dfn[h->from[k]];
+  for (i = 0; i < n; i++)
+    if (dfn[i] != NONE)
+      for (k = sn->first[i]; k < sn->first[i + 1]; k++)
+	if (!sn->e[k].weak && sn->e[k].to != NONE)
+	  pred[pfirst[dfn[sn->e[k].to]]++] = dfn[i];
   for (i = nd; i > 0; i--) pfirst[i] = pfirst[i - 1];
   pfirst[0] = 0;
+  /* The numbering and the walk's cursors are done with: their memory
+  ** goes before the arrays below are first touched (the peak). What is
+  ** not numbered is marked NONE in idom. */
+  for (i = 0; i < n; i++) h->idom[i] = dfn[i] == NONE ? NONE : 0;
+  free(dfn);
+  free(cur);
+  dfn = cur = NULL;
   for (i = 0; i < nd; i++) {
     semi[i] = label[i] = i;
-    anc[i] = bucket[i] = NONE;
+    bucket[i] = NONE;
   }
   for (i = nd; i-- > 1; ) {
-    uint32_t w = i, p = par[w], v;
+    uint32_t w = i, p = anc[w], v;
+    lo = w + 1;
     for (k = pfirst[w]; k < pfirst[w + 1]; k++) {
       uint32_t u = pred[k];
-      if (anc[u] != NONE) {	/* eval(u), compressing its path. */
+      if (u >= lo) {	/* eval(u), compressing its path. */
 	uint32_t top = 0, x;
 	stack[top++] = u;
-	while (anc[anc[stack[top - 1]]] != NONE)
+	while (anc[stack[top - 1]] >= lo)
 	  stack[top] = anc[stack[top - 1]], top++;
 	top--;	/* Its ancestor is a root of the forest: no change. */
 	while (top-- > 0) {
@@ -148,13 +163,13 @@ static int dominators(mp_heapsnap *h)
     }
     bnext[w] = bucket[semi[w]];
     bucket[semi[w]] = w;
-    anc[w] = p;	/* link(parent, w) */
+    lo = w;	/* link(parent, w): anc[w] is p already */
     for (v = bucket[p]; v != NONE; v = bnext[v]) {
       uint32_t u = v;
-      if (anc[v] != NONE) {
+      if (v >= lo) {
 	uint32_t top = 0, x;
 	stack[top++] = v;
-	while (anc[anc[stack[top - 1]]] != NONE)
+	while (anc[stack[top - 1]] >= lo)
 	  stack[top] = anc[stack[top - 1]], top++;
 	top--;
 	while (top-- > 0) {
@@ -171,23 +186,21 @@ static int dominators(mp_heapsnap *h)
   dom[0] = 0;
   for (i = 1; i < nd; i++)
     if (dom[i] != semi[i]) dom[i] = dom[dom[i]];
-  for (i = 0; i < n; i++) {
-    h->idom[i] = 0;
-    h->retained[i] = sn->size[i];
-  }
-  for (i = 1; i < nd; i++) h->idom[node[i]] = node[dom[i]];
-  for (i = nd; i-- > 1; )	/* Dominated before dominators. */
-    h->retained[node[dom[i]]] += h->retained[node[i]];
+  for (i = 0; i < n; i++) h->retained[i] = sn->size[i];
   /* What no strong reference reaches is the root's alone. */
   for (i = 1; i < n; i++)
-    if (dfn[i] == NONE) {
+    if (h->idom[i] == NONE) {
+      h->idom[i] = 0;
       h->retained[0] += sn->size[i];
       h->nweak++;
       h->weakbytes += sn->size[i];
     }
+  for (i = 1; i < nd; i++) h->idom[node[i]] = node[dom[i]];
+  for (i = nd; i-- > 1; )	/* Dominated before dominators. */
+    h->retained[node[dom[i]]] += h->retained[node[i]];
   rc = 0;
 out:
-  free(dfn); free(node); free(par); free(semi); free(anc); free(label);
+  free(dfn); free(node); free(semi); free(anc); free(label);
   free(dom); free(bucket); free(bnext); free(stack); free(cur); free(pfirst);
   free(pred);
   return rc;
@@ -210,14 +223,14 @@ static void namespaces(mp_heapsnap *h)
   for (k = sn->first[0]; k < sn->first[1] && n < 2; k++) {
     const mp_snap_edge *e = &sn->e[k];
     if (e->to != NONE &&
-	(e->arg == MP_HS_GLOBALS || e->arg == MP_HS_REGISTRY)) {
+	(mp_snap_arg(sn, e) == MP_HS_GLOBALS || mp_snap_arg(sn, e) == MP_HS_REGISTRY)) {
       h->ns[n++] = e->to;
-      if (e->arg == MP_HS_REGISTRY) {
+      if (mp_snap_arg(sn, e) == MP_HS_REGISTRY) {
 	uint32_t j;
 	for (j = sn->first[e->to]; j < sn->first[e->to + 1]; j++) {
 	  const mp_snap_edge *f = &sn->e[j];
 	  const char *name = f->kind == MP_HE_FIELD ?
-			     str_of(sn, (uint32_t)f->arg) : NULL;
+			     str_of(sn, (uint32_t)mp_snap_arg(sn, f)) : NULL;
 	  if (name && !strcmp(name, "_LOADED") && f->to != NONE)
 	    h->ns[2] = f->to;
 	}
@@ -228,24 +241,22 @@ static void namespaces(mp_heapsnap *h)
 
 int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
 {
-  uint32_t n = sn->n, i, k, *order;
+  uint32_t n = sn->n, i, *order;
   memset(h, 0, sizeof(*h));
   h->sn = sn;
   h->parent = malloc((size_t)n * sizeof(*h->parent));
+  h->up = malloc((size_t)n * sizeof(*h->up));
   h->depth = malloc((size_t)n * sizeof(*h->depth));
   h->weakonly = calloc(n, 1);
   h->idom = malloc((size_t)n * sizeof(*h->idom));
   h->retained = malloc((size_t)n * sizeof(*h->retained));
-  h->from = malloc((size_t)(sn->ne ? sn->ne : 1) * sizeof(*h->from));
   order = malloc((size_t)n * sizeof(*order));
-  if (!h->parent || !h->depth || !h->weakonly || !h->idom || !h->retained ||
-      !h->from || !order) {
+  if (!h->parent || !h->up || !h->depth || !h->weakonly || !h->idom || !h->retained ||
+      !order) {
     free(order);
     mp_heapsnap_free(h);
     return -1;
   }
-  for (i = 0; i < n; i++)
-    for (k = sn->first[i]; k < sn->first[i + 1]; k++) h->from[k] = i;
   for (i = 1; i < n; i++) {
     h->count[sn->type[i]]++;
     h->bytes[sn->type[i]] += sn->size[i];
@@ -292,7 +303,7 @@ static const mp_snap_edge *edge_of(const mp_snapshot *sn, uint32_t id,
   uint32_t j;
   if (id >= sn->n) return NULL;
   for (j = sn->first[id]; j < sn->first[id + 1]; j++)
-    if (sn->e[j].kind == k && (k != MP_HE_SPECIAL || sn->e[j].arg == code))
+    if (sn->e[j].kind == k && (k != MP_HE_SPECIAL || mp_snap_arg(sn, &sn->e[j]) == code))
       return &sn->e[j];
   return NULL;
 }
@@ -362,14 +373,15 @@ static const char *const root_names[MP_HS__MAX] = {
 };
 
 /* The frame function of a local's step: its location ("in app.lua:3"). */
-static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k)
+static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k,
+			 uint32_t f)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t f = h->from[k], j;
+  uint32_t j;
   char where[300];
   for (j = sn->first[f]; j < sn->first[f + 1]; j++) {
     const mp_snap_edge *e = &sn->e[j];
-    if (e->kind == MP_HE_FRAME && e->arg == sn->e[k].arg >> 32) {
+    if (e->kind == MP_HE_FRAME && mp_snap_arg(sn, e) == mp_snap_arg(sn, &sn->e[k]) >> 32) {
       mp_heapsnap_where(h, e->to, where, sizeof(where));
       if (*where) { adds(s, " in "); adds(s, where); }
       return;
@@ -377,12 +389,89 @@ static void add_local_fn(const mp_heapsnap *h, sbuf *s, uint32_t k)
   }
 }
 
-/* Append the step of edge k (from object f) to the path in s. */
-static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
+/* Append the name of edge k as a reference (".items", "[3]", "<key>",
+** "<upvalue sessions>", "_G"), without the space a path puts before a
+** "<...>" step; nothing for the value of an upvalue. f: the object it
+** leaves. */
+static void add_name(const mp_heapsnap *h, sbuf *s, uint32_t k, uint32_t f)
 {
   const mp_snapshot *sn = h->sn;
   const mp_snap_edge *e = &sn->e[k];
-  uint32_t f = h->from[k];
+  const char *name;
+  switch (e->kind) {
+  case MP_HE_SPECIAL:
+    adds(s, mp_snap_arg(sn, e) < MP_HS__MAX ? root_names[mp_snap_arg(sn, e)] : "?");
+    break;
+  case MP_HE_IDX: addf(s, "[%llu]", mp_snap_arg(sn, e)); break;
+  case MP_HE_FIELD:
+    name = str_of(sn, (uint32_t)mp_snap_arg(sn, e));
+    if (!name) adds(s, "[<string>]");
+    else if (is_ident(name)) { adds(s, "."); adds(s, name); }
+    else { adds(s, "["); add_quoted(s, name); adds(s, "]"); }
+    break;
+  case MP_HE_KEY:
+    adds(s, "[<");
+    adds(s, mp_heapsnap_type(sn->type[mp_snap_arg(sn, e) < sn->n ? mp_snap_arg(sn, e) : 0]));
+    adds(s, ">]");
+    break;
+  case MP_HE_NUMKEY: {
+    double d;
+    char t[40];
+    uint64_t u = mp_snap_arg(sn, e);
+    memcpy(&d, &u, sizeof(d));
+    snprintf(t, sizeof(t), "[%.17g]", d);
+    adds(s, t);
+    break;
+  }
+  case MP_HE_BOOLKEY: adds(s, mp_snap_arg(sn, e) ? "[true]" : "[false]"); break;
+  case MP_HE_LUDKEY: addf(s, "[<lightuserdata 0x%llx>]", mp_snap_arg(sn, e)); break;
+  case MP_HE_KEYREF: adds(s, "<key>"); break;
+  case MP_HE_META: adds(s, "<metatable>"); break;
+  case MP_HE_ENV: adds(s, "<env>"); break;
+  case MP_HE_PROTO: adds(s, "<proto>"); break;
+  case MP_HE_UPVAL: {
+    const mp_snap_edge *pe = sn->type[f] == MP_HT_LFUNC ?
+			     edge_of(sn, f, MP_HE_PROTO, 0) : NULL;
+    uint32_t u = pe && pe->to < sn->n ? mp_snap_uvnames(sn, pe->to) : 0;
+    adds(s, "<upvalue ");
+    if (u && mp_snap_arg(sn, e) < sn->uvnames[u - 1] && sn->names)
+      adds(s, sn->names + sn->uvnames[u + mp_snap_arg(sn, e)]);
+    else
+      addf(s, "%llu", mp_snap_arg(sn, e) + 1);
+    adds(s, ">");
+    break;
+  }
+  case MP_HE_VALUE: break;	/* The upvalue's step named it. */
+  case MP_HE_LOCAL: {
+    adds(s, "<local ");
+    adds(s, sn->names + (uint32_t)mp_snap_arg(sn, e));
+    add_local_fn(h, s, k, f);
+    adds(s, ">");
+    break;
+  }
+  case MP_HE_SLOT: addf(s, "<slot %llu>", mp_snap_arg(sn, e)); break;
+  case MP_HE_FRAME: addf(s, "<frame %llu>", mp_snap_arg(sn, e)); break;
+  case MP_HE_CONST: adds(s, "<constant>"); break;
+  }
+}
+
+char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, uint32_t from,
+			    char *buf, size_t size)
+{
+  sbuf s = { buf, 0, size };
+  buf[0] = 0;
+  if (k >= h->sn->ne || from >= h->sn->n) return buf;
+  add_name(h, &s, k, from);
+  if (!s.n) adds(&s, "<value>");
+  return buf;
+}
+
+/* Append the step of edge k (from object f) to the path in s. */
+static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, uint32_t f,
+		     int folded)
+{
+  const mp_snapshot *sn = h->sn;
+  const mp_snap_edge *e = &sn->e[k];
   const char *name;
   char where[300];
   if (folded && (e->kind == MP_HE_IDX || e->kind == MP_HE_FIELD ||
@@ -391,64 +480,16 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
     adds(s, "[*]");
     return;
   }
-  switch (e->kind) {
-  case MP_HE_SPECIAL:
-    if (f) add(s, " ", 1);
-    adds(s, e->arg < MP_HS__MAX ? root_names[e->arg] : "?");
-    break;
-  case MP_HE_IDX: addf(s, "[%llu]", e->arg); break;
-  case MP_HE_FIELD:
-    name = str_of(sn, (uint32_t)e->arg);
-    if (!name) adds(s, "[<string>]");
-    else if (!strcmp(name, "_LOADED") && !strcmp(s->b, "registry")) {
-      s->n = 0;
-      adds(s, "package.loaded");
-    } else if (is_ident(name)) { adds(s, "."); adds(s, name); }
-    else { adds(s, "["); add_quoted(s, name); adds(s, "]"); }
-    break;
-  case MP_HE_KEY:
-    adds(s, "[<");
-    adds(s, mp_heapsnap_type(sn->type[e->arg < sn->n ? e->arg : 0]));
-    adds(s, ">]");
-    break;
-  case MP_HE_NUMKEY: {
-    double d;
-    char t[40];
-    uint64_t u = e->arg;
-    memcpy(&d, &u, sizeof(d));
-    snprintf(t, sizeof(t), "[%.17g]", d);
-    adds(s, t);
-    break;
-  }
-  case MP_HE_BOOLKEY: adds(s, e->arg ? "[true]" : "[false]"); break;
-  case MP_HE_LUDKEY: addf(s, "[<lightuserdata 0x%llx>]", e->arg); break;
-  case MP_HE_KEYREF: adds(s, " <key>"); break;
-  case MP_HE_META: adds(s, " <metatable>"); break;
-  case MP_HE_ENV: adds(s, " <env>"); break;
-  case MP_HE_PROTO: adds(s, " <proto>"); break;
-  case MP_HE_UPVAL: {
-    const mp_snap_edge *pe = sn->type[f] == MP_HT_LFUNC ?
-			     edge_of(sn, f, MP_HE_PROTO, 0) : NULL;
-    uint32_t u = pe && pe->to < sn->n ? sn->uvname[pe->to] : 0;
-    adds(s, " <upvalue ");
-    if (u && e->arg < sn->uvnames[u - 1] && sn->names)
-      adds(s, sn->names + sn->uvnames[u + e->arg]);
-    else
-      addf(s, "%llu", e->arg + 1);
-    adds(s, ">");
-    break;
-  }
-  case MP_HE_VALUE: break;	/* The upvalue's step named it. */
-  case MP_HE_LOCAL: {
-    adds(s, " <local ");
-    adds(s, sn->names + (uint32_t)e->arg);
-    add_local_fn(h, s, k);
-    adds(s, ">");
-    break;
-  }
-  case MP_HE_SLOT: addf(s, " <slot %llu>", e->arg); break;
-  case MP_HE_FRAME: addf(s, " <frame %llu>", e->arg); break;
-  case MP_HE_CONST: adds(s, " <constant>"); break;
+  if (e->kind == MP_HE_FIELD && (name = str_of(sn, (uint32_t)mp_snap_arg(sn, e))) &&
+      !strcmp(name, "_LOADED") && !strcmp(s->b, "registry")) {
+    s->n = 0;
+    adds(s, "package.loaded");
+  } else {
+    /* A step that is no key of a table is a word of its own. */
+    if (e->kind == MP_HE_SPECIAL ? f != 0 :
+	e->kind >= MP_HE_META && e->kind != MP_HE_VALUE)
+      add(s, " ", 1);
+    add_name(h, s, k, f);
   }
   if (e->to < sn->n && sn->type[e->to] == MP_HT_LFUNC &&
       e->kind != MP_HE_FRAME) {
@@ -459,15 +500,16 @@ static void add_step(const mp_heapsnap *h, sbuf *s, uint32_t k, int folded)
 
 /* Does the step of edge k leave a container of more than fold entries
 ** (not a namespace: the globals, the registry, package.loaded)? */
-static int folds(const mp_heapsnap *h, uint32_t k, unsigned fold)
+static int folds_from(const mp_heapsnap *h, uint32_t f, unsigned fold)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t f = h->from[k], i;
+  uint32_t i;
   if (!fold || !f || sn->first[f + 1] - sn->first[f] <= fold) return 0;
   for (i = 0; i < MP_HEAPSNAP_NS; i++)
     if (h->ns[i] == f) return 0;
   return 1;
 }
+
 
 #define PATH_HEAD	12	/* Steps shown before and after "...". */
 
@@ -475,7 +517,7 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t d, i, v, *steps;
+  uint32_t d, i, v, f, *steps;
   sbuf s = { buf, 0, size };
   buf[0] = 0;
   if (id >= sn->n || (id && h->parent[id] == NONE)) {
@@ -488,8 +530,7 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
     adds(&s, "(out of memory)");
     return buf;
   }
-  for (v = id, i = d; i > 0; v = h->from[h->parent[v]]) steps[--i] =
-    h->parent[v];
+  for (v = id, i = d; i > 0; v = h->up[v]) steps[--i] = h->parent[v];
   for (i = 0; i < d; i++) {
     uint32_t k;
     if (d > 2 * PATH_HEAD && i == PATH_HEAD) {
@@ -497,7 +538,8 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
       i = d - PATH_HEAD;
     }
     k = steps[i];
-    add_step(h, &s, k, folds(h, k, fold));
+    f = i ? sn->e[steps[i - 1]].to : 0;
+    add_step(h, &s, k, f, folds_from(h, f, fold));
   }
   free(steps);
   /* The value of an upvalue has its name; the upvalue object says so. */
@@ -532,31 +574,51 @@ uint32_t mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
 
 /* -- Path classes ------------------------------------------------------------ */
 
+/* 24 bytes: a path unfolded all the way (a list) has a class per object.
+** The key of the step is not kept: it is its first member's (rep). */
 typedef struct hclass {
   uint32_t parent;	/* Class of the path parent (NONE: the root). */
-  uint32_t rep;		/* An object of it. */
-  uint64_t key;		/* Edge kind << 56 | arg, or ~0: folded. */
-  uint64_t count, bytes;
+  uint32_t rep;		/* Its first member. */
+  uint64_t bytes;
+  uint32_t count;
   uint8_t type;
   uint8_t folded;
 } hclass;
 
-int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
-			mp_heapclass **out)
+/* The key of the step to object v, its path parent f: its edge's kind
+** and argument, or ~0 if the step is folded (*fo says which). */
+static uint64_t class_key(const mp_heapsnap *h, uint32_t v, uint32_t f,
+			  unsigned fold, int *fo)
+{
+  const mp_snap_edge *e = &h->sn->e[h->parent[v]];
+  *fo = e->kind <= MP_HE_LUDKEY && folds_from(h, f, fold);
+  return *fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e);
+}
+
+/* Is the step to v (not folded) the step of class x? */
+static int same_step(const mp_heapsnap *h, const hclass *x, uint64_t key)
+{
+  const mp_snap_edge *e = &h->sn->e[h->parent[x->rep]];
+  return !x->folded && ((uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e)) ==
+	 key;
+}
+
+/* The class of every object reached (cls, by object; NONE for the root
+** and what is not reached) into the records *cp (*ncp of them); order is
+** scratch of n entries. 0, or -1 out of memory (*cp then freed). */
+static int class_map(const mp_heapsnap *h, unsigned fold, uint32_t *cls,
+		     uint32_t *order, hclass **cp, uint32_t *ncp)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
-  uint32_t nc = 0, cap = 0, i, got = 0, j;
+  uint32_t nc = 0, cap = 0, i, j;
   hclass *c = NULL;
   mp_hash index;
-  int rc = -1;
   mp_hash_init_map(&index);
-  *out = NULL;
-  if (!cls || !(order = malloc((size_t)sn->n * sizeof(*order)))) goto out;
+  for (i = 0; i < sn->n; i++) cls[i] = NONE;
   /* Objects by depth, so that a parent's class is known first. */
   {
     uint32_t *cnt = calloc((size_t)sn->n + 2, sizeof(*cnt));
-    if (!cnt) goto out;
+    if (!cnt) goto fail;
     for (i = 1; i < sn->n; i++)
       if (h->parent[i] != NONE) cnt[h->depth[i] + 1]++;
     for (i = 1; i < sn->n + 1; i++) cnt[i] += cnt[i - 1];
@@ -565,32 +627,34 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
     j = cnt[sn->n];
     free(cnt);
   }
+  /* Room for a class per object at once: no growth of the index while
+  ** the classes are made (it would hold both tables for a while). */
+  if (mp_hash_reserve(&index, j) < 0) goto fail;
   for (i = 0; i < j; i++) {
-    uint32_t v = order[i], k = h->parent[v], f = h->from[k], pc;
-    const mp_snap_edge *e = &sn->e[k];
-    int fo = folds(h, k, fold) && e->kind <= MP_HE_LUDKEY;
-    uint64_t key = fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ e->arg;
+    uint32_t v = order[i], f = h->up[v], pc;
+    int fo;
+    uint64_t key = class_key(h, v, f, fold, &fo);
     uint64_t hk;
     uint32_t *p;
     mp_hash_iter it;
     pc = f ? cls[f] : NONE;
     hk = mp_hash_mix(key ^ ((uint64_t)pc << 20));
     for (p = mp_hash_first(&index, hk, &it); p; p = mp_hash_next(&index, &it))
-      if (c[*p].parent == pc && c[*p].key == key) break;
+      if (c[*p].parent == pc && (fo ? c[*p].folded : same_step(h, &c[*p], key)))
+	break;
     if (!p) {
       if (nc == cap) {
 	hclass *q;
 	cap = cap ? cap * 2 : 1024;
-	if (!(q = realloc(c, (size_t)cap * sizeof(*c)))) goto out;
+	if (!(q = realloc(c, (size_t)cap * sizeof(*c)))) goto fail;
 	c = q;
       }
       memset(&c[nc], 0, sizeof(c[nc]));
       c[nc].parent = pc;
       c[nc].rep = v;
-      c[nc].key = key;
       c[nc].type = sn->type[v];
       c[nc].folded = (uint8_t)fo;
-      if (mp_hash_insert(&index, hk, nc) < 0) goto out;
+      if (mp_hash_insert(&index, hk, nc) < 0) goto fail;
       cls[v] = nc++;
     } else {
       cls[v] = *p;
@@ -599,6 +663,56 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
     c[cls[v]].bytes += h->retained[v];
     if (c[cls[v]].type != sn->type[v]) c[cls[v]].type = 0;
   }
+  mp_hash_free(&index);
+  *cp = c;
+  *ncp = nc;
+  return 0;
+fail:
+  mp_hash_free(&index);
+  free(c);
+  *cp = NULL;
+  return -1;
+}
+
+int mp_heapsnap_class_map(const mp_heapsnap *h, unsigned fold,
+			  uint32_t **cls, uint32_t **rep, uint32_t *nclasses)
+{
+  uint32_t n = h->sn->n, i, nc;
+  uint32_t *order = malloc((size_t)n * sizeof(*order));
+  hclass *c = NULL;
+  *cls = malloc((size_t)n * sizeof(**cls));
+  *rep = NULL;
+  if (!order || !*cls || class_map(h, fold, *cls, order, &c, &nc) < 0) {
+    free(order);
+    free(*cls);
+    *cls = NULL;
+    return -1;
+  }
+  free(order);
+  if (!(*rep = malloc((size_t)(nc ? nc : 1) * sizeof(**rep)))) {
+    free(c);
+    free(*cls);
+    *cls = NULL;
+    return -1;
+  }
+  for (i = 0; i < nc; i++) (*rep)[i] = c[i].rep;
+  free(c);
+  *nclasses = nc;
+  return 0;
+}
+
+int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
+			mp_heapclass **out)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
+  uint32_t nc = 0, i, got = 0, j;
+  hclass *c = NULL;
+  int rc = -1;
+  *out = NULL;
+  if (!cls || !(order = malloc((size_t)sn->n * sizeof(*order))) ||
+      class_map(h, fold, cls, order, &c, &nc) < 0)
+    goto out;
   /* The largest folded classes. */
   for (i = 0; i < nc; i++) {
     if (!c[i].folded) continue;
@@ -621,7 +735,6 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
   }
   rc = (int)got;
 out:
-  mp_hash_free(&index);
   free(cls);
   free(order);
   free(c);

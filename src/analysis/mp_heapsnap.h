@@ -24,12 +24,12 @@
 
 typedef struct mp_heapsnap {
   const mp_snapshot *sn;
-  uint32_t *parent;	/* Edge from the object's path parent, or NONE. */
+  uint32_t *parent;	/* Edge from the object's path parent, or NONE... */
+  uint32_t *up;		/* ...and that parent. */
   uint32_t *depth;	/* Steps from the root (NONE: unreached). */
   uint8_t *weakonly;	/* Reached only through a weak reference. */
   uint32_t *idom;	/* Immediate dominator (the root: 0). */
   uint64_t *retained;
-  uint32_t *from;	/* The object each edge leaves (by edge). */
   uint64_t count[MP_HT__MAX], bytes[MP_HT__MAX];	/* Live by type. */
   uint32_t ns[3];	/* Namespaces: not folded (see classes). */
   uint32_t nweak;	/* Objects reached only weakly... */
@@ -49,6 +49,13 @@ const char *mp_heapsnap_type(unsigned t);
 ** [*] (0: none folded). Returns buf. */
 char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size);
+
+/* The name of edge k (of object from) as a reference, into buf (cut to size): ".items",
+** "[3]", "[\"odd key\"]", "<key>", "<metatable>", "<upvalue sessions>",
+** "<local cache in app.lua:3>", "_G" (a root), "<value>" (an upvalue
+** object's value). Returns buf. */
+char *mp_heapsnap_edge_name(const mp_heapsnap *h, uint32_t k, uint32_t from,
+			    char *buf, size_t size);
 
 /* Where Lua function or prototype id was defined, "app.lua:5", into buf;
 ** "" if unknown. */
@@ -75,5 +82,12 @@ typedef struct mp_heapclass {
 ** and it). Returns their number, or -1 out of memory. */
 int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
 			mp_heapclass **out);
+
+/* The path class of every object, with keys folded as for classes:
+** (*cls)[i] the class of object i (MP_SNAP_NONE: the root, or not
+** reached), (*rep)[c] an object of class c (its path, folded, names the
+** class); both malloc'd. 0, or -1 out of memory. */
+int mp_heapsnap_class_map(const mp_heapsnap *h, unsigned fold,
+			  uint32_t **cls, uint32_t **rep, uint32_t *nclasses);
 
 #endif

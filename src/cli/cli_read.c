@@ -155,7 +155,10 @@ int mp_cli_outcome(const char *path, int rc, const mp_reader *r,
   /* Its first bytes are not a profile's; but a profile whose file was cut
   ** under the read (even to nothing) ends early, as a profile cut short. */
   if (!mp_reader_is_profile(r) && !(in->shrunk && rc == MP_ERR_TRUNC)) {
-    if (rc == MP_ERR_IO)
+    if (r->snapshot)
+      fprintf(stderr, "ljmemprof: %s: a heap snapshot, not a memprof "
+	      "profile: read it with 'ljmemprof snapshot %s'\n", path, path);
+    else if (rc == MP_ERR_IO)
       fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(in->err));
     else if (rc == MP_ERR_TRUNC && r->err_offset == 0)
       fprintf(stderr, "ljmemprof: %s: not a memprof profile: it is empty\n",

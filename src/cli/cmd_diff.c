@@ -8,6 +8,7 @@
 
 #include "analysis/mp_diff.h"
 #include "cli/mp_cli.h"
+#include "format/mp_snap.h"
 
 const char mp_help_diff[] =
 "NAME\n"
@@ -40,7 +41,9 @@ const char mp_help_diff[] =
 "    and addresses are per process, so traces are labelled `TRACE started\n"
 "    at ...`). With --stacks, the call stacks whose own cost changed\n"
 "    most. BASE and NEW must be two files (not one by two names or\n"
-"    links, nor - twice: status 2).\n"
+"    links, nor - twice: status 2). Given two heap snapshots (mp.snapshot),\n"
+"    it compares them as `ljmemprof snapshot --diff BASE NEW` does, with\n"
+"    that command's options (see 'ljmemprof snapshot --help').\n"
 "\n"
 "    The formats: text (above); json (the same, with each source's\n"
 "    details and signed changes); collapsed, one line per call stack\n"
@@ -131,6 +134,28 @@ static int check(mp_cli_opts *o, const mp_renderer *r, int n)
   return 0;
 }
 
+/* Whether an operand of argv (not an option, nor the FILE of -o) is a
+** heap snapshot: a regular file that begins with its magic. */
+static int snapshot_operand(int argc, char **argv)
+{
+  int i;
+  for (i = 0; i < argc; i++) {
+    char b[3];
+    FILE *f;
+    size_t got;
+    if (!strcmp(argv[i], "--")) continue;
+    if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+      i++;
+      continue;
+    }
+    if (argv[i][0] == '-' || !(f = fopen(argv[i], "rb"))) continue;
+    got = fread(b, 1, 3, f);
+    fclose(f);
+    if (got == 3 && !memcmp(b, MP_SNAP_MAGIC, 3)) return 1;
+  }
+  return 0;
+}
+
 int mp_cmd_diff(int argc, char **argv)
 {
   mp_cli_opts o;
@@ -141,6 +166,7 @@ int mp_cmd_diff(int argc, char **argv)
   mp_render_opts ro;
   mp_cli_out out;
   int rc, n, st[2], status;
+  if (snapshot_operand(argc, argv)) return mp_cli_snapshot_diff(argc, argv);
   memset(&o, 0, sizeof(o));
   o.bare_stacks = DIFF_STACKS;
   if ((rc = mp_cli_files_args("diff", argc, argv, &o, mp_cli_output_opt, &o,

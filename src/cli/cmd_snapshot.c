@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "cli/mp_cli.h"
+#include "analysis/mp_heapdiff.h"
 #include "analysis/mp_heapsnap.h"
+#include "render/mp_heapsnapshot.h"
 #include "render/mp_json.h"
 #include "render/mp_render.h"
 
@@ -20,7 +22,12 @@ const char mp_help_snapshot[] =
 "    ljmemprof snapshot - what is live in a heap snapshot, and what holds it\n"
 "\n"
 "SYNOPSIS\n"
-"    ljmemprof snapshot [--format text|json] [--top N] [--fold N] FILE\n"
+"    ljmemprof snapshot [--format text|json|heapsnapshot] [--top N]\n"
+"                       [--fold N] [-o FILE] FILE\n"
+"    ljmemprof snapshot --diff [--format text|json] [--top N] [--fold N]\n"
+"                       [-o FILE] BASE NEW\n"
+"    ljmemprof diff [--format text|json] [--top N] [--fold N] [-o FILE]\n"
+"                   BASE NEW\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads a heap snapshot (mp.snapshot(), ljmp_snapshot(); docs/FORMAT.md)\n"
@@ -36,21 +43,53 @@ const char mp_help_snapshot[] =
 "    they retain. References through weak tables retain nothing; what\n"
 "    only they reach is counted apart.\n"
 "\n"
+"    --format heapsnapshot writes it as a Chrome DevTools .heapsnapshot\n"
+"    (load it in the Memory panel): an object a node named by its type\n"
+"    (a function or prototype with where it was defined), a reference an\n"
+"    edge named as in our paths (.items, [3], <upvalue sessions>, <key>),\n"
+"    weak references weak; an object's @id comes from its address, so\n"
+"    that DevTools' comparison of two snapshots of one process matches\n"
+"    the objects they share.\n"
+"\n"
+"    With --diff (or as `ljmemprof diff` given two snapshots), compares\n"
+"    BASE and NEW, two snapshots of one process: an object of NEW is the\n"
+"    one of BASE at the same address with the same type, else it is new;\n"
+"    one of BASE that NEW lacks is gone. Prints the objects and bytes\n"
+"    live in each, new, gone and resized; by type; and by path class (in\n"
+"    each, with new and gone members), the classes that grew most first:\n"
+"    a cache that only gains shows its growth, a list capped at 50 whose\n"
+"    entries were replaced shows 50 new, 50 gone and no growth.\n"
+"\n"
 "OPTIONS\n"
-"    --format text|json   Text (default) or one JSON object.\n"
+"    --format text|json|heapsnapshot\n"
+"                         Text (default), one JSON object, or DevTools'\n"
+"                         .heapsnapshot (not with --diff).\n"
+"    --diff               Compare two snapshots, BASE and NEW.\n"
 "    --top N              Retainers and path classes listed (default 10).\n"
 "    --fold N             Fold the keys of containers of more than N\n"
 "                         entries (default 8).\n"
+"    -o FILE, --output FILE\n"
+"                         Write to FILE instead of standard output (not\n"
+"                         to an input: refused, status 2).\n"
 "    -h, --help           Print this manual.\n"
 "\n"
 "EXIT STATUS\n"
-"    0 read and reported; 3 the snapshot says it was cut short at its\n"
+"    0 read and reported; 3 a snapshot says it was cut short at its\n"
 "    max_size (what it holds is reported); 2 error (not a snapshot,\n"
-"    damaged, cannot be read).\n";
+"    damaged, cannot be read, a memprof profile: read it with report).\n"
+"\n"
+"EXAMPLES\n"
+"    ljmemprof snapshot heap.snap\n"
+"    ljmemprof snapshot --format heapsnapshot -o heap.heapsnapshot heap.snap\n"
+"    ljmemprof diff before.snap after.snap\n";
+
+enum { F_TEXT, F_JSON, F_HEAPSNAPSHOT };
 
 typedef struct snap_opts {
-  int json;
+  int format;		/* F_*. */
   uint32_t top, fold;
+  const char *output;	/* -o FILE, or NULL: standard output. */
+  int diff;		/* --diff: two snapshots, BASE and NEW. */
 } snap_opts;
 
 /* The number of option name: MP_OPT_TAKEN, or MP_OPT_ERROR after saying
@@ -79,12 +118,24 @@ static int snap_opt(const char *cmd, int argc, char **argv, int *i,
   int m;
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--format", NULL, &v))) {
     if (m < 0) return MP_OPT_ERROR;
-    if (strcmp(v, "json") && strcmp(v, "text")) {
+    if (!strcmp(v, "text")) o->format = F_TEXT;
+    else if (!strcmp(v, "json")) o->format = F_JSON;
+    else if (!strcmp(v, "heapsnapshot")) o->format = F_HEAPSNAPSHOT;
+    else {
       fprintf(stderr, "ljmemprof %s: bad value '%s' for option '--format' "
-	      "(see 'ljmemprof %s --help')\n", cmd, v, cmd);
+	      "(text, json or heapsnapshot; see 'ljmemprof %s --help')\n",
+	      cmd, v, cmd);
       return MP_OPT_ERROR;
     }
-    o->json = v[0] == 'j';
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--output", "-o", &v))) {
+    if (m < 0) return MP_OPT_ERROR;
+    o->output = v;
+    return MP_OPT_TAKEN;
+  }
+  if (!strcmp(argv[*i], "--diff")) {
+    o->diff = 1;
     return MP_OPT_TAKEN;
   }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--top", NULL, &v)))
@@ -126,7 +177,7 @@ fail:
   return -1;
 }
 
-static void print_text(const mp_heapsnap *h, const snap_opts *o,
+static void print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
 		       const char *path)
 {
   const mp_snapshot *sn = h->sn;
@@ -135,45 +186,45 @@ static void print_text(const mp_heapsnap *h, const snap_opts *o,
   int ncl;
   char b1[64], b2[64], b3[64], b4[64], where[2048];
   uint64_t acc = sn->bytes + sn->vmbytes + sn->ubytes;
-  printf("HEAP SNAPSHOT %s: %llu objects, %s live\n", path,
+  fprintf(f, "HEAP SNAPSHOT %s: %llu objects, %s live\n", path,
 	 (unsigned long long)sn->objects,
 	 mp_fmt_bytes(b1, sizeof(b1), sn->bytes, 0));
-  printf("  the VM counts %s: objects %s + VM internals %s + not reached "
+  fprintf(f, "  the VM counts %s: objects %s + VM internals %s + not reached "
 	 "%s in %llu objects", mp_fmt_bytes(b1, sizeof(b1), sn->gctotal, 0),
 	 mp_fmt_bytes(b2, sizeof(b2), sn->bytes, 0),
 	 mp_fmt_bytes(b3, sizeof(b3), sn->vmbytes, 0),
 	 mp_fmt_bytes(b4, sizeof(b4), sn->ubytes, 0),
 	 (unsigned long long)sn->unreached);
-  if (acc == sn->gctotal) printf(" (exact)\n");
-  else printf(" (%s %s unaccounted)\n", acc < sn->gctotal ? "+" : "-",
+  if (acc == sn->gctotal) fprintf(f, " (exact)\n");
+  else fprintf(f, " (%s %s unaccounted)\n", acc < sn->gctotal ? "+" : "-",
 	      mp_fmt_bytes(b1, sizeof(b1), acc < sn->gctotal ?
 			   sn->gctotal - acc : acc - sn->gctotal, 0));
   if (sn->flags & MP_SNAP_CUT)
-    printf("  CUT SHORT at max_size: objects are missing\n");
+    fprintf(f, "  CUT SHORT at max_size: objects are missing\n");
   if (h->nweak)
-    printf("  reached only through weak references: %u objects, %s\n",
+    fprintf(f, "  reached only through weak references: %u objects, %s\n",
 	   h->nweak, mp_fmt_bytes(b1, sizeof(b1), h->weakbytes, 0));
-  printf("\nLIVE BY TYPE\n%14s %10s  type\n", "bytes", "objects");
+  fprintf(f, "\nLIVE BY TYPE\n%14s %10s  type\n", "bytes", "objects");
   for (i = MP_HT_STR; i < MP_HT__MAX; i++)
     if (h->count[i])
-      printf("%14s %10llu  %s\n", mp_fmt_bytes(b1, sizeof(b1), h->bytes[i], 0),
+      fprintf(f, "%14s %10llu  %s\n", mp_fmt_bytes(b1, sizeof(b1), h->bytes[i], 0),
 	     (unsigned long long)h->count[i], mp_heapsnap_type(i));
   n = top ? mp_heapsnap_top(h, top, o->top) : 0;
-  printf("\nTOP RETAINERS (retained: what would be freed if it went)\n"
+  fprintf(f, "\nTOP RETAINERS (retained: what would be freed if it went)\n"
 	 "%14s %10s  %-12s path\n", "retained", "self", "type");
   for (i = 0; i < n; i++) {
     mp_heapsnap_path(h, top[i], 0, where, sizeof(where));
-    printf("%14s %10s  %-12s %s\n",
+    fprintf(f, "%14s %10s  %-12s %s\n",
 	   mp_fmt_bytes(b1, sizeof(b1), h->retained[top[i]], 0),
 	   mp_fmt_bytes(b2, sizeof(b2), sn->size[top[i]], 0),
 	   mp_heapsnap_type(sn->type[top[i]]), where);
   }
   ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl);
-  printf("\nPATH CLASSES (keys of containers of more than %u entries "
+  fprintf(f, "\nPATH CLASSES (keys of containers of more than %u entries "
 	 "as [*])\n", o->fold);
-  if (ncl == 0) printf("  none\n");
+  if (ncl == 0) fprintf(f, "  none\n");
   for (i = 0; ncl > 0 && i < (uint32_t)ncl; i++) {
-    printf("  %s: %llu %s%s, %s\n", cl[i].path,
+    fprintf(f, "  %s: %llu %s%s, %s\n", cl[i].path,
 	   (unsigned long long)cl[i].count,
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "objects",
 	   cl[i].type && cl[i].count != 1 ? "s" : "",
@@ -184,14 +235,14 @@ static void print_text(const mp_heapsnap *h, const snap_opts *o,
   free(top);
 }
 
-static void print_json(const mp_heapsnap *h, const snap_opts *o)
+static void print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t *top = malloc((o->top ? o->top : 1) * sizeof(*top)), n, i;
   mp_heapclass *cl = NULL;
   int ncl, first = 1;
   char where[2048];
-  printf("{\"objects\":%llu,\"bytes\":%llu,\"gc_total\":%llu,"
+  fprintf(f, "{\"objects\":%llu,\"bytes\":%llu,\"gc_total\":%llu,"
 	 "\"vm_bytes\":%llu,\"unreached\":%llu,\"unreached_bytes\":%llu,"
 	 "\"weak_only\":%u,\"weak_only_bytes\":%llu,\"cut\":%s,\"types\":[",
 	 (unsigned long long)sn->objects, (unsigned long long)sn->bytes,
@@ -201,53 +252,177 @@ static void print_json(const mp_heapsnap *h, const snap_opts *o)
 	 sn->flags & MP_SNAP_CUT ? "true" : "false");
   for (i = MP_HT_STR; i < MP_HT__MAX; i++)
     if (h->count[i]) {
-      printf("%s{\"type\":\"%s\",\"count\":%llu,\"bytes\":%llu}",
+      fprintf(f, "%s{\"type\":\"%s\",\"count\":%llu,\"bytes\":%llu}",
 	     first ? "" : ",", mp_heapsnap_type(i),
 	     (unsigned long long)h->count[i], (unsigned long long)h->bytes[i]);
       first = 0;
     }
-  printf("],\"retainers\":[");
+  fprintf(f, "],\"retainers\":[");
   n = top ? mp_heapsnap_top(h, top, o->top) : 0;
   for (i = 0; i < n; i++) {
     mp_heapsnap_path(h, top[i], 0, where, sizeof(where));
-    printf("%s{\"id\":%u,\"type\":\"%s\",\"address\":\"0x%llx\","
+    fprintf(f, "%s{\"id\":%u,\"type\":\"%s\",\"address\":\"0x%llx\","
 	   "\"self\":%llu,\"retained\":%llu,\"path\":", i ? "," : "", top[i],
 	   mp_heapsnap_type(sn->type[top[i]]),
 	   (unsigned long long)sn->addr[top[i]],
 	   (unsigned long long)sn->size[top[i]],
 	   (unsigned long long)h->retained[top[i]]);
-    mp_json_cstr(stdout, where);
-    printf("}");
+    mp_json_cstr(f, where);
+    fprintf(f, "}");
   }
-  printf("],\"classes\":[");
+  fprintf(f, "],\"classes\":[");
   ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl);
   for (i = 0; ncl > 0 && i < (uint32_t)ncl; i++) {
-    printf("%s{\"path\":", i ? "," : "");
-    mp_json_cstr(stdout, cl[i].path);
-    printf(",\"count\":%llu,\"type\":\"%s\",\"retained\":%llu}",
+    fprintf(f, "%s{\"path\":", i ? "," : "");
+    mp_json_cstr(f, cl[i].path);
+    fprintf(f, ",\"count\":%llu,\"type\":\"%s\",\"retained\":%llu}",
 	   (unsigned long long)cl[i].count,
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "mixed",
 	   (unsigned long long)cl[i].bytes);
     free(cl[i].path);
   }
-  printf("]}\n");
+  fprintf(f, "]}\n");
   free(cl);
   free(top);
 }
 
-int mp_cmd_snapshot(int argc, char **argv)
+/* A signed number of bytes, "+N" or "-N" (or "0"), into buf. */
+static const char *sbytes(char *buf, size_t size, int64_t v)
 {
-  snap_opts o = { 0, 10, 8 };
-  const char *path;
+  char t[40];
+  if (!v) return "0";
+  mp_fmt_bytes(t, sizeof(t), v < 0 ? (uint64_t)-v : (uint64_t)v, 0);
+  snprintf(buf, size, "%c%s", v < 0 ? '-' : '+', t);
+  return buf;
+}
+
+static void print_diff_text(FILE *f, const mp_heapdiff *d, const snap_opts *o,
+			    const char *const *paths)
+{
+  char b1[64], b2[64], b3[64];
+  uint32_t i;
+  fprintf(f, "HEAP SNAPSHOT DIFF %s -> %s\n", paths[0], paths[1]);
+  fprintf(f, "  objects %llu -> %llu (%+lld), live %s -> %s (%s)\n",
+	  (unsigned long long)d->total[0].count,
+	  (unsigned long long)d->total[1].count,
+	  (long long)(d->total[1].count - d->total[0].count),
+	  mp_fmt_bytes(b1, sizeof(b1), d->total[0].bytes, 0),
+	  mp_fmt_bytes(b2, sizeof(b2), d->total[1].bytes, 0),
+	  sbytes(b3, sizeof(b3), (int64_t)(d->total[1].bytes -
+					   d->total[0].bytes)));
+  fprintf(f, "  new in %s: %llu object%s, %s; gone (only in %s): %llu "
+	  "object%s, %s; resized: %llu object%s, %s\n", paths[1],
+	  (unsigned long long)d->added_all.count,
+	  d->added_all.count != 1 ? "s" : "",
+	  mp_fmt_bytes(b1, sizeof(b1), d->added_all.bytes, 0), paths[0],
+	  (unsigned long long)d->gone_all.count,
+	  d->gone_all.count != 1 ? "s" : "",
+	  mp_fmt_bytes(b2, sizeof(b2), d->gone_all.bytes, 0),
+	  (unsigned long long)d->resized, d->resized != 1 ? "s" : "",
+	  sbytes(b3, sizeof(b3), d->resized_bytes));
+  fprintf(f, "\nBY TYPE (live bytes and objects, then new and gone "
+	  "objects)\n%14s %14s %9s %9s %9s %9s  type\n", "bytes", "change",
+	  "objects", "change", "new", "gone");
+  for (i = MP_HT_STR; i < MP_HT__MAX; i++) {
+    const mp_heapcount *a = &d->live[0][i], *b = &d->live[1][i];
+    if (!a->count && !b->count) continue;
+    fprintf(f, "%14s %14s %9llu %9lld %9llu %9llu  %s\n",
+	    mp_fmt_bytes(b1, sizeof(b1), b->bytes, 0),
+	    sbytes(b2, sizeof(b2), (int64_t)(b->bytes - a->bytes)),
+	    (unsigned long long)b->count,
+	    (long long)(b->count - a->count),
+	    (unsigned long long)d->added[i].count,
+	    (unsigned long long)d->gone[i].count, mp_heapsnap_type(i));
+  }
+  fprintf(f, "\nCHANGE BY PATH CLASS (keys of containers of more than %u "
+	  "entries as [*]; the most growth first)\n%14s %14s %21s %9s %9s  "
+	  "path\n", o->fold, "bytes", "change", "objects", "new", "gone");
+  if (!d->ncls) fprintf(f, "  none\n");
+  for (i = 0; i < d->ncls; i++) {
+    const mp_heapdiff_class *c = &d->cls[i];
+    char objs[64];
+    snprintf(objs, sizeof(objs), "%llu -> %llu",
+	     (unsigned long long)c->live[0].count,
+	     (unsigned long long)c->live[1].count);
+    fprintf(f, "%14s %14s %21s %9llu %9llu  %s (%s%s)\n",
+	    mp_fmt_bytes(b1, sizeof(b1), c->live[1].bytes, 0),
+	    sbytes(b2, sizeof(b2), (int64_t)(c->live[1].bytes -
+					     c->live[0].bytes)), objs,
+	    (unsigned long long)c->added.count,
+	    (unsigned long long)c->gone.count, c->path,
+	    c->type ? mp_heapsnap_type(c->type) : "object",
+	    (c->live[1].count ? c->live[1].count : c->live[0].count) != 1 ?
+	    "s" : "");
+  }
+  if (d->morecls)
+    fprintf(f, "  ... and %u more path classes changed\n", d->morecls);
+}
+
+static void print_diff_json(FILE *f, const mp_heapdiff *d,
+			    const char *const *paths)
+{
+  uint32_t i;
+  int first = 1;
+  fputs("{\"files\":[", f);
+  mp_json_cstr(f, paths[0]);
+  fputc(',', f);
+  mp_json_cstr(f, paths[1]);
+  fprintf(f, "],\"objects\":[%llu,%llu],\"bytes\":[%llu,%llu],"
+	  "\"new\":{\"count\":%llu,\"bytes\":%llu},"
+	  "\"gone\":{\"count\":%llu,\"bytes\":%llu},"
+	  "\"resized\":{\"count\":%llu,\"bytes\":%lld},\"types\":[",
+	  (unsigned long long)d->total[0].count,
+	  (unsigned long long)d->total[1].count,
+	  (unsigned long long)d->total[0].bytes,
+	  (unsigned long long)d->total[1].bytes,
+	  (unsigned long long)d->added_all.count,
+	  (unsigned long long)d->added_all.bytes,
+	  (unsigned long long)d->gone_all.count,
+	  (unsigned long long)d->gone_all.bytes,
+	  (unsigned long long)d->resized, (long long)d->resized_bytes);
+  for (i = MP_HT_STR; i < MP_HT__MAX; i++) {
+    const mp_heapcount *a = &d->live[0][i], *b = &d->live[1][i];
+    if (!a->count && !b->count) continue;
+    fprintf(f, "%s{\"type\":\"%s\",\"objects\":[%llu,%llu],"
+	    "\"bytes\":[%llu,%llu],\"new\":{\"count\":%llu,\"bytes\":%llu},"
+	    "\"gone\":{\"count\":%llu,\"bytes\":%llu}}", first ? "" : ",",
+	    mp_heapsnap_type(i), (unsigned long long)a->count,
+	    (unsigned long long)b->count, (unsigned long long)a->bytes,
+	    (unsigned long long)b->bytes,
+	    (unsigned long long)d->added[i].count,
+	    (unsigned long long)d->added[i].bytes,
+	    (unsigned long long)d->gone[i].count,
+	    (unsigned long long)d->gone[i].bytes);
+    first = 0;
+  }
+  fputs("],\"classes\":[", f);
+  for (i = 0; i < d->ncls; i++) {
+    const mp_heapdiff_class *c = &d->cls[i];
+    fprintf(f, "%s{\"path\":", i ? "," : "");
+    mp_json_cstr(f, c->path);
+    fprintf(f, ",\"type\":\"%s\",\"objects\":[%llu,%llu],"
+	    "\"bytes\":[%llu,%llu],\"new\":{\"count\":%llu,\"bytes\":%llu},"
+	    "\"gone\":{\"count\":%llu,\"bytes\":%llu}}",
+	    c->type ? mp_heapsnap_type(c->type) : "mixed",
+	    (unsigned long long)c->live[0].count,
+	    (unsigned long long)c->live[1].count,
+	    (unsigned long long)c->live[0].bytes,
+	    (unsigned long long)c->live[1].bytes,
+	    (unsigned long long)c->added.count,
+	    (unsigned long long)c->added.bytes,
+	    (unsigned long long)c->gone.count,
+	    (unsigned long long)c->gone.bytes);
+  }
+  fprintf(f, "],\"more_classes\":%u}\n", d->morecls);
+}
+
+/* Read and decode the snapshot at path into *sn: MP_EXIT_OK, or
+** MP_EXIT_ERROR after the error line. */
+static int load(const char *path, mp_snapshot *sn)
+{
   uint8_t *data;
   size_t len;
-  mp_snapshot sn;
-  mp_heapsnap h;
   char err[256];
-  int rc;
-  if ((rc = mp_cli_file_args("snapshot", argc, argv, NULL, snap_opt, &o,
-			     &path)) >= 0)
-    return rc;
   if (slurp(path, &data, &len) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
     return MP_EXIT_ERROR;
@@ -258,22 +433,127 @@ int mp_cmd_snapshot(int argc, char **argv)
     free(data);
     return MP_EXIT_ERROR;
   }
-  if (mp_snap_decode(data, len, &sn, err, sizeof(err)) < 0) {
+  if (len >= 3 && !memcmp(data, MP_LJS_MAGIC, 3)) {
+    fprintf(stderr, "ljmemprof: %s: a memprof profile, not a heap "
+	    "snapshot: read it with 'ljmemprof report %s'\n", path, path);
+    free(data);
+    return MP_EXIT_ERROR;
+  }
+  if (mp_snap_decode(data, len, sn, err, sizeof(err)) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s%s\n", path,
 	    mp_snap_is(data, len) ? "damaged heap snapshot: " : "", err);
     free(data);
     return MP_EXIT_ERROR;
   }
   free(data);
-  if (mp_heapsnap_build(&h, &sn) < 0) {
-    fprintf(stderr, "ljmemprof: %s: out of memory\n", path);
-    mp_snap_free(&sn);
+  return MP_EXIT_OK;
+}
+
+/* `snapshot` (diff 0) or the diff of two snapshots, as cmd. */
+static int run(const char *cmd, int argc, char **argv, int diff)
+{
+  snap_opts o = { F_TEXT, 10, 8, NULL, diff };
+  const char **paths = NULL;
+  mp_snapshot sn[2];
+  mp_heapsnap h, ha;
+  mp_heapdiff d;
+  mp_cli_out out;
+  int rc, n, status = MP_EXIT_ERROR, last;
+  memset(sn, 0, sizeof(sn));
+  if ((rc = mp_cli_files_args(cmd, argc, argv, NULL, snap_opt, &o, &paths,
+			      &n)) >= 0)
+    return rc;
+  if (n != (o.diff ? 2 : 1)) {
+    if (o.diff)
+      fprintf(stderr, "ljmemprof %s: two snapshots expected, BASE and NEW, "
+	      "got %d (see 'ljmemprof %s --help')\n", cmd, n, cmd);
+    else
+      fprintf(stderr, "ljmemprof %s: one FILE expected, got '%s' and '%s' "
+	      "(two with --diff; see 'ljmemprof %s --help')\n", cmd, paths[0],
+	      paths[1], cmd);
+    free(paths);
     return MP_EXIT_ERROR;
   }
-  if (o.json) print_json(&h, &o);
-  else print_text(&h, &o, path);
-  rc = sn.flags & MP_SNAP_CUT ? MP_EXIT_TRUNCATED : MP_EXIT_OK;
+  if (o.diff && o.format == F_HEAPSNAPSHOT) {
+    fprintf(stderr, "ljmemprof %s: the diff of two snapshots is text or "
+	    "json; the heapsnapshot format is of one snapshot (DevTools "
+	    "compares two itself)\n", cmd);
+    free(paths);
+    return MP_EXIT_ERROR;
+  }
+  if (mp_cli_check_output(cmd, "-o", o.output, paths, n) ||
+      mp_cli_out_open(&out, o.output) < 0) {
+    free(paths);
+    return MP_EXIT_ERROR;
+  }
+  last = n - 1;
+  if (load(paths[0], &sn[0]) || (o.diff && load(paths[1], &sn[1])))
+    goto out;
+  if (mp_heapsnap_build(&h, &sn[last]) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory\n", paths[last]);
+    goto out;
+  }
+  if (o.diff) {
+    int r = mp_heapsnap_build(&ha, &sn[0]);
+    if (r == 0) {
+      r = mp_heapdiff_build(&d, &ha, &h, o.fold, o.top);
+      mp_heapsnap_free(&ha);
+    }
+    if (r < 0) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the diff\n",
+	      paths[1]);
+      mp_heapsnap_free(&h);
+      goto out;
+    }
+  }
+  if (mp_cli_out_begin(&out) < 0) {
+    if (o.diff) mp_heapdiff_free(&d);
+    mp_heapsnap_free(&h);
+    free(paths);
+    mp_snap_free(&sn[0]);
+    mp_snap_free(&sn[1]);
+    return MP_EXIT_ERROR;
+  }
+  status = MP_EXIT_OK;
+  if (o.diff) {
+    if (o.format == F_JSON) print_diff_json(out.f, &d, paths);
+    else print_diff_text(out.f, &d, &o, paths);
+    mp_heapdiff_free(&d);
+  } else if (o.format == F_HEAPSNAPSHOT) {
+    int numbered = 0;
+    if (mp_heapsnapshot_write(out.f, &h, &numbered) < 0 && !ferror(out.f)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the export\n",
+	      paths[0]);
+      status = MP_EXIT_ERROR;
+    } else if (numbered) {
+      fprintf(stderr, "ljmemprof: %s: warning: two objects' addresses give "
+	      "one DevTools @id: objects are numbered instead, and DevTools' "
+	      "comparison with another snapshot will not match them\n",
+	      paths[0]);
+    }
+  } else if (o.format == F_JSON) {
+    print_json(out.f, &h, &o);
+  } else {
+    print_text(out.f, &h, &o, paths[0]);
+  }
+  if (status == MP_EXIT_OK && ((sn[0].flags & MP_SNAP_CUT) ||
+			       (o.diff && (sn[1].flags & MP_SNAP_CUT))))
+    status = MP_EXIT_TRUNCATED;
   mp_heapsnap_free(&h);
-  mp_snap_free(&sn);
-  return mp_cli_finish_output(rc);
+out:
+  if (status == MP_EXIT_ERROR) mp_cli_out_drop(&out);
+  free(paths);
+  mp_snap_free(&sn[0]);
+  mp_snap_free(&sn[1]);
+  return mp_cli_out_close(&out, status);
+}
+
+int mp_cmd_snapshot(int argc, char **argv)
+{
+  return run("snapshot", argc, argv, 0);
+}
+
+int mp_cli_snapshot_diff(int argc, char **argv)
+{
+  return run("diff", argc, argv, 1);
 }

@@ -47,6 +47,9 @@ int mp_cmd_events(int argc, char **argv);
 int mp_cmd_run(int argc, char **argv);
 int mp_cmd_check(int argc, char **argv);
 int mp_cmd_snapshot(int argc, char **argv);
+/* `ljmemprof diff` on two heap snapshots: `snapshot --diff` (cmd_snapshot.c)
+** with its options, named diff in messages. */
+int mp_cli_snapshot_diff(int argc, char **argv);
 
 /* Print the manual of a command (NULL: the main one); 0, or 2 if there is
 ** no such command. */

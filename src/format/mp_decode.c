@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mp_format.h"
+#include "mp_snap.h"
 
 #define NO_ITEM		3	/* A step of the grammar that made no item. */
 
@@ -97,6 +98,11 @@ static int get_prologue(mp_reader *r, const char *magic, int *ver)
   char msg[120];
   size_t left = (size_t)(r->end - r->p);
   size_t i;
+  /* A heap snapshot (mp_snap.h) is a file of ours too, for another
+  ** command: the caller says so. */
+  if (magic[2] == 's' && r->origin + (size_t)(r->p - r->base) == 0 &&
+      left >= 3 && !memcmp(r->p, MP_SNAP_MAGIC, 3))
+    r->snapshot = 1;
   for (i = 0; i < 3 && i < left; i++)
     if (r->p[i] != (uint8_t)magic[i]) {
       snprintf(msg, sizeof(msg), "magic \"%s\" of a memprof %s", magic,

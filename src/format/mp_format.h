@@ -270,6 +270,8 @@ typedef struct mp_reader {
   int eof;		/* 1 if the stream ends at end. */
   int ljs_version, ljm_version;
   int ext;		/* 1 for the ljmemprof extension (mp_ext.h). */
+  int snapshot;		/* 1: the stream begins as a heap snapshot
+			   (mp_snap.h), so it is no profile. */
   int phase;		/* MP_PH_*. */
   uint32_t headers;	/* Event headers valid in this version (bit set). */
   uint64_t new_addr;	/* Extension: the last new address... */

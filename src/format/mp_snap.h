@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "mp_ext.h"
+#include "util/mp_hash.h"
 
 #define MP_SNAP_MAGIC		"ljh"
 #define MP_SNAP_VERSION		1
@@ -118,13 +119,16 @@ enum {
 ** value's (kind FIELD/KEY, arg the key's object) and the key's (kind
 ** MP_HE_KEYREF, arg the value's object or MP_SNAP_NONE). */
 #define MP_HE_KEYREF	MP_HE__MAX
+/* 12 bytes: an argument of more than 32 bits (a number key's bits, a
+** lightuserdata key, a deep local) is kept aside, in the snapshot's wide[];
+** read one with mp_snap_arg(). */
 typedef struct mp_snap_edge {
   uint32_t to;		/* Target object. */
+  uint32_t a;		/* The argument, or with wide set its index in
+			   wide[]. */
   uint8_t kind;		/* MP_HE_* (or MP_HE_KEYREF). */
   uint8_t weak;		/* 1: the reference is weak (retains nothing). */
-  uint64_t arg;		/* Index, key object, code, depth, bits, slot;
-			   LOCAL: its depth << 32 | the offset of its
-			   name in names. */
+  uint8_t wide;
 } mp_snap_edge;
 
 /* A decoded snapshot: objects 0..n-1 (0 the root) and their edges. */
@@ -137,15 +141,34 @@ typedef struct mp_snapshot {
   uint32_t *name;	/* Offset + 1 in names of a string's bytes, or 0;
 			   a prototype: its first line; a builtin: its
 			   ffid; a cdata: its ctype; a trace: its number. */
-  uint32_t *uvname;	/* A prototype: offset + 1 in uvnames of its first
-			   upvalue name; 0 otherwise. */
+  mp_hash uvname;	/* A prototype's id -> offset + 1 in uvnames of
+			   the count of its upvalue names (a map: few
+			   objects are prototypes). */
   char *names;		/* Names, each NUL-terminated. */
   size_t nnames, capnames;
   uint32_t *uvnames;	/* Offsets into names, per prototype run. */
   uint32_t nuv, capuv;
+  uint64_t *wide;	/* Edge arguments of more than 32 bits. */
+  uint32_t nwide, capwide;
   /* The trailer. */
   uint64_t objects, bytes, gctotal, vmbytes, unreached, ubytes, flags;
 } mp_snapshot;
+
+/* The argument of edge e: index, key object, code, depth, bits, slot;
+** LOCAL: its depth << 32 | the offset of its name in names. */
+/* The upvalue names of prototype id: uvnames[u] is their count, the
+** names' offsets follow; u 0: none known. */
+static inline uint32_t mp_snap_uvnames(const mp_snapshot *sn, uint32_t id)
+{
+  const uint32_t *v = mp_hash_get(&sn->uvname, id);
+  return v ? *v : 0;
+}
+
+static inline uint64_t mp_snap_arg(const mp_snapshot *sn,
+				   const mp_snap_edge *e)
+{
+  return e->wide ? sn->wide[e->a] : e->a;
+}
 
 /* Is data (len bytes) a snapshot file (by its first bytes)? */
 int mp_snap_is(const uint8_t *data, size_t len);

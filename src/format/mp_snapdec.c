@@ -121,7 +121,18 @@ static int add_edge(dec *d, uint32_t to, unsigned kind, int weak,
   e->to = to;
   e->kind = (uint8_t)kind;
   e->weak = (uint8_t)weak;
-  e->arg = arg;
+  e->wide = arg > UINT32_MAX;
+  if (e->wide) {
+    if (mp_array_grow((void **)&sn->wide, sn->nwide, &sn->capwide,
+		      sizeof(*sn->wide))) {
+      sn->ne--;
+      return fail(d, "out of memory for edges");
+    }
+    e->a = sn->nwide;
+    sn->wide[sn->nwide++] = arg;
+  } else {
+    e->a = (uint32_t)arg;
+  }
   return 0;
 }
 
@@ -136,7 +147,7 @@ static int add_obj(dec *d)
 #define GROW(f) do { void *q_ = realloc(sn->f, (size_t)cap * sizeof(*sn->f)); \
 		     if (!q_) return fail(d, "out of memory for objects"); \
 		     sn->f = q_; } while (0)
-  GROW(addr); GROW(size); GROW(type); GROW(first); GROW(name); GROW(uvname);
+  GROW(addr); GROW(size); GROW(type); GROW(first); GROW(name);
 #undef GROW
   d->cap = cap;
   return 0;
@@ -244,7 +255,6 @@ static int obj(dec *d, unsigned b)
   sn->type[id] = (uint8_t)b;
   sn->first[id] = sn->ne;
   sn->name[id] = 0;
-  sn->uvname[id] = 0;
   if (get_u(d, &delta, "an address") || get_u(d, &v, "a size")) return -1;
   sn->addr[id] = (id ? sn->addr[id - 1] : 0) + (uint64_t)mp_unzigzag(delta);
   sn->size[id] = v;
@@ -258,7 +268,8 @@ static int obj(dec *d, unsigned b)
       return -1;
     if (nuv > 255) return fail(d, "%llu upvalues", (unsigned long long)nuv);
     sn->name[id] = (uint32_t)first;
-    sn->uvname[id] = sn->nuv + 1;
+    if (mp_hash_put(&sn->uvname, id, sn->nuv + 1) < 0)
+      return fail(d, "out of memory for names");
     if (uv_push(d, (uint32_t)nuv)) return -1;
     for (i = 0; i < nuv; i++)
       if (get_name(d, &off, "an upvalue name") || uv_push(d, off)) return -1;
@@ -281,8 +292,8 @@ int mp_snap_is(const uint8_t *data, size_t len)
 void mp_snap_free(mp_snapshot *sn)
 {
   free(sn->addr); free(sn->size); free(sn->type); free(sn->first);
-  free(sn->name); free(sn->uvname); free(sn->e); free(sn->names);
-  free(sn->uvnames);
+  free(sn->name); mp_hash_free(&sn->uvname); free(sn->e); free(sn->names);
+  free(sn->uvnames); free(sn->wide);
   memset(sn, 0, sizeof(*sn));
 }
 
@@ -297,7 +308,7 @@ static void late_names(mp_snapshot *sn)
     for (k = o; k < end; k++) {
       if (sn->e[k].kind == MP_HE__MAX + 1) {
 	if (!sn->name[sn->e[k].to]) sn->name[sn->e[k].to] =
-	  (uint32_t)sn->e[k].arg + 1;
+	  sn->e[k].a + 1;
       } else {
 	sn->e[j++] = sn->e[k];
       }

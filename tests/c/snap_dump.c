@@ -2,15 +2,19 @@
 ** snap_dump.c: every object of a heap snapshot as the reader sees it, for
 ** the tests: a header line, then one line per object (tab-separated):
 **   id type self retained weak path
-** where weak is 1 if only weak references reach it. A path more than 64
+** where weak is 1 if only weak references reach it; with -d, each line
+** begins with the object's DevTools @id and a tab (the .heapsnapshot
+** export's, mp_heapsnapshot_ids()). A path more than 64
 ** steps long is printed only for the last object (each path walks to
 ** the root: all of a long list's would take quadratic time).
 */
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis/mp_heapsnap.h"
+#include "render/mp_heapsnapshot.h"
 
 int main(int argc, char **argv)
 {
@@ -20,9 +24,10 @@ int main(int argc, char **argv)
   mp_snapshot sn;
   mp_heapsnap h;
   char err[256], path[4096];
-  uint32_t i;
-  if (argc != 2 || !(f = fopen(argv[1], "rb"))) {
-    fprintf(stderr, "usage: snap_dump FILE\n");
+  uint32_t i, *ids = NULL;
+  int dev = argc == 3 && !strcmp(argv[1], "-d");
+  if (argc != 2 + dev || !(f = fopen(argv[1 + dev], "rb"))) {
+    fprintf(stderr, "usage: snap_dump [-d] FILE\n");
     return 2;
   }
   buf = malloc(cap);
@@ -45,11 +50,17 @@ int main(int argc, char **argv)
 	 (unsigned long long)sn.gctotal, (unsigned long long)sn.vmbytes,
 	 (unsigned long long)sn.unreached, (unsigned long long)sn.ubytes,
 	 (unsigned long long)sn.flags, h.nweak, n);
-  for (i = 1; i < sn.n; i++)
+  if (dev && (!(ids = malloc(sn.n * sizeof(*ids))) ||
+	      mp_heapsnapshot_ids(&sn, ids) < 0))
+    return 2;
+  for (i = 1; i < sn.n; i++) {
+    if (dev) printf("%u\t", ids[i]);
     printf("%u\t%s\t%llu\t%llu\t%d\t%s\n", i, mp_heapsnap_type(sn.type[i]),
 	   (unsigned long long)sn.size[i], (unsigned long long)h.retained[i],
 	   h.weakonly[i], h.depth[i] > 64 && i + 1 < sn.n ? "(deep)" :
 	   mp_heapsnap_path(&h, i, 0, path, sizeof(path)));
+  }
+  free(ids);
   mp_heapsnap_free(&h);
   mp_snap_free(&sn);
   free(buf);
