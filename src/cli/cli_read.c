@@ -219,6 +219,8 @@ static void profile_start(mp_profile *p, const mp_cli_opts *o)
     p->want = o->want;
     p->heapsel = o->heapsel;
     if (o->window) p->window = o->window;
+    p->on_snap = o->on_snap;
+    p->snap_ctx = o->snap_ctx;
   }
 }
 

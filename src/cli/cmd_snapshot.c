@@ -13,9 +13,12 @@
 #include "cli/mp_cli.h"
 #include "analysis/mp_heapdiff.h"
 #include "analysis/mp_heapsnap.h"
+#include "analysis/mp_snapjoin.h"
 #include "render/mp_heapsnapshot.h"
 #include "render/mp_json.h"
 #include "render/mp_render.h"
+#include "render/mp_text.h"
+#include "reader/mp_label.h"
 
 const char mp_help_snapshot[] =
 "NAME\n"
@@ -23,7 +26,7 @@ const char mp_help_snapshot[] =
 "\n"
 "SYNOPSIS\n"
 "    ljmemprof snapshot [--format text|json|heapsnapshot] [--top N]\n"
-"                       [--fold N] [-o FILE] FILE\n"
+"                       [--fold N] [--profile PROF] [-o FILE] FILE\n"
 "    ljmemprof snapshot --diff [--format text|json] [--top N] [--fold N]\n"
 "                       [-o FILE] BASE NEW\n"
 "    ljmemprof diff [--format text|json] [--top N] [--fold N] [-o FILE]\n"
@@ -51,6 +54,16 @@ const char mp_help_snapshot[] =
 "    that DevTools' comparison of two snapshots of one process matches\n"
 "    the objects they share.\n"
 "\n"
+"    With --profile PROF, the recording the snapshot was taken in (by\n"
+"    mp.stop{snapshot = PATH}, the snapshot option, or mp.snapshot()\n"
+"    while recording with stacks, sample or native: its stream marks\n"
+"    the snapshot, ljmemprof info lists the marks), each object made\n"
+"    within the recording (allocated, or resized last) carries the line\n"
+"    that made it, and the report says it both ways: MADE WITHIN THE\n"
+"    RECORDING lists the lines by the bytes of what they made that is\n"
+"    still live, each with the top retainer holding most of it; then the\n"
+"    top retainers with the lines that made what they hold.\n"
+"\n"
 "    With --diff (or as `ljmemprof diff` given two snapshots), compares\n"
 "    BASE and NEW, two snapshots of one process: an object of NEW is the\n"
 "    one of BASE at the same address with the same type, else it is new;\n"
@@ -68,6 +81,9 @@ const char mp_help_snapshot[] =
 "    --top N              Retainers and path classes listed (default 10).\n"
 "    --fold N             Fold the keys of containers of more than N\n"
 "                         entries (default 8).\n"
+"    --profile PROF       Join the snapshot with the recording PROF that\n"
+"                         marked it (text only; 2 if PROF has no mark of\n"
+"                         this snapshot).\n"
 "    -o FILE, --output FILE\n"
 "                         Write to FILE instead of standard output (not\n"
 "                         to an input: refused, status 2).\n"
@@ -81,7 +97,8 @@ const char mp_help_snapshot[] =
 "EXAMPLES\n"
 "    ljmemprof snapshot heap.snap\n"
 "    ljmemprof snapshot --format heapsnapshot -o heap.heapsnapshot heap.snap\n"
-"    ljmemprof diff before.snap after.snap\n";
+"    ljmemprof diff before.snap after.snap\n"
+"    ljmemprof snapshot --profile app.ljm heap.snap\n";
 
 enum { F_TEXT, F_JSON, F_HEAPSNAPSHOT };
 
@@ -90,6 +107,7 @@ typedef struct snap_opts {
   uint32_t top, fold;
   const char *output;	/* -o FILE, or NULL: standard output. */
   int diff;		/* --diff: two snapshots, BASE and NEW. */
+  const char *profile;	/* --profile PROF: the recording to join. */
 } snap_opts;
 
 /* The number of option name: MP_OPT_TAKEN, or MP_OPT_ERROR after saying
@@ -132,6 +150,11 @@ static int snap_opt(const char *cmd, int argc, char **argv, int *i,
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--output", "-o", &v))) {
     if (m < 0) return MP_OPT_ERROR;
     o->output = v;
+    return MP_OPT_TAKEN;
+  }
+  if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--profile", NULL, &v))) {
+    if (m < 0) return MP_OPT_ERROR;
+    o->profile = v;
     return MP_OPT_TAKEN;
   }
   if (!strcmp(argv[*i], "--diff")) {
@@ -449,10 +472,219 @@ static int load(const char *path, mp_snapshot *sn)
   return MP_EXIT_OK;
 }
 
+/* -- A snapshot and its recording (--profile) ----------------------------- */
+
+/* What the lines of a recording made, of a snapshot's objects: per site,
+** its bytes and objects, and per top retainer (the nearest one that
+** dominates an object), the bytes of each site it holds. */
+typedef struct joined {
+  uint32_t nsite, ntop;
+  uint32_t *top;		/* The top retainers (mp_heapsnap_top()). */
+  uint64_t *bytes, *objects;	/* By site. */
+  uint64_t *held;		/* [site * (ntop + 1) + k]: k + 1 a retainer,
+				   0 none of them. */
+} joined;
+
+/* Fill *jd from the join j of h with profile p; 0 or -1 (out of memory). */
+static int joined_build(joined *jd, const mp_heapsnap *h,
+			const mp_snapjoin *j, const mp_profile *p, uint32_t top)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t *near = NULL, i, k;
+  memset(jd, 0, sizeof(*jd));
+  jd->nsite = p->nsite;
+  jd->top = malloc((top ? top : 1) * sizeof(*jd->top));
+  if (!jd->top) return -1;
+  jd->ntop = mp_heapsnap_top(h, jd->top, top);
+  jd->bytes = calloc(jd->nsite + 1, sizeof(*jd->bytes));
+  jd->objects = calloc(jd->nsite + 1, sizeof(*jd->objects));
+  jd->held = calloc(((size_t)jd->nsite + 1) * (jd->ntop + 1),
+		    sizeof(*jd->held));
+  near = calloc(sn->n ? sn->n : 1, sizeof(*near));
+  if (!jd->bytes || !jd->objects || !jd->held || !near) {
+    free(near);
+    return -1;
+  }
+  /* The nearest top retainer dominating each object, itself included:
+  ** objects are numbered breadth first, so a dominator (on every path
+  ** from the root) comes before what it dominates. */
+  for (k = 0; k < jd->ntop; k++) near[jd->top[k]] = k + 1;
+  for (i = 1; i < sn->n; i++) {
+    uint32_t d = h->idom[i], hops = 0;
+    if (near[i]) continue;
+    while (d && d >= i && hops++ < 64 && !near[d]) d = h->idom[d];
+    near[i] = d && d < i ? near[d] : 0;
+  }
+  for (i = 1; i < sn->n; i++) {
+    uint32_t s = j->site[i];
+    if (!s || s - 1 >= jd->nsite) continue;
+    jd->bytes[s - 1] += sn->size[i];
+    jd->objects[s - 1]++;
+    jd->held[(size_t)(s - 1) * (jd->ntop + 1) + near[i]] += sn->size[i];
+  }
+  free(near);
+  return 0;
+}
+
+static void joined_free(joined *jd)
+{
+  free(jd->top);
+  free(jd->bytes);
+  free(jd->objects);
+  free(jd->held);
+}
+
+/* The sites that made anything, most bytes first, at most n: into ids;
+** how many. */
+static uint32_t joined_sites(const joined *jd, uint32_t *ids, uint32_t n)
+{
+  uint32_t k = 0, s, i;
+  for (s = 0; s < jd->nsite; s++) {
+    if (!jd->bytes[s]) continue;
+    for (i = k < n ? k++ : n; i > 0 && (jd->bytes[ids[i - 1]] < jd->bytes[s] ||
+	 (jd->bytes[ids[i - 1]] == jd->bytes[s] && ids[i - 1] > s)); i--)
+      if (i < n) ids[i] = ids[i - 1];
+    if (i < n) ids[i] = s;
+  }
+  return k;
+}
+
+/* The retainer holding most of site s's bytes: k + 1, or 0 if none of the
+** top ones does. */
+static uint32_t joined_holder(const joined *jd, uint32_t s)
+{
+  uint32_t k, best = 0;
+  for (k = 1; k <= jd->ntop; k++)
+    if (jd->held[(size_t)s * (jd->ntop + 1) + k] >
+	jd->held[(size_t)s * (jd->ntop + 1) + best])
+      best = k;
+  return best;
+}
+
+/* The joined section of the text report. */
+static void print_joined_text(FILE *f, const mp_heapsnap *h,
+			      const mp_snapjoin *j, mp_profile *p,
+			      const joined *jd, const snap_opts *o)
+{
+  uint32_t *ids = malloc((o->top ? o->top : 1) * sizeof(*ids)), n, i, k;
+  char b1[64], b2[64], label[512], where[2048];
+  fprintf(f, "\nMADE WITHIN THE RECORDING (%s, marked after event %llu): "
+	  "%u of %llu objects, %s of %s\n", mp_cli_name(o->profile),
+	  (unsigned long long)j->ev, j->made,
+	  (unsigned long long)h->sn->objects,
+	  mp_fmt_bytes(b1, sizeof(b1), j->made_bytes, 0),
+	  mp_fmt_bytes(b2, sizeof(b2), h->sn->bytes, 0));
+  n = ids ? joined_sites(jd, ids, o->top) : 0;
+  if (!n) fprintf(f, "  none: every object was made before the recording\n");
+  else fprintf(f, "%14s %10s  line that made them: the retainer holding "
+	       "most of it\n", "bytes", "objects");
+  for (i = 0; i < n; i++) {
+    uint32_t s = ids[i], b = joined_holder(jd, s);
+    mp_label(&p->syms.names, &p->site[s].loc, label, sizeof(label));
+    fprintf(f, "%14s %10llu  ", mp_fmt_bytes(b1, sizeof(b1), jd->bytes[s], 0),
+	    (unsigned long long)jd->objects[s]);
+    mp_text_put(f, label, strlen(label), 0);
+    if (b) {
+      uint64_t held = jd->held[(size_t)s * (jd->ntop + 1) + b];
+      mp_heapsnap_path(h, jd->top[b - 1], 0, where, sizeof(where));
+      fprintf(f, ": %.0f%% held by %s\n",
+	      100.0 * (double)held / (double)jd->bytes[s], where);
+    } else {
+      fprintf(f, ": held by none of the top retainers\n");
+    }
+  }
+  fprintf(f, "\nTOP RETAINERS BY THE LINES THAT MADE WHAT THEY HOLD (of "
+	  "what each is the nearest top retainer of)\n");
+  for (k = 0; k < jd->ntop; k++) {
+    uint32_t s, shown = 0;
+    uint64_t made = 0;
+    for (s = 0; s < jd->nsite; s++)
+      made += jd->held[(size_t)s * (jd->ntop + 1) + k + 1];
+    if (!made) continue;	/* All of it made before the recording. */
+    mp_heapsnap_path(h, jd->top[k], 0, where, sizeof(where));
+    fprintf(f, "  %s: retains %s, %s of it made within the recording\n",
+	    where, mp_fmt_bytes(b1, sizeof(b1), h->retained[jd->top[k]], 0),
+	    mp_fmt_bytes(b2, sizeof(b2), made, 0));
+    /* Its three biggest sites. */
+    while (shown < 3) {
+      uint32_t best = UINT32_MAX;
+      uint64_t bb = 0;
+      for (s = 0; s < jd->nsite; s++) {
+	uint64_t v = jd->held[(size_t)s * (jd->ntop + 1) + k + 1];
+	if (v > bb) { bb = v; best = s; }
+      }
+      if (best == UINT32_MAX) break;
+      mp_label(&p->syms.names, &p->site[best].loc, label, sizeof(label));
+      fprintf(f, "%16s  ", mp_fmt_bytes(b1, sizeof(b1), bb, 0));
+      mp_text_put(f, label, strlen(label), 0);
+      fputc('\n', f);
+      jd->held[(size_t)best * (jd->ntop + 1) + k + 1] = 0;	/* Shown. */
+      shown++;
+    }
+  }
+  free(ids);
+}
+
+/* Read the recording o->profile into *p with a join of h's snapshot
+** (path: the snapshot's file), and what it made into *jd: MP_EXIT_OK,
+** MP_EXIT_TRUNCATED (the profile is cut, after its warning), or
+** MP_EXIT_ERROR after the error line. */
+static int join_profile(mp_snapjoin *j, mp_profile *p, joined *jd,
+			const mp_heapsnap *h, const snap_opts *o,
+			const char *path)
+{
+  mp_cli_opts co;
+  mp_input in;
+  int st;
+  memset(&co, 0, sizeof(co));
+  if (mp_snapjoin_init(j, h->sn) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory\n", mp_cli_name(path));
+    return MP_EXIT_ERROR;
+  }
+  co.on_snap = mp_snapjoin_on_mark;
+  co.snap_ctx = j;
+  if ((st = mp_cli_read(o->profile, &in, p, &co)) == MP_EXIT_ERROR) {
+    mp_snapjoin_free(j);
+    return st;
+  }
+  mp_input_close(&in);
+  if (!j->found) {
+    fprintf(stderr, "ljmemprof: %s: no mark of the snapshot %s (%llu "
+	    "objects, %llu bytes): it was not taken while this profile "
+	    "was recorded (with stacks, sample or native)\n",
+	    mp_cli_name(o->profile), mp_cli_name(path),
+	    (unsigned long long)h->sn->objects,
+	    (unsigned long long)h->sn->bytes);
+    mp_profile_free(p);
+    mp_snapjoin_free(j);
+    return MP_EXIT_ERROR;
+  }
+  if (joined_build(jd, h, j, p, o->top) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory\n", mp_cli_name(path));
+    joined_free(jd);
+    mp_profile_free(p);
+    mp_snapjoin_free(j);
+    return MP_EXIT_ERROR;
+  }
+  return st;
+}
+
+/* Free what join_profile() made. */
+static void join_free(mp_snapjoin *j, mp_profile *p, joined *jd)
+{
+  joined_free(jd);
+  mp_profile_free(p);
+  mp_snapjoin_free(j);
+}
+
 /* `snapshot` (diff 0) or the diff of two snapshots, as cmd. */
 static int run(const char *cmd, int argc, char **argv, int diff)
 {
-  snap_opts o = { F_TEXT, 10, 8, NULL, diff };
+  snap_opts o = { F_TEXT, 10, 8, NULL, diff, NULL };
+  mp_snapjoin join;
+  mp_profile prof;
+  joined jd;
+  int joined_ok = 0, status_join = 0;
   const char **paths = NULL;
   mp_snapshot sn[2];
   mp_heapsnap h, ha;
@@ -481,6 +713,14 @@ static int run(const char *cmd, int argc, char **argv, int diff)
     free(paths);
     return MP_EXIT_ERROR;
   }
+  if (o.profile && (o.diff || o.format != F_TEXT)) {
+    fprintf(stderr, "ljmemprof %s: --profile joins one snapshot with its "
+	    "recording, in the text report (not with --diff or --format "
+	    "%s)\n", cmd, o.diff ? "text of a diff" : o.format == F_JSON ?
+	    "json" : "heapsnapshot");
+    free(paths);
+    return MP_EXIT_ERROR;
+  }
   if (mp_cli_check_output(cmd, "-o", o.output, paths, n) ||
       mp_cli_out_open(&out, o.output) < 0) {
     free(paths);
@@ -506,7 +746,17 @@ static int run(const char *cmd, int argc, char **argv, int diff)
       goto out;
     }
   }
+  if (o.profile) {
+    int r = join_profile(&join, &prof, &jd, &h, &o, paths[0]);
+    if (r == MP_EXIT_ERROR) {
+      mp_heapsnap_free(&h);
+      goto out;
+    }
+    joined_ok = 1;
+    if (r == MP_EXIT_TRUNCATED) status_join = r;
+  }
   if (mp_cli_out_begin(&out) < 0) {
+    if (joined_ok) join_free(&join, &prof, &jd);
     if (o.diff) mp_heapdiff_free(&d);
     mp_heapsnap_free(&h);
     free(paths);
@@ -535,10 +785,13 @@ static int run(const char *cmd, int argc, char **argv, int diff)
     print_json(out.f, &h, &o);
   } else {
     print_text(out.f, &h, &o, paths[0]);
+    if (o.profile) print_joined_text(out.f, &h, &join, &prof, &jd, &o);
   }
   if (status == MP_EXIT_OK && ((sn[0].flags & MP_SNAP_CUT) ||
 			       (o.diff && (sn[1].flags & MP_SNAP_CUT))))
     status = MP_EXIT_TRUNCATED;
+  if (status == MP_EXIT_OK && status_join) status = status_join;
+  if (joined_ok) join_free(&join, &prof, &jd);
   mp_heapsnap_free(&h);
 out:
   if (status == MP_EXIT_ERROR) mp_cli_out_drop(&out);

@@ -1,0 +1,64 @@
+#!/bin/sh
+# ljmemprof snapshot --profile (issue 20): a snapshot joined with the
+# recording that marked it names, both ways, the lines that made what the
+# retainers hold: a session cache that leaks and a history capped at 50.
+. tests/lib/tap.sh
+LUAJIT=${LUAJIT:-luajit}
+TMPD=$(mktemp -d)
+trap 'rm -rf "$TMPD"' EXIT
+cat > "$TMPD/leak.lua" <<'LUA'
+local mp = require("ljmemprof")
+local sessions = {}
+local function handler(i) sessions[#sessions + 1] = { id = i, data = ("x"):rep(100) .. i } end
+local history = {}
+local function remember(i) history[#history % 50 + 1] = { i } end
+assert(mp.start{ path = arg[1] .. "/leak.ljm", stacks = 8 })
+for i = 1, 2000 do handler(i); remember(i) end
+_G.keep = handler
+assert(mp.stop{ collect = true, snapshot = arg[1] .. "/leak.ljh" })
+LUA
+run env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -joff "$TMPD/leak.lua" "$TMPD"
+is "$rc:$err" "0:" "the program runs"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" "$TMPD/leak.ljh"
+is "$rc:$err" "0:" "snapshot --profile: status 0"
+sed "s|$TMPD/||g" "$TMPD/out" | sed -n '/^MADE WITHIN/,$p' > "$TMPD/all"
+head -1 "$TMPD/all" | grep -Eq '^MADE WITHIN THE RECORDING \(leak\.ljm, marked after event [0-9]+\): 4050 of [0-9]+ objects, 488404B of [0-9]+B$'
+ok $? "4050 objects, 488404 bytes made within the recording ($(head -1 "$TMPD/all"))"
+tail -n +2 "$TMPD/all" > "$TMPD/got"
+# 2000 sessions of 2 objects each (a table and its string), 50 history
+# entries (as LuaJIT sizes them, the same in every run).
+cat > "$TMPD/want" <<'TXT'
+         bytes    objects  line that made them: the retainer holding most of it
+       484004B       4000  @leak.lua:3: 100% held by main thread <local sessions in main chunk of leak.lua>
+         4400B         50  @leak.lua:5: 100% held by main thread <local history in main chunk of leak.lua>
+
+TOP RETAINERS BY THE LINES THAT MADE WHAT THEY HOLD (of what each is the nearest top retainer of)
+  main thread <local sessions in main chunk of leak.lua>: retains 500460B, 484004B of it made within the recording
+         484004B  @leak.lua:3
+  main thread <local history in main chunk of leak.lua>: retains 4984B, 4400B of it made within the recording
+           4400B  @leak.lua:5
+TXT
+is "$(cat "$TMPD/got")" "$(cat "$TMPD/want")" \
+  "the lines that made what is live, and the retainers that hold it, both ways"
+# The made bytes agree with the snapshot's own path class of the cache.
+grep -q '<local sessions in main chunk of .*leak.lua>\[\*\]: 2000 tables, 484004B' "$TMPD/out"; ok $? \
+  "the cache's path class holds the bytes its line made"
+# Errors.
+run env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -joff -e "
+local mp = require('ljmemprof')
+assert(mp.start{ path = '$TMPD/other.ljm', stacks = 4 })
+x = {}
+assert(mp.stop())"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/other.ljm" "$TMPD/leak.ljh"
+is "$rc" 2 "a profile without the snapshot's mark: status 2"
+case $err in *"no mark of the snapshot"*"it was not taken while this profile was recorded"*) r=0;; *) r=1;; esac
+ok $r "and it says why ($err)"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" --format json "$TMPD/leak.ljh"
+is "$rc" 2 "--profile with --format json: refused"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/nope.ljm" "$TMPD/leak.ljh"
+is "$rc:$err" "2:ljmemprof: $TMPD/nope.ljm: No such file or directory" "a missing profile"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljh" "$TMPD/leak.ljh"
+is "$rc" 2 "a snapshot given as the profile: refused"
+run "$BUILD/ljmemprof" snapshot --profile
+is "$rc" 2 "--profile without a value: refused"
+done_testing
