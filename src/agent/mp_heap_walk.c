@@ -816,7 +816,8 @@ int mp_lua_snapshot(lua_State *L)
     lua_pushboolean(L, 1);
     return 1;
   }
-  e = rc < 0 && rc > LJMP_E_BASE ? -rc : rc == LJMP_ETHREAD ? errno : EINVAL;
+  e = rc < 0 && rc > LJMP_E_BASE ? -rc : rc == LJMP_ETHREAD ? errno :
+      rc == LJMP_ENOMEM ? ENOMEM : EINVAL;
   lua_pushnil(L);
   if (rc == -EFBIG)
     lua_pushfstring(L, "%s: the snapshot reached max_size: it is cut short",
