@@ -126,13 +126,46 @@ fail:
   return -1;
 }
 
-static void print_text(const mp_heapsnap *h, const snap_opts *o,
-		       const char *path)
+/* What a report shows besides the snapshot's own numbers: the top
+** retainers and the path classes, computed before anything is printed so
+** that out of memory prints nothing. */
+typedef struct snap_view {
+  uint32_t *top, n;
+  mp_heapclass *cl;
+  int ncl;
+} snap_view;
+
+/* Compute the view; 0, or -1 out of memory (nothing to free then). */
+static int view_make(const mp_heapsnap *h, const snap_opts *o, snap_view *v)
+{
+  int n;
+  memset(v, 0, sizeof(*v));
+  if (!(v->top = malloc((o->top ? o->top : 1) * sizeof(*v->top)))) return -1;
+  if ((n = mp_heapsnap_top(h, v->top, o->top)) < 0 ||
+      (v->ncl = mp_heapsnap_classes(h, o->fold, o->top, &v->cl)) < 0) {
+    free(v->top);
+    return -1;
+  }
+  v->n = (uint32_t)n;
+  return 0;
+}
+
+static void view_free(snap_view *v)
+{
+  int i;
+  for (i = 0; i < v->ncl; i++) free(v->cl[i].path);
+  free(v->cl);
+  free(v->top);
+}
+
+static void print_text(const mp_heapsnap *h, const snap_view *v,
+		       const snap_opts *o, const char *path)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t *top = malloc((o->top ? o->top : 1) * sizeof(*top)), n, i;
-  mp_heapclass *cl = NULL;
-  int ncl;
+  const uint32_t *top = v->top, n = v->n;
+  const mp_heapclass *cl = v->cl;
+  int ncl = v->ncl;
+  uint32_t i;
   char b1[64], b2[64], b3[64], b4[64], where[2048];
   uint64_t acc = sn->bytes + sn->vmbytes + sn->ubytes;
   printf("HEAP SNAPSHOT %s: %llu objects, %s live\n", path,
@@ -158,7 +191,6 @@ static void print_text(const mp_heapsnap *h, const snap_opts *o,
     if (h->count[i])
       printf("%14s %10llu  %s\n", mp_fmt_bytes(b1, sizeof(b1), h->bytes[i], 0),
 	     (unsigned long long)h->count[i], mp_heapsnap_type(i));
-  n = top ? mp_heapsnap_top(h, top, o->top) : 0;
   printf("\nTOP RETAINERS (retained: what would be freed if it went)\n"
 	 "%14s %10s  %-12s path\n", "retained", "self", "type");
   for (i = 0; i < n; i++) {
@@ -168,7 +200,6 @@ static void print_text(const mp_heapsnap *h, const snap_opts *o,
 	   mp_fmt_bytes(b2, sizeof(b2), sn->size[top[i]], 0),
 	   mp_heapsnap_type(sn->type[top[i]]), where);
   }
-  ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl);
   printf("\nPATH CLASSES (keys of containers of more than %u entries "
 	 "as [*])\n", o->fold);
   if (ncl == 0) printf("  none\n");
@@ -178,18 +209,16 @@ static void print_text(const mp_heapsnap *h, const snap_opts *o,
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "objects",
 	   cl[i].type && cl[i].count != 1 ? "s" : "",
 	   mp_fmt_bytes(b1, sizeof(b1), cl[i].bytes, 0));
-    free(cl[i].path);
   }
-  free(cl);
-  free(top);
 }
 
-static void print_json(const mp_heapsnap *h, const snap_opts *o)
+static void print_json(const mp_heapsnap *h, const snap_view *v)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t *top = malloc((o->top ? o->top : 1) * sizeof(*top)), n, i;
-  mp_heapclass *cl = NULL;
-  int ncl, first = 1;
+  const uint32_t *top = v->top, n = v->n;
+  const mp_heapclass *cl = v->cl;
+  int ncl = v->ncl, first = 1;
+  uint32_t i;
   char where[2048];
   printf("{\"objects\":%llu,\"bytes\":%llu,\"gc_total\":%llu,"
 	 "\"vm_bytes\":%llu,\"unreached\":%llu,\"unreached_bytes\":%llu,"
@@ -207,7 +236,6 @@ static void print_json(const mp_heapsnap *h, const snap_opts *o)
       first = 0;
     }
   printf("],\"retainers\":[");
-  n = top ? mp_heapsnap_top(h, top, o->top) : 0;
   for (i = 0; i < n; i++) {
     mp_heapsnap_path(h, top[i], 0, where, sizeof(where));
     printf("%s{\"id\":%u,\"type\":\"%s\",\"address\":\"0x%llx\","
@@ -220,7 +248,6 @@ static void print_json(const mp_heapsnap *h, const snap_opts *o)
     printf("}");
   }
   printf("],\"classes\":[");
-  ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl);
   for (i = 0; ncl > 0 && i < (uint32_t)ncl; i++) {
     printf("%s{\"path\":", i ? "," : "");
     mp_json_cstr(stdout, cl[i].path);
@@ -228,11 +255,8 @@ static void print_json(const mp_heapsnap *h, const snap_opts *o)
 	   (unsigned long long)cl[i].count,
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "mixed",
 	   (unsigned long long)cl[i].bytes);
-    free(cl[i].path);
   }
   printf("]}\n");
-  free(cl);
-  free(top);
 }
 
 int mp_cmd_snapshot(int argc, char **argv)
@@ -243,6 +267,7 @@ int mp_cmd_snapshot(int argc, char **argv)
   size_t len;
   mp_snapshot sn;
   mp_heapsnap h;
+  snap_view v;
   char err[256];
   int rc;
   if ((rc = mp_cli_file_args("snapshot", argc, argv, NULL, snap_opt, &o,
@@ -258,9 +283,10 @@ int mp_cmd_snapshot(int argc, char **argv)
     free(data);
     return MP_EXIT_ERROR;
   }
-  if (mp_snap_decode(data, len, &sn, err, sizeof(err)) < 0) {
+  if ((rc = mp_snap_decode(data, len, &sn, err, sizeof(err))) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s%s\n", path,
-	    mp_snap_is(data, len) ? "damaged heap snapshot: " : "", err);
+	    rc != -2 && mp_snap_is(data, len) ? "damaged heap snapshot: " : "",
+	    err);
     free(data);
     return MP_EXIT_ERROR;
   }
@@ -270,9 +296,16 @@ int mp_cmd_snapshot(int argc, char **argv)
     mp_snap_free(&sn);
     return MP_EXIT_ERROR;
   }
-  if (o.json) print_json(&h, &o);
-  else print_text(&h, &o, path);
+  if (view_make(&h, &o, &v) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory\n", path);
+    mp_heapsnap_free(&h);
+    mp_snap_free(&sn);
+    return MP_EXIT_ERROR;
+  }
+  if (o.json) print_json(&h, &v);
+  else print_text(&h, &v, &o, path);
   rc = sn.flags & MP_SNAP_CUT ? MP_EXIT_TRUNCATED : MP_EXIT_OK;
+  view_free(&v);
   mp_heapsnap_free(&h);
   mp_snap_free(&sn);
   return mp_cli_finish_output(rc);
