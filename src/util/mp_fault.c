@@ -39,7 +39,9 @@ static struct {
   uint64_t failed;	/* Calls failed so far (atomic). */
 } fault;
 
-/* Read the environment once (every thread reads the same values). */
+/* Read the environment once (threads that race here read the same values;
+** only the sites file could be opened twice, and a counting run has one
+** allocating thread). */
 static void fault_read(void)
 {
   const char *v;
@@ -90,6 +92,8 @@ static __attribute__((noinline)) int fault_hit(void)
   errno = ENOMEM;
   return 1;
 }
+
+/* The wrappers (mp_fault.h): the C library's call, unless this one fails. */
 
 void *mp_fault_malloc(size_t n)
 {
