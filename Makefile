@@ -102,7 +102,7 @@ AGENT_HDR := $(wildcard src/agent/*.h src/util/*.h src/format/*.h) include/ljmem
 # are picked up by wildcard, so adding a renderer or an analysis is adding
 # a file.
 LAYERS     := format util reader analysis render
-LIB_SRC    := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
+LIB_SRC    := $(filter-out src/util/mp_fault.c,$(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c)))
 CLI_SRC    := $(wildcard src/cli/*.c)
 READER_HDR := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.h))
 CLI_HDR    := $(wildcard src/cli/*.h)
@@ -119,7 +119,8 @@ all: $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof_preload.so $(BUILD)/libljmempro
      $(LUAJIT_BIN) $(BUILD)/ljmemprof.1
 # The sanitizer builds of the tests (clang): made by make test, not by
 # make all, so that building needs no clang.
-SAN_BIN := $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(BUILD)/tsan/native_threads
+SAN_BIN := $(BUILD)/tsan/agent_host $(BUILD)/asan/agent_host $(BUILD)/tsan/native_threads \
+           $(BUILD)/fault/ljmemprof.so $(BUILD)/fault/ljmemprof
 
 # Install missing Debian packages when root (never removing one), else say
 # exactly what to run; and, under build/npm, the npm packages of the
@@ -247,6 +248,32 @@ $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJ
 	$(SAN_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 	  $(AGENT_CPPFLAGS) -o $@ tests/c/agent_host.c $(AGENT_SRC) $(LUAJIT_LIBS) -ldl -lpthread
 
+# The fault build of the fault loops (tests/agent-fault.t,
+# tests/report-fault.t): the module and the command under ASan + UBSan,
+# their malloc family routed through a counter that fails the Nth call
+# (src/util/mp_fault.h says how). mp_native.c is compiled without it:
+# its real.malloc() and the wrappers are the C library's. UBSan's null
+# check is off: LuaJIT's macros take a field's address through a NULL
+# reference (tabref() of a table without metatable), and a real NULL
+# dereference is ASan's SEGV report anyway.
+FAULT_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize=null \
+                -fno-sanitize-recover=all
+FAULT_INC    := -DMP_FAULT -include src/util/mp_fault.h
+$(BUILD)/fault/mp_native.o: src/agent/mp_native.c $(AGENT_DEPS)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(FAULT_CFLAGS) -fPIC -fvisibility=hidden $(AGENT_CPPFLAGS) -c $< -o $@
+$(BUILD)/fault/ljmemprof.so: $(BUILD)/fault/mp_native.o $(AGENT_SRC) src/util/mp_fault.c \
+                             src/util/mp_fault.h $(AGENT_DEPS)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(FAULT_CFLAGS) $(FAULT_INC) -fPIC -shared -fvisibility=hidden $(AGENT_CPPFLAGS) \
+	  -o $@ $(filter-out src/agent/mp_native.c,$(AGENT_SRC)) src/util/mp_fault.c \
+	  $(BUILD)/fault/mp_native.o -ldl -lpthread
+$(BUILD)/fault/ljmemprof: $(CLI_SRC) $(LIB_SRC) src/util/mp_fault.c src/util/mp_fault.h \
+                          $(CLI_HDR) $(READER_HDR) include/ljmemprof.h
+	@mkdir -p $(@D)
+	$(SAN_CC) $(FAULT_CFLAGS) $(FAULT_INC) -Iinclude -Isrc -o $@ $(CLI_SRC) $(LIB_SRC) \
+	  src/util/mp_fault.c -lz -lm
+
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
 
@@ -355,7 +382,8 @@ $(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
 clean:
 	rm -rf $(BUILD)/agent $(addprefix $(BUILD)/,$(LAYERS)) $(BUILD)/report $(BUILD)/cli $(BUILD)/tests \
 	  $(BUILD)/ljmemprof $(BUILD)/ljmemprof.so $(BUILD)/libljmemprof.a $(BUILD)/ljmemprof.1 \
-	  $(BUILD)/gen $(BUILD)/wrong-layout $(BUILD)/stackcheck $(BUILD)/tsan $(BUILD)/asan
+	  $(BUILD)/gen $(BUILD)/wrong-layout $(BUILD)/stackcheck $(BUILD)/tsan $(BUILD)/asan \
+	  $(BUILD)/fault
 
 distclean:
 	rm -rf $(BUILD)

@@ -109,16 +109,24 @@ static uint64_t target(hwalk *w, GCobj *o)
 {
   uint32_t *v = mp_hash_get(&w->ids, (uintptr_t)o);
   if (v) return (uint64_t)(w->next - *v) + 1;
-  if (w->next == w->qcap) {
+  if (!w->oom && w->next == w->qcap) {
     size_t cap = w->qcap * 2;
     GCobj **q = realloc(w->q, cap * sizeof(*q));
-    if (!q || cap > UINT32_MAX) { w->oom = 1; return 0; }
-    w->q = q;
-    w->qcap = cap;
+    if (!q || cap > UINT32_MAX) w->oom = 1;
+    else {
+      w->q = q;
+      w->qcap = cap;
+    }
   }
-  if (mp_hash_put(&w->ids, (uintptr_t)o, w->next) < 0) {
+  if (!w->oom && mp_hash_put(&w->ids, (uintptr_t)o, w->next) < 0)
     w->oom = 1;
-    return 0;
+  if (w->oom) {
+    /* Out of memory: the walk stops and the snapshot is cut, so a new
+    ** object that is never written is what this reference can be (a cut
+    ** snapshot drops the references past its last object); 0 ("none")
+    ** would damage the file, which allows it for a field's value only. */
+    w->next++;
+    return 1;
   }
   w->q[w->next++] = o;
   return 1;

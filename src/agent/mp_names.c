@@ -160,7 +160,8 @@ static int walk(mp_names *t, mp_names *bt, mp_names *lt, lua_State *L,
     }
     lua_pop(L, 1);
   }
-  if (rc) lua_pop(L, 2);	/* The key and value left by the break. */
+  if (rc) lua_pop(L, 1);	/* The key left by the break: the table stays, as
+			   at the end of the loop (a caller pops it). */
   return rc;
 }
 

@@ -517,7 +517,11 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t d, i, v, f, *steps;
+  /* The steps shown: the first and the last PATH_HEAD, step i of a path
+  ** of d at steps[i < PATH_HEAD ? i : i - (d - 2 * PATH_HEAD)] (all of
+  ** them when d <= 2 * PATH_HEAD), with the object each leaves: no
+  ** allocation, so nothing can fail. */
+  uint32_t d, i, v, steps[2 * PATH_HEAD], from[2 * PATH_HEAD], skip;
   sbuf s = { buf, 0, size };
   buf[0] = 0;
   if (id >= sn->n || (id && h->parent[id] == NONE)) {
@@ -526,34 +530,36 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
   }
   if (id == 0) { adds(&s, "(roots)"); return buf; }
   d = h->depth[id];
-  if (!(steps = malloc((size_t)d * sizeof(*steps)))) {
-    adds(&s, "(out of memory)");
-    return buf;
+  skip = d > 2 * PATH_HEAD ? d - 2 * PATH_HEAD : 0;
+  for (v = id, i = d; i > 0; v = h->up[v]) {
+    i--;
+    if (i < PATH_HEAD || i >= PATH_HEAD + skip) {
+      steps[i < PATH_HEAD ? i : i - skip] = h->parent[v];
+      from[i < PATH_HEAD ? i : i - skip] = i ? h->up[v] : 0;
+    }
   }
-  for (v = id, i = d; i > 0; v = h->up[v]) steps[--i] = h->parent[v];
   for (i = 0; i < d; i++) {
-    uint32_t k;
-    if (d > 2 * PATH_HEAD && i == PATH_HEAD) {
-      addf(&s, " ... (%llu steps) ...", d - 2 * PATH_HEAD);
+    uint32_t k, f;
+    if (skip && i == PATH_HEAD) {
+      addf(&s, " ... (%llu steps) ...", (unsigned long long)skip);
       i = d - PATH_HEAD;
     }
-    k = steps[i];
-    f = i ? sn->e[steps[i - 1]].to : 0;
+    k = steps[i < PATH_HEAD ? i : i - skip];
+    f = from[i < PATH_HEAD ? i : i - skip];
     add_step(h, &s, k, f, folds_from(h, f, fold));
   }
-  free(steps);
   /* The value of an upvalue has its name; the upvalue object says so. */
   if (sn->type[id] == MP_HT_UPVAL) adds(&s, " (the upvalue object)");
   if (h->weakonly[id]) adds(&s, " (weak)");
   return buf;
 }
 
-uint32_t mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
+int mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
 {
   const mp_snapshot *sn = h->sn;
   uint64_t *maxchild = calloc(sn->n, sizeof(*maxchild));
   uint32_t i, got = 0, j;
-  if (!maxchild) return 0;
+  if (!maxchild) return -1;
   for (i = 1; i < sn->n; i++)
     if (h->retained[i] > maxchild[h->idom[i]])
       maxchild[h->idom[i]] = h->retained[i];
@@ -569,7 +575,7 @@ uint32_t mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
     }
   }
   free(maxchild);
-  return got;
+  return (int)got;
 }
 
 /* -- Path classes ------------------------------------------------------------ */
@@ -728,7 +734,12 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
     char buf[1024];
     hclass *x = &c[order[i]];
     mp_heapsnap_path(h, x->rep, fold, buf, sizeof(buf));
-    (*out)[i].path = strdup(buf);
+    if (!((*out)[i].path = strdup(buf))) {
+      while (i > 0) free((*out)[--i].path);
+      free(*out);
+      *out = NULL;
+      goto out;
+    }
     (*out)[i].count = x->count;
     (*out)[i].bytes = x->bytes;
     (*out)[i].type = x->type;

@@ -65,8 +65,8 @@ char *mp_heapsnap_where(const mp_heapsnap *h, uint32_t id, char *buf,
 /* The top n retainers, by retained size: objects that hold the most, not
 ** counting one that passes nearly all of it on to a single object it
 ** dominates (a module table holding one big cache). Fills ids (n of
-** them), returns how many. */
-uint32_t mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n);
+** them), returns how many, or -1 out of memory. */
+int mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n);
 
 /* A path class: objects whose folded path is the same. */
 typedef struct mp_heapclass {

@@ -560,6 +560,11 @@ int mp_cli_report_to(const char *const *paths, int n, const mp_cli_opts *o,
     mp_sections_free(&sec);
   }
   mp_profile_free(&p);
+  if (status == MP_EXIT_ERROR) {	/* No half-written file is left. */
+    mp_cli_out_drop(html);
+    mp_cli_out_drop(out);
+    return mp_cli_finish_output(status);
+  }
   status = mp_cli_out_close(html, status);
   return mp_cli_out_close(out, status);
 }

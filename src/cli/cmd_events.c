@@ -159,17 +159,23 @@ typedef struct pass {
   int nomem;		/* buf could not grow. */
 } pass;
 
-/* The held stream's write: append to the text. */
+/* The held stream's write: append to the text. Out of memory, the text
+** and what follows are printed at once, in order, as when no held stream
+** could be made (hold()): a failed write would lose the lines stdio
+** buffered for it. */
 static ssize_t held_write(void *ctx, const char *b, size_t n)
 {
   pass *a = ctx;
+  if (a->nomem) return (ssize_t)fwrite(b, 1, n, a->out);
   if (a->len + n > a->cap) {
     size_t cap = a->cap ? a->cap : 1 << 16;
     char *p;
     while (cap < a->len + n) cap *= 2;
     if (!(p = realloc(a->buf, cap))) {
       a->nomem = 1;
-      return -1;
+      fwrite(a->buf, 1, a->len, a->out);
+      a->len = 0;
+      return (ssize_t)fwrite(b, 1, n, a->out);
     }
     a->buf = p;
     a->cap = cap;
@@ -187,7 +193,8 @@ static int release(pass *a, mp_input *in)
   int ok;
   if (a->held) fflush(a->held);
   ok = mp_input_holds(in, mp_reader_offset(&a->r));
-  if (ok && a->len) {
+  if (a->nomem) a->printed += a->nheld;	/* By held_write(), at once. */
+  else if (ok && a->len) {
     fwrite(a->buf, 1, a->len, a->out);
     a->printed += a->nheld;
   }

@@ -70,17 +70,20 @@ static int info_opt(const char *cmd, int argc, char **argv, int *i,
 
 /* Where reading stopped, for "complete:". */
 /* The bytes live at the end of the blocks of native sources into *native,
-** of the VM's into *vm (allocated within the profile). */
-static void live_by_heap(const mp_profile *p, uint64_t *native, uint64_t *vm)
+** of the VM's into *vm (allocated within the profile). 0, or -1 when out
+** of memory. */
+static int live_by_heap(const mp_profile *p, uint64_t *native, uint64_t *vm)
 {
   mp_live *by = mp_profile_by_site(p);
   uint32_t i;
   *native = *vm = 0;
-  for (i = 0; by && i < p->nsite; i++) {
+  if (!by) return -1;
+  for (i = 0; i < p->nsite; i++) {
     if (p->site[i].loc.heap == MP_HEAP_NATIVE) *native += by[i].bytes;
     else *vm += by[i].bytes;
   }
   free(by);
+  return 0;
 }
 
 static const char *stop_word(int rc)
@@ -95,6 +98,7 @@ int mp_cmd_info(int argc, char **argv)
   mp_profile p;
   const char *path;
   uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev, alloc, freed;
+  uint64_t nat = 0, vm = 0;	/* Live at the end, native and VM (nrss). */
   int rc, k, json = 0;
   char b[64];
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
@@ -113,6 +117,14 @@ int mp_cmd_info(int argc, char **argv)
 	p.recorded[MP_AEV_FREE];
   alloc = mp_profile_allocated(&p);
   freed = mp_profile_freed(&p);
+  /* Before anything is printed: out of memory prints nothing. */
+  if (p.nrss && live_by_heap(&p, &nat, &vm) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+	    mp_cli_name(path));
+    mp_profile_free(&p);
+    mp_input_close(&in);
+    return MP_EXIT_ERROR;
+  }
   if (json) {
     fputs("{\"file\":", stdout);
     mp_json_cstr(stdout, path);
@@ -145,8 +157,6 @@ int mp_cmd_info(int argc, char **argv)
     printf(",\"live_blocks\":%llu,\"live_bytes\":%llu",
 	   (unsigned long long)p.live_n, (unsigned long long)p.live_bytes);
     if (p.nrss) {
-      uint64_t nat, vm;
-      live_by_heap(&p, &nat, &vm);
       printf(",\"memory\":{\"rss_bytes\":%llu,\"rss_max_bytes\":%llu,"
 	     "\"vm_live_bytes\":%llu,\"native_live_bytes\":%llu,"
 	     "\"rest_bytes\":%llu}", (unsigned long long)p.rss,
@@ -236,8 +246,6 @@ int mp_cmd_info(int argc, char **argv)
     if (p.nsnap > MP_SNAPMARKS)
       printf("snapshot:   and %u more\n", p.nsnap - MP_SNAPMARKS);
     if (p.nrss) {	/* Where the memory is (native profiles). */
-      uint64_t nat, vm;
-      live_by_heap(&p, &nat, &vm);
       printf("memory:     RSS %lluB at the end (at most %lluB at a time "
 	     "mark): VM heap %lluB and native %lluB live (allocated within "
 	     "the profile), the rest %lluB (allocator caches and "

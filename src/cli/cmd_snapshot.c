@@ -200,7 +200,15 @@ fail:
   return -1;
 }
 
-static void print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
+/* Free path classes (mp_heapsnap_classes()). */
+static void free_classes(mp_heapclass *cl, int n)
+{
+  int i;
+  for (i = 0; i < n; i++) free(cl[i].path);
+  free(cl);
+}
+
+static int print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
 		       const char *path)
 {
   const mp_snapshot *sn = h->sn;
@@ -208,6 +216,14 @@ static void print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
   mp_heapclass *cl = NULL;
   int ncl;
   char b1[64], b2[64], b3[64], b4[64], where[2048];
+  int nt;
+  /* What can fail for want of memory first: nothing printed then. */
+  if (!top || (nt = mp_heapsnap_top(h, top, o->top)) < 0 ||
+      (ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl)) < 0) {
+    free(top);
+    return -1;
+  }
+  n = (uint32_t)nt;
   uint64_t acc = sn->bytes + sn->vmbytes + sn->ubytes;
   fprintf(f, "HEAP SNAPSHOT %s: %llu objects, %s live\n", path,
 	 (unsigned long long)sn->objects,
@@ -232,7 +248,6 @@ static void print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
     if (h->count[i])
       fprintf(f, "%14s %10llu  %s\n", mp_fmt_bytes(b1, sizeof(b1), h->bytes[i], 0),
 	     (unsigned long long)h->count[i], mp_heapsnap_type(i));
-  n = top ? mp_heapsnap_top(h, top, o->top) : 0;
   fprintf(f, "\nTOP RETAINERS (retained: what would be freed if it went)\n"
 	 "%14s %10s  %-12s path\n", "retained", "self", "type");
   for (i = 0; i < n; i++) {
@@ -242,7 +257,6 @@ static void print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
 	   mp_fmt_bytes(b2, sizeof(b2), sn->size[top[i]], 0),
 	   mp_heapsnap_type(sn->type[top[i]]), where);
   }
-  ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl);
   fprintf(f, "\nPATH CLASSES (keys of containers of more than %u entries "
 	 "as [*])\n", o->fold);
   if (ncl == 0) fprintf(f, "  none\n");
@@ -252,19 +266,27 @@ static void print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "objects",
 	   cl[i].type && cl[i].count != 1 ? "s" : "",
 	   mp_fmt_bytes(b1, sizeof(b1), cl[i].bytes, 0));
-    free(cl[i].path);
   }
-  free(cl);
+  free_classes(cl, ncl);
   free(top);
+  return 0;
 }
 
-static void print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
+static int print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t *top = malloc((o->top ? o->top : 1) * sizeof(*top)), n, i;
+  uint32_t *top = malloc((o->top ? o->top : 1) * sizeof(*top)), n;
   mp_heapclass *cl = NULL;
   int ncl, first = 1;
+  uint32_t i;
   char where[2048];
+  int nt;
+  if (!top || (nt = mp_heapsnap_top(h, top, o->top)) < 0 ||
+      (ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl)) < 0) {
+    free(top);
+    return -1;
+  }
+  n = (uint32_t)nt;
   fprintf(f, "{\"objects\":%llu,\"bytes\":%llu,\"gc_total\":%llu,"
 	 "\"vm_bytes\":%llu,\"unreached\":%llu,\"unreached_bytes\":%llu,"
 	 "\"weak_only\":%u,\"weak_only_bytes\":%llu,\"cut\":%s,\"types\":[",
@@ -281,7 +303,6 @@ static void print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
       first = 0;
     }
   fprintf(f, "],\"retainers\":[");
-  n = top ? mp_heapsnap_top(h, top, o->top) : 0;
   for (i = 0; i < n; i++) {
     mp_heapsnap_path(h, top[i], 0, where, sizeof(where));
     fprintf(f, "%s{\"id\":%u,\"type\":\"%s\",\"address\":\"0x%llx\","
@@ -294,7 +315,6 @@ static void print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
     fprintf(f, "}");
   }
   fprintf(f, "],\"classes\":[");
-  ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl);
   for (i = 0; ncl > 0 && i < (uint32_t)ncl; i++) {
     fprintf(f, "%s{\"path\":", i ? "," : "");
     mp_json_cstr(f, cl[i].path);
@@ -302,11 +322,11 @@ static void print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
 	   (unsigned long long)cl[i].count,
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "mixed",
 	   (unsigned long long)cl[i].bytes);
-    free(cl[i].path);
   }
   fprintf(f, "]}\n");
-  free(cl);
+  free_classes(cl, ncl);
   free(top);
+  return 0;
 }
 
 /* A signed number of bytes, "+N" or "-N" (or "0"), into buf. */
@@ -446,6 +466,7 @@ static int load(const char *path, mp_snapshot *sn)
   uint8_t *data;
   size_t len;
   char err[256];
+  int rc;
   if (slurp(path, &data, &len) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s\n", path, strerror(errno));
     return MP_EXIT_ERROR;
@@ -462,9 +483,10 @@ static int load(const char *path, mp_snapshot *sn)
     free(data);
     return MP_EXIT_ERROR;
   }
-  if (mp_snap_decode(data, len, sn, err, sizeof(err)) < 0) {
+  if ((rc = mp_snap_decode(data, len, sn, err, sizeof(err))) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s%s\n", path,
-	    mp_snap_is(data, len) ? "damaged heap snapshot: " : "", err);
+	    rc != -2 && mp_snap_is(data, len) ? "damaged heap snapshot: " : "",
+	    err);
     free(data);
     return MP_EXIT_ERROR;
   }
@@ -495,7 +517,11 @@ static int joined_build(joined *jd, const mp_heapsnap *h,
   jd->nsite = p->nsite;
   jd->top = malloc((top ? top : 1) * sizeof(*jd->top));
   if (!jd->top) return -1;
-  jd->ntop = mp_heapsnap_top(h, jd->top, top);
+  {
+    int nt = mp_heapsnap_top(h, jd->top, top);
+    if (nt < 0) return -1;
+    jd->ntop = (uint32_t)nt;
+  }
   jd->bytes = calloc(jd->nsite + 1, sizeof(*jd->bytes));
   jd->objects = calloc(jd->nsite + 1, sizeof(*jd->objects));
   jd->held = calloc(((size_t)jd->nsite + 1) * (jd->ntop + 1),
@@ -781,11 +807,12 @@ static int run(const char *cmd, int argc, char **argv, int diff)
 	      "comparison with another snapshot will not match them\n",
 	      paths[0]);
     }
-  } else if (o.format == F_JSON) {
-    print_json(out.f, &h, &o);
-  } else {
-    print_text(out.f, &h, &o, paths[0]);
-    if (o.profile) print_joined_text(out.f, &h, &join, &prof, &jd, &o);
+  } else if (o.format == F_JSON ? print_json(out.f, &h, &o) < 0 :
+	     print_text(out.f, &h, &o, paths[0]) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory\n", paths[0]);
+    status = MP_EXIT_ERROR;
+  } else if (o.profile) {
+    print_joined_text(out.f, &h, &join, &prof, &jd, &o);
   }
   if (status == MP_EXIT_OK && ((sn[0].flags & MP_SNAP_CUT) ||
 			       (o.diff && (sn[1].flags & MP_SNAP_CUT))))

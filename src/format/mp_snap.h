@@ -173,7 +173,8 @@ static inline uint64_t mp_snap_arg(const mp_snapshot *sn,
 /* Is data (len bytes) a snapshot file (by its first bytes)? */
 int mp_snap_is(const uint8_t *data, size_t len);
 /* Decode a whole snapshot file. 0, or -1 with a one-line message in err
-** (naming the byte offset and what was expected); *sn is then freed. */
+** (naming the byte offset and what was expected), or -2 out of memory
+** (err says for what); *sn is then freed. */
 int mp_snap_decode(const uint8_t *data, size_t len, mp_snapshot *sn,
 		   char *err, size_t errsize);
 void mp_snap_free(mp_snapshot *sn);

@@ -23,6 +23,7 @@ typedef struct dec {
   uint32_t next;	/* Number of the next new object. */
   char *err;
   size_t errsize;
+  int nomem;		/* The failure is out of memory, not the file. */
 } dec;
 
 static int fail(dec *d, const char *fmt, ...)
@@ -35,6 +36,13 @@ static int fail(dec *d, const char *fmt, ...)
     vsnprintf(d->err + n, d->errsize - (size_t)n, fmt, ap);
   va_end(ap);
   return -1;
+}
+
+/* Out of memory for what: fail, and say it is not the file's fault. */
+static int nomem(dec *d, const char *what)
+{
+  d->nomem = 1;
+  return fail(d, "out of memory for %s", what);
 }
 
 static int get_u(dec *d, uint64_t *v, const char *what)
@@ -77,7 +85,7 @@ static int get_name(dec *d, uint32_t *off, const char *what)
     char *n;
     while (cap < sn->nnames + len + 1) cap *= 2;
     if (cap > UINT32_MAX || !(n = realloc(sn->names, cap)))
-      return fail(d, "out of memory for names");
+      return nomem(d, "names");
     sn->names = n;
     sn->capnames = cap;
   }
@@ -116,7 +124,7 @@ static int add_edge(dec *d, uint32_t to, unsigned kind, int weak,
   mp_snapshot *sn = d->sn;
   mp_snap_edge *e;
   if (mp_array_grow((void **)&sn->e, sn->ne, &d->ecap, sizeof(*sn->e)))
-    return fail(d, "out of memory for edges");
+    return nomem(d, "edges");
   e = &sn->e[sn->ne++];
   e->to = to;
   e->kind = (uint8_t)kind;
@@ -145,7 +153,7 @@ static int add_obj(dec *d)
   cap = cap ? cap * 2 : 1024;
   if (cap <= d->cap) return fail(d, "too many objects");
 #define GROW(f) do { void *q_ = realloc(sn->f, (size_t)cap * sizeof(*sn->f)); \
-		     if (!q_) return fail(d, "out of memory for objects"); \
+		     if (!q_) return nomem(d, "objects"); \
 		     sn->f = q_; } while (0)
   GROW(addr); GROW(size); GROW(type); GROW(first); GROW(name);
 #undef GROW
@@ -158,7 +166,7 @@ static int uv_push(dec *d, uint32_t v)
   mp_snapshot *sn = d->sn;
   if (mp_array_grow((void **)&sn->uvnames, sn->nuv, &sn->capuv,
 		    sizeof(*sn->uvnames)))
-    return fail(d, "out of memory for names");
+    return nomem(d, "names");
   sn->uvnames[sn->nuv++] = v;
   return 0;
 }
@@ -389,5 +397,5 @@ int mp_snap_decode(const uint8_t *data, size_t len, mp_snapshot *sn,
   return 0;
 bad:
   mp_snap_free(sn);
-  return -1;
+  return d.nomem ? -2 : -1;
 }

@@ -62,7 +62,7 @@ typedef struct pbuf {
 
 static void put(pbuf *b, const void *s, size_t n)
 {
-  if (b->err) return;
+  if (b->err || !n) return;	/* s may be NULL then (an empty message). */
   if (b->n + n > b->cap) {
     size_t c = b->cap ? b->cap : 256;
     uint8_t *p;
@@ -146,13 +146,17 @@ typedef struct tables {
   ploc *loc;
   uint32_t nloc, caploc;
   mp_hash lmap;
+  int err;		/* A string could not be interned (sticky). */
 } tables;
 
-/* String table index of s ("" for NULL); 0 when out of memory. */
+/* String table index of s ("" for NULL); 0 when out of memory, which
+** tb->err then says (index 0 is also the empty string's). */
 static uint32_t str(tables *tb, const char *s)
 {
+  uint32_t i;
   if (!s || !*s) return 0;
-  return mp_strtab_intern(&tb->str, s, strlen(s));
+  if (!(i = mp_strtab_intern(&tb->str, s, strlen(s)))) tb->err = 1;
+  return i;
 }
 
 /* Function id of (name, file, start), added if new; 0 out of memory. */
@@ -325,7 +329,7 @@ int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
     lfield(&top, P_STRING_TABLE, nm->s, nm->kept);
     if (top.n >= PB_FLUSH && deflate_out(&z, &top, out, 0) < 0) goto done;
   }
-  if (top.err || m.err || ln.err) goto done;
+  if (top.err || m.err || ln.err || tb.err) goto done;
   if (deflate_out(&z, &top, out, 1) < 0) goto done;
   rc = ferror(out) ? -1 : 0;
 done:
