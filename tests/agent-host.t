@@ -29,7 +29,13 @@ timeout $T $H host "$TMPD/host.ljm" > "$TMPD/out"; ok $? "host mode runs"
 checks host < "$TMPD/out"
 n=$(allocs_of "$TMPD/host.ljm" "HOST (agent_host)")
 [ "$n" -ge 8 ]; ok $? "5 tables, 3 strings and the chunk's loading made by the host: HOST ($n)"
-is "$(allocs_of "$TMPD/host.ljm" INTERNAL)" 0 "no allocation is INTERNAL"
+# The VM's own: at most its string table growing (tests/agent-strtab.t),
+# from 256 slots to 512 as the host's strings fill it (Debian's LuaJIT;
+# OpenResty's interns fewer strings before).
+internal=$($BUILD/ljmemprof events "$TMPD/host.ljm" | grep '"event":"alloc".*"label":"INTERNAL"' |
+	   sed 's/.*"nsize":\([0-9]*\).*/\1/' | tr '\n' ' ')
+case "$FLAVOUR:$internal" in luajit:"4096 "|luajit2:) r=0;; *) r=1;; esac
+ok $r "no allocation is INTERNAL but the string table's growth ($FLAVOUR: '$internal')"
 is "$($BUILD/ljmemprof events "$TMPD/host.ljm" | grep '"event":"alloc"' | grep -c '"source":"lua"')" 2 \
   "the chunk's two tables on its lines"
 
