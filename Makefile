@@ -84,7 +84,7 @@ LUAJIT     ?= luajit
 # nothing), the rest unpacked under build/luajit2/root with luajit2.
 DEB_COMMON := dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
               lua-lpeg zlib1g-dev golang-go python3 chromium curl nginx pkg-config \
-              lua-busted heaptrack
+              lua-busted heaptrack nodejs
 DEB_PKGS_luajit  := luajit libluajit-5.1-dev neovim wrk python3-lupa
 DEB_PKGS_luajit2 :=
 DEB_PKGS_src     :=
@@ -242,14 +242,27 @@ $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJ
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
 
+# The page's style and script and run's Lua start chunk are files of their
+# own, made C strings here (scripts/gen-embed.pl); the objects that include
+# them depend on them below (before their first build) and through -MMD.
+$(BUILD)/gen/page_assets.h: src/render/page.css src/render/page.js scripts/gen-embed.pl
+	@mkdir -p $(@D)
+	scripts/gen-embed.pl mp_page_css=src/render/page.css mp_page_js=src/render/page.js \
+	  > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/run_start.h: src/cli/run_start.lua scripts/gen-embed.pl
+	@mkdir -p $(@D)
+	scripts/gen-embed.pl --macros mp_run_start=src/cli/run_start.lua > $@.tmp && mv $@.tmp $@
+$(BUILD)/render/render_html.o: $(BUILD)/gen/page_assets.h
+
 $(BUILD)/%.o: src/%.c $$(call no_deps,$(READER_HDR))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -Iinclude -Isrc -c $< -o $@
+	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -Iinclude -Isrc -I$(BUILD)/gen -c $< -o $@
 
 -include $(AGENT_OBJ:.o=.d) $(READER_OBJ:.o=.d)
 
-$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR) include/ljmemprof.h
-	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
+$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR) include/ljmemprof.h \
+                   $(BUILD)/gen/run_start.h
+	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(BUILD)/gen -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR) \
                   $(LUAJIT_LIBDEP)
@@ -336,10 +349,10 @@ FUZZ_CC      ?= clang
 fuzz: $(BUILD)/fuzz/report_fuzz
 	scripts/fuzz-report.sh $(BUILD)/fuzz/report_fuzz $(FUZZ_SECONDS)
 
-$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
+$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR) $(BUILD)/gen/page_assets.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
+	  -fno-sanitize-recover=all -Isrc -I$(BUILD)/gen -o $@ tests/fuzz/report_fuzz.c \
 	  $(LIB_SRC) -lz -lm
 
 clean:
