@@ -65,6 +65,14 @@ function summary() {
         ', the sum of the peaks of ' + s.profiles + ' profiles' :
         ', after event ' + num(s.peak_event) + ' of ' + num(s.recorded_events) +
         (s.peak_ns != null ? ', at ' + dur(s.peak_ns) : '')));
+    if (s.memory) {	/* Native profiles: where the process's memory is, as info says it. */
+      var m = s.memory;
+      row('Memory', 'RSS ' + num(m.rss_bytes) + ' B (' + human(m.rss_bytes) + ') at the end, at most ' +
+          num(m.rss_max_bytes) + ' B at a time mark: VM heap ' + num(m.vm_live_bytes) + ' B and native ' +
+          num(m.native_live_bytes) + ' B live (allocated within the profile), the rest ' +
+          num(m.rest_bytes) + ' B (allocator caches and fragmentation, machine code, stacks, ' +
+          'mapped files, and what was allocated before the start)');
+    }
     if (s.duration_ns != null) row('Duration', dur(s.duration_ns));
     row('Collected before the end', s.collected ? 'yes: what is live is reachable' :
         'no: what is live may be garbage not yet collected');
@@ -335,6 +343,7 @@ function timeline() {
   var tmax = Math.max(t(end), 1), ymax = 1, rmax = 0, i;
   pts.forEach(function (q) { if (q[2] > ymax) ymax = q[2]; });
   if (s.peak_bytes > ymax) ymax = s.peak_bytes;
+  (L.rss || []).forEach(function (q) { if (q[1] > ymax) ymax = q[1]; });
   function X(ev) { return X0 + XW * t(ev) / tmax; }
   function Y(v) { return 10 + (H - 20) * (1 - v / ymax); }
   var up = [], low = [], line = [], rates = [];
@@ -350,6 +359,13 @@ function timeline() {
   p.setAttribute('height', H + RH + 40);
   p.appendChild(svg('polygon', { points: up.concat(low).join(' '), fill: '#f3b27a', stroke: 'none' }));
   p.appendChild(svg('polyline', { points: line.join(' '), fill: 'none', stroke: '#b5561b', 'stroke-width': 1 }));
+  if (L.rss) {	/* Native profiles: the process's RSS at the time marks. */
+    p.appendChild(svg('polyline', { id: 'rss-line', fill: 'none', stroke: '#2a8a4a', 'stroke-width': 1.5,
+      points: L.rss.map(function (q) { return X(q[0]).toFixed(1) + ',' + Y(q[1]).toFixed(1); }).join(' ') }));
+    var rl = L.rss[L.rss.length - 1];
+    p.appendChild(svg('text', { id: 'rss-label', x: X0 + XW - 4, y: Math.max(Y(rl[1]) - 6, 22),
+      'text-anchor': 'end', fill: '#2a8a4a' })).textContent = 'RSS ' + human(rl[1]);
+  }
   for (i = 0; i <= 4; i++) {	/* The y axis. */
     var yv = ymax * i / 4;
     p.appendChild(svg('line', { x1: X0, x2: X0 + XW, y1: Y(yv), y2: Y(yv), stroke: '#ddd' }));
@@ -380,7 +396,10 @@ function timeline() {
   }
   $('timeline-note').textContent = 'Live heap (bytes allocated within the profile and not yet freed): the band is ' +
     'its range within each of ' + pts.length + ' intervals of ' + num(L.width) + ' events, the line its value at ' +
-    'their ends; ' + (timed ? 'time from the profile\'s time marks.' : 'no time marks in this profile: the axis is the event index.');
+    'their ends; ' + (timed ? 'time from the profile\'s time marks.' : 'no time marks in this profile: the axis is the event index.') +
+    (L.rss ? ' The green line is the process\'s RSS at ' + num(L.rss.length) + ' time marks: above the live heap ' +
+     'are the rest (allocator caches and fragmentation, machine code, stacks, mapped files, and what was ' +
+     'allocated before the start).' : '');
 }
 
 /* -- Temporaries, aliases --------------------------------------------------- */

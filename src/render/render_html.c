@@ -241,7 +241,20 @@ static void json_timeline(FILE *out, const mp_profile *p)
   if (t->marked && (!t->nmark || t->mark[t->nmark - 1].ev != t->last.ev))
     fprintf(out, "%s[%llu,%llu]", t->nmark ? "," : "",
 	    (unsigned long long)t->last.ev, (unsigned long long)t->last.ns);
-  fputs("]}", out);
+  fputc(']', out);
+  if (t->nrss) {	/* Native profiles: the process's RSS. */
+    fputs(",\"rss\":[", out);
+    for (i = 0; i < t->nrss; i++)
+      fprintf(out, "%s[%llu,%llu]", i ? "," : "",
+	      (unsigned long long)t->rss[i].ev,
+	      (unsigned long long)t->rss[i].bytes);
+    if (t->rss[t->nrss - 1].ev != t->rlast.ev ||
+	t->rss[t->nrss - 1].bytes != t->rlast.bytes)
+      fprintf(out, ",[%llu,%llu]", (unsigned long long)t->rlast.ev,
+	      (unsigned long long)t->rlast.bytes);
+    fputc(']', out);
+  }
+  fputc('}', out);
 }
 
 /* A JSON number, or null for UINT64_MAX (unknown). */
@@ -290,9 +303,10 @@ static int json_report(FILE *out, const mp_sections *sec,
   mp_live *by = mp_profile_by_site(p);
   uint64_t *held = calloc((size_t)p->nsite + 1, sizeof(*held));
   mp_stacktree t;
+  mp_memory mem;
   uint32_t i;
-  int rc, first = 1;
-  if (!by || !held || mp_stacktree_build(&t, sec) < 0) {
+  int rc, first = 1, hasmem = mp_profile_memory(p, &mem);
+  if (!by || !held || hasmem < 0 || mp_stacktree_build(&t, sec) < 0) {
     free(by);
     free(held);
     return -1;
@@ -340,13 +354,15 @@ static int json_report(FILE *out, const mp_sections *sec,
   fprintf(out, ",\"accounting\":\"%s\"", o->tarantool ? "tarantool" : "live");
   fprintf(out, ",\"stacks\":%u,\"has_peak\":%s,"
 	  "\"window\":%u,\"temp_blocks\":%llu,\"temp_bytes\":%llu,"
-	  "\"made_blocks\":%llu,\"made_bytes\":%llu}",
+	  "\"made_blocks\":%llu,\"made_bytes\":%llu",
 	  p->stacks ? p->stacks : (unsigned)t.stacks, mp_profile_has_peak(p) ?
 	  "true" :
 	  "false", p->window, (unsigned long long)sec->temp_total.n,
 	  (unsigned long long)sec->temp_total.plus,
 	  (unsigned long long)sec->made_total.n,
 	  (unsigned long long)sec->made_total.plus);
+  if (hasmem) mp_render_json_memory(out, &mem);	/* As info says it. */
+  fputc('}', out);
   fputs(",\n\"sources\":[", out);
   for (i = 0; i < p->nsite; i++) {
     const mp_site *s = &p->site[i];
