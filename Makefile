@@ -242,13 +242,14 @@ $(BUILD)/asan/agent_host: tests/c/agent_host.c $(AGENT_SRC) $(AGENT_DEPS) $(LUAJ
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
 
-# The page's style and script and run's Lua start chunk are files of their
+# The page, its style and script, and run's Lua start chunk are files of their
 # own, made C strings here (scripts/gen-embed.pl); the objects that include
 # them depend on them below (before their first build) and through -MMD.
-$(BUILD)/gen/page_assets.h: src/render/page.css src/render/page.js scripts/gen-embed.pl
+PAGE_FILES := src/render/page.html src/render/page.css src/render/page.js
+$(BUILD)/gen/page_assets.h: $(PAGE_FILES) scripts/gen-embed.pl
 	@mkdir -p $(@D)
-	scripts/gen-embed.pl mp_page_css=src/render/page.css mp_page_js=src/render/page.js \
-	  > $@.tmp && mv $@.tmp $@
+	scripts/gen-embed.pl mp_page_html=src/render/page.html mp_page_css=src/render/page.css \
+	  mp_page_js=src/render/page.js > $@.tmp && mv $@.tmp $@
 $(BUILD)/gen/run_start.h: src/cli/run_start.lua scripts/gen-embed.pl
 	@mkdir -p $(@D)
 	scripts/gen-embed.pl --macros mp_run_start=src/cli/run_start.lua > $@.tmp && mv $@.tmp $@

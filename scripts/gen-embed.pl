@@ -5,11 +5,11 @@
 #   scripts/gen-embed.pl [--macros] NAME=FILE... > header.h
 #
 # Each FILE becomes `static const char NAME[] = "...";`, one C string line
-# per line of the file, so that the page's style and script
-# (src/render/page.css, page.js) and run's Lua start chunk
+# per line of the file, so that the HTML page, its style and its script
+# (src/render/page.html, page.css, page.js) and run's Lua start chunk
 # (src/cli/run_start.lua) are kept as what they are, read and checked as
-# CSS, JavaScript and Lua (tests/build-embed.t), and still need nothing
-# at run time. The string is the file's bytes exactly: '\', '"', a '?'
+# HTML, CSS, JavaScript and Lua (tests/build-embed.t), and still need
+# nothing at run time. The string is the file's bytes exactly: '\', '"', a '?'
 # after a '?' (no trigraph) and every byte outside printable ASCII are
 # escaped (three octal digits, so a digit after one is never part of it).
 #

@@ -2,9 +2,10 @@
 # The files embedded at build time (scripts/gen-embed.pl) are what they
 # say: the page's script parses as JavaScript (node --check), run's start
 # chunk compiles as Lua as it is and as spliced with cmd_run.c's names,
-# the page carries page.css and page.js byte for byte, and the generator
-# keeps every byte of a file (quotes, backslashes, trigraphs, tabs, bytes
-# above 127, no final newline).
+# the page is page.html with page.css, its data and page.js byte for byte
+# where its markers are, and the generator keeps every byte of a file
+# (quotes, backslashes, trigraphs, tabs, bytes above 127, no final
+# newline).
 . tests/lib/tap.sh
 MP=$BUILD/ljmemprof
 
@@ -43,6 +44,16 @@ ok $? "the page's style is page.css byte for byte"
 awk '/^<script>$/ { on = 1; next } /^<\/script>$/ { on = 0 } on' "$TMPD/p.html" > "$TMPD/script"
 cmp -s "$TMPD/script" src/render/page.js
 ok $? "the page's script is page.js byte for byte"
+# The whole page: page.html, its markers replaced by the files and the data.
+perl -0ne 'print $1 if /<script id="data" type="application\/json">(.*?)<\/script>/s' \
+  "$TMPD/p.html" > "$TMPD/data"
+D="$TMPD/data" perl -0pe 'BEGIN { local $/; for my $k (qw(css js)) { open(my $f, "<", "src/render/page.$k") or die;
+    $x{$k} = <$f> } open(my $d, "<", $ENV{D}) or die; $x{data} = <$d> }
+  s/\@STYLE\@/$x{css}/; s/\@DATA\@/$x{data}/; s/\@SCRIPT\@/$x{js}/' src/render/page.html > "$TMPD/want.html"
+is "$(head -c 16 "$TMPD/data"):$(grep -c '@[A-Z]*@' "$TMPD/p.html")" '{"kind":"report":0' \
+  "the page has its data, and no marker is left"
+cmp -s "$TMPD/want.html" "$TMPD/p.html"
+ok $? "the page is page.html with its markers replaced by page.css, the data and page.js"
 
 # The generator on a file of every awkward byte: the C string is the file.
 printf 'a "quoted" \\back\\slash ??= ??/ ?\n\ttab \001\177\200\377 end 0\n\n7' > "$TMPD/odd"

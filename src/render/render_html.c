@@ -24,9 +24,11 @@
 **            "trace_lines": {trace label: [[line label, bytes, events]]},
 **            "aliases": [[name, text]]}
 **
-** The style and the script are src/render/page.css and page.js, made C
-** strings at build time (scripts/gen-embed.pl, into page_assets.h): edit
-** them there. Their bytes are the page's: they have no header comment.
+** The page is src/render/page.html, its style src/render/page.css and its
+** script page.js, made C strings at build time (scripts/gen-embed.pl, into
+** page_assets.h): edit them there. Their bytes are the page's: they have
+** no header comment. page.html's markers @STYLE@, @DATA@ and @SCRIPT@ are
+** where the style, the data and the script go.
 */
 
 #include <stdlib.h>
@@ -36,53 +38,10 @@
 #include "render/mp_render.h"
 #include "render/mp_sview.h"
 #include "render/mp_walk.h"
-#include "page_assets.h"	/* mp_page_css, mp_page_js (generated). */
+#include "page_assets.h"	/* mp_page_html, _css, _js (generated). */
 
 #define FLAME_PX	11800	/* 0.1 pixel of 1180: frames drawn at most a
 				   level, the pruning threshold. */
-
-static const char page_head[] =
-"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-"<meta name=\"generator\" content=\"ljmemprof\">\n<title>ljmemprof</title>\n"
-"<style>\n";
-
-static const char page_body[] =
-"</style></head>\n<body>\n"
-"<h1 id=\"title\">ljmemprof</h1>\n"
-"<p class=\"note\">A memory profile of a LuaJIT program, by ljmemprof. "
-"Everything is in this file.</p>\n"
-"<h2>Summary</h2>\n<table id=\"summary\"></table>\n"
-"<section id=\"flame-section\"><h2>Flame graph</h2>\n"
-"<div class=\"controls\">"
-"<label><input type=\"radio\" name=\"metric\" value=\"0\" checked> "
-"allocated bytes</label>"
-"<label><input type=\"radio\" name=\"metric\" value=\"1\"> bytes not freed "
-"at the end</label>"
-"<label><input type=\"radio\" name=\"metric\" value=\"2\"> bytes live at the "
-"peak</label>"
-"<span id=\"flame-side\"></span>"
-"<button id=\"flame-reset\">Reset zoom</button></div>\n"
-"<div id=\"flame-box\"><svg id=\"flame\" xmlns=\"http://www.w3.org/2000/svg\" "
-"width=\"1200\" height=\"40\"><g id=\"flame-frames\"></g></svg></div>\n"
-"<div id=\"flame-info\"> </div></section>\n"
-"<h2>Sources</h2>\n<div class=\"controls\"><input id=\"filter\" "
-"type=\"search\" placeholder=\"Filter sources by name\"> "
-"<span id=\"sources-note\" class=\"note\"></span></div>\n"
-"<table id=\"sources\"><thead id=\"sources-head\"></thead>"
-"<tbody id=\"sources-body\"></tbody></table>\n"
-"<button id=\"sources-more\">Show more</button>\n"
-"<section id=\"timeline-section\"><h2>Timeline</h2>\n"
-"<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" "
-"height=\"400\"></svg>\n<p id=\"timeline-note\" class=\"note\"></p>"
-"</section>\n"
-"<section id=\"temp-section\"><h2>Temporary allocations</h2>\n"
-"<p id=\"temp-note\" class=\"note\"></p>\n<table id=\"temp\"><thead><tr>"
-"<th class=\"label\">Source</th><th>Temporary blocks</th><th>Blocks made"
-"</th><th>Temporary B</th><th>B made</th><th>Share</th></tr></thead>"
-"<tbody id=\"temp-body\"></tbody></table></section>\n"
-"<section id=\"aliases-section\"><h2>Aliases</h2><div id=\"aliases\">"
-"</div></section>\n"
-"<script id=\"data\" type=\"application/json\">";
 
 /* -- Data ----------------------------------------------------------------- */
 
@@ -444,13 +403,26 @@ static int json_diff(FILE *out, const mp_diff *d, const mp_render_opts *o)
 
 /* -- The page ------------------------------------------------------------- */
 
-/* Write the page around data (len bytes of JSON), '<' in it as \u003c. */
+/* Write the page template from *at up to marker m, and move *at past the
+** marker; -1 if the template has no such marker. */
+static int upto(FILE *out, const char **at, const char *m)
+{
+  const char *e = strstr(*at, m);
+  if (!e) return -1;
+  fwrite(*at, 1, (size_t)(e - *at), out);
+  *at = e + strlen(m);
+  return 0;
+}
+
+/* Write the page (page.html) around data (len bytes of JSON), '<' in it
+** as \u003c, its markers replaced by the style, the data and the script. */
 static int page(FILE *out, const char *data, size_t len)
 {
+  const char *at = mp_page_html;
   size_t i, j;
-  fputs(page_head, out);
+  if (upto(out, &at, "@STYLE@") < 0) return -1;
   fputs(mp_page_css, out);
-  fputs(page_body, out);
+  if (upto(out, &at, "@DATA@") < 0) return -1;
   for (i = j = 0; i < len; i++)
     if (data[i] == '<') {
       fwrite(data + j, 1, i - j, out);
@@ -458,9 +430,9 @@ static int page(FILE *out, const char *data, size_t len)
       j = i + 1;
     }
   fwrite(data + j, 1, len - j, out);
-  fputs("</script>\n<script>\n", out);
+  if (upto(out, &at, "@SCRIPT@") < 0) return -1;
   fputs(mp_page_js, out);
-  fputs("</script>\n</body></html>\n", out);
+  fputs(at, out);
   return ferror(out) ? -1 : 0;
 }
 
