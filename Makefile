@@ -92,7 +92,7 @@ DEB_PKGS   := $(DEB_COMMON) $(DEB_PKGS_$(FLAVOUR))
 DEB_UNPACK := luajit2 libluajit2-5.1-2 libluajit2-5.1-common \
               libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache
 
-AGENT_SRC := src/agent/mp_arm.c src/agent/mp_hook.c src/agent/mp_native.c src/agent/mp_stack.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/util/mp_hash.c \
+AGENT_SRC := src/agent/mp_arm.c src/agent/mp_hook.c src/agent/mp_native.c src/agent/mp_stack.c src/agent/mp_node.c src/agent/mp_traceline.c src/agent/mp_sample.c src/agent/mp_seen.c src/agent/mp_sym.c src/agent/mp_frame.c src/agent/mp_sink.c src/agent/mp_error.c src/agent/mp_options.c src/agent/mp_stream.c src/agent/mp_proc.c src/util/mp_hash.c \
              src/agent/mp_check.c src/agent/mp_names.c src/agent/ljmp_api.c \
              src/agent/lib_ljmemprof.c src/agent/mp_heap_walk.c
 AGENT_OBJ := $(patsubst src/%.c,$(BUILD)/agent/%.o,$(AGENT_SRC))

@@ -103,12 +103,14 @@ typedef struct ljmp_options {
 			   counts back. Implies stacks: stacks = 0 here is
 			   LJMP_STACKS_DEFAULT, since C cannot tell it from
 			   unset (Lua, LJMEMPROF and `ljmemprof run` refuse
-			   an explicit 0 with sampling). 0 = record every
-			   event. */
-  unsigned long long seed;	/* The sampler's random seed; 0 = one
-				   drawn from the clock and the pid. */
+			   an explicit 0 with sampling). At most
+			   LJMP_SAMPLE_MAX; 0 = record every event. */
+  unsigned long long seed;	/* The sampler's random seed, at most
+				   LJMP_SEED_MAX; 0 = one drawn from the
+				   clock and the pid. */
   size_t max_size;	/* Stop recording before the profile grows past
-			   this many bytes (at least LJMP_MAX_SIZE_MIN),
+			   this many bytes (LJMP_MAX_SIZE_MIN to
+			   LJMP_MAX_SIZE_MAX),
 			   with a complete stream that notes why; 0 = no
 			   limit. */
   int native;		/* Non-zero: record native memory too: the
@@ -119,10 +121,18 @@ typedef struct ljmp_options {
 			   LJMP_STACKS_DEFAULT); cannot
 			   go with sample (LJMP_EARG). One native recording
 			   per process at a time (LJMP_EBUSY). */
+  const char *snapshot;	/* Or NULL: the path of a heap snapshot
+			   (ljmp_snapshot(), %p and %n expanded, created
+			   with mode) taken when the recording is stopped
+			   by ljmp_stop() or a signal, after the stop's
+			   collection and before the stream ends; the
+			   stream marks it, so that `ljmemprof snapshot
+			   --profile` can join the two. Not taken at
+			   lua_close() or process exit. */
 } ljmp_options;
 
 #define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0, 0, \
-				  0, 0, 0, 0 }
+				  0, 0, 0, 0, 0 }
 #define LJMP_SAMPLE_DEFAULT	524288	/* What `sample = true` asks for. */
 #define LJMP_MAX_SIZE_MIN	65536
 #define LJMP_BUFSIZE_MAX	((size_t)1 << 30)	/* Also the cap of the
@@ -130,6 +140,9 @@ typedef struct ljmp_options {
 							   bufsize. */
 #define LJMP_STACKS_DEFAULT	64	/* What `stacks = true` asks for. */
 #define LJMP_STACKS_MAX		10000
+#define LJMP_SAMPLE_MAX		((size_t)1 << 40)	/* The largest sample. */
+#define LJMP_SEED_MAX		(1ull << 53)	/* The largest seed... */
+#define LJMP_MAX_SIZE_MAX	(1ull << 53)	/* ...and max_size. */
 
 /* Start profiling the VM of L. Returns 0, LJMP_ERUNNING, LJMP_EARG,
 ** LJMP_EVM, LJMP_ENOMEM, LJMP_ETHREAD, LJMP_EBUSY, LJMP_ESYMLINK,
@@ -165,7 +178,9 @@ LJMP_API int ljmp_stop(struct lua_State *L);
 ** ljmp_options.collect, also at lua_close()) is caught, never raised
 ** through the caller; the collection goes on with the other finalisers
 ** and the recording ends all the same: the stop returns LJMP_EFINALIZER
-** (after a write error's -errno, which comes first). */
+** (after a write error's -errno, which comes first). The snapshot of
+** ljmp_options.snapshot is taken after that collection; when the stop
+** itself succeeds, its failure is returned (the profile is complete). */
 #define LJMP_STOP_COLLECT	1
 LJMP_API int ljmp_stop_with(struct lua_State *L, unsigned flags);
 
@@ -212,8 +227,11 @@ LJMP_API const char *ljmp_strerror(int code);
 ** thread and allocates nothing in the VM. Returns 0, LJMP_EARG, LJMP_EVM,
 ** LJMP_ENOMEM, LJMP_ETHREAD, -errno (the file could not be opened or
 ** written), or -EFBIG when the snapshot reached max_size (the file is a
-** complete snapshot that says it is cut short). A recording may run
-** meanwhile: the snapshot does not touch it. */
+** complete snapshot that says it is cut short). snapshot must be NULL.
+** A recording may run meanwhile: it records no event of the snapshot's
+** (there is none: the VM's heap does not change), and a stream of the
+** extension (stacks, sample or native) is marked where the snapshot was
+** taken (an MP_X_INFO record "snapshot", see docs/FORMAT.md). */
 LJMP_API int ljmp_snapshot(struct lua_State *L, const ljmp_options *opt);
 
 /* Lua entry point: require("ljmemprof"). */

@@ -57,7 +57,7 @@ bad() {
   # The message after luajit's own "PROGRAM: " (a path in luajit2's wrapper).
   is "$rc:$out:$(echo "$err" | head -n 1 | sed 's/^[^ ]*luajit: //')" "1::ljmemprof: LJMEMPROF: $2" "LJMEMPROF=$1"
 }
-bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: stacks, sample, seed, max_size, bufsize, mode, collect, native, signal, start)"
+bad "$TMPD/b.ljm,colour=red" "unknown key 'colour' (keys: bufsize, mode, stacks, sample, seed, max_size, collect, native, snapshot, signal, start)"
 bad ",stacks=8" "no path before the first ','; the form is path[,key=value]..."
 bad "," "no path before the first ','; the form is path[,key=value]..."
 bad "$TMPD/b.ljm,stacks" "'stacks' is not key=value"
@@ -161,7 +161,7 @@ run env LUA_CPATH="$BUILD/?.so;;" luajit -joff "$TMPD/api.lua" "$TMPD"
 expect="false	bad argument #1 to 'signal' (a signal that can toggle the profiler expected (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n, or its number))
 false	bad argument #1 to 'signal' (a signal that can toggle the profiler expected (USR1, USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n, or its number))
 false	bad argument #2 to 'signal' (path '$TMPD/x%q': % must be followed by p (the pid), n (the number of the start) or %)
-false	bad argument #2 to 'signal' (unknown option 'paht'; options are path, bufsize, mode, stacks, sample, seed, max_size, collect, native)
+false	bad argument #2 to 'signal' (unknown option 'paht'; options are path, bufsize, mode, stacks, sample, seed, max_size, collect, native, snapshot)
 nil	directory /nonexistent/dir: No such file or directory	2
 false	bad argument #2 to 'signal' (path '$TMPD/%n/x.ljm': the directory must not hold %p or %n: it is checked when the signal is armed)
 true

@@ -52,7 +52,7 @@ local function err(arg)
 end
 t.is(err({ path = path, buffsize = 4096 }),
      "bad argument #1 to 'start' (unknown option 'buffsize'; options are " ..
-     "path, bufsize, mode, stacks, sample, seed, max_size, collect, native)", "a misspelt option is an error")
+     "path, bufsize, mode, stacks, sample, seed, max_size, collect, native, snapshot)", "a misspelt option is an error")
 t.is(err({ path = path, [1] = "x" }),
      "bad argument #1 to 'start' (option names must be strings)",
      "a key that is not a string is an error")

@@ -108,7 +108,7 @@ t.is(ie[#ie - 1], "end", "then the epilogue, and no trailer")
 local pb = T.tmpname("bad")
 assert(mp.start(pb))
 local ok, err = pcall(mp.stop, { colect = true })
-t.is(err, "bad argument #1 to 'stop' (unknown option 'colect'; the option is collect)",
+t.is(err, "bad argument #1 to 'stop' (unknown option 'colect'; options are collect, snapshot)",
      "a misspelt stop option")
 ok, err = pcall(mp.stop, { collect = "yes" })
 t.is(err, "bad argument #1 to 'stop' (options.collect must be a boolean)",

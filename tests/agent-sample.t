@@ -326,6 +326,6 @@ t.is(err_of({ path = p, seed = -3 }), "bad argument #1 to 'start' " ..
      "(options.seed must be an integer from 0 to 9007199254740992)", "seed = -3")
 t.is(err_of({ path = p, sampel = 5 }), "bad argument #1 to 'start' (unknown " ..
      "option 'sampel'; options are path, bufsize, mode, stacks, sample, seed, " ..
-     "max_size, collect, native)", "a misspelt option")
+     "max_size, collect, native, snapshot)", "a misspelt option")
 t.ok(not mp.running() and not io.open(p), "nothing started, no file")
 t.done()

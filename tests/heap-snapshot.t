@@ -241,6 +241,34 @@ t.ok(not ok and err:find("path or options table expected"),
      "a bad argument", err)
 ok, err = pcall(mp.snapshot, { mode = 420 })
 t.ok(not ok and err:find("options.path is required"), "no path", err)
+-- A snapshot's path is opened as a profile's is (issue 18): a symbolic
+-- link as its last component is never followed, its target untouched.
+do
+  local target, link = path .. ".target", path .. ".link"
+  local f = assert(io.open(target, "w")); f:write("keep"); f:close()
+  os.remove(link)
+  os.execute("ln -s " .. t.shq(target) .. " " .. t.shq(link))
+  r, msg, errno = mp.snapshot(link)
+  t.same({ r, msg, errno },
+	 { nil, link .. ": is a symbolic link, which the profiler never " ..
+	   "follows (give the path of the file itself)", 40 },
+	 "a symbolic link: refused, with ELOOP")
+  f = assert(io.open(target)); t.is(f:read("*a"), "keep",
+				    "the link's target is untouched"); f:close()
+  os.remove(link)
+  os.execute("ln -s " .. t.shq(path .. ".nowhere") .. " " .. t.shq(link))
+  r = mp.snapshot(link)
+  t.is(r, nil, "a dangling link: refused")
+  t.is(io.open(path .. ".nowhere"), nil, "nothing made where it points")
+  os.remove(link); os.remove(target)
+  ok, err = pcall(mp.snapshot, { path = path, mode = "64x" })
+  t.ok(not ok and err:find("options.mode must be octal digits", 1, true),
+       "mode as the other tables read it", err)
+  ok, err = pcall(mp.snapshot, { path = path, stacks = 4 })
+  t.ok(not ok and err:find("unknown option 'stacks'; options are path, " ..
+			   "bufsize, mode, max_size, collect", 1, true),
+       "the options snapshot takes, from the one table", err)
+end
 big = {}
 for i = 1, 20000 do big[i] = { i } end
 r, msg, errno = mp.snapshot({ path = path, max_size = 65536 })

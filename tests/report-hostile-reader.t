@@ -213,6 +213,9 @@ is "$rc:$err" '2:ljmemprof report: -o x\x1b[31mred\nline.ljm: is the input profi
 run "$MP" run -o "$(printf 'a\nb')/x.ljm" s.lua
 is "$rc:$err" '2:ljmemprof: a\nb/x.ljm: No such file or directory' "run -o: the name escaped"
 run "$MP" run --sample "$(printf '1\rX')" s.lua
-is "$rc:$err" '2:ljmemprof run: --sample 1\rX: mean bytes between samples expected, e.g. 512K or 1M' \
+is "$rc:$err" '2:ljmemprof run: --sample 1\rX: mean bytes between samples expected, e.g. 512K or 1M (at most 1T)' \
   "run: an option's value escaped"
+run "$MP" run --sample 2T s.lua
+is "$rc:$err" '2:ljmemprof run: --sample 2T: mean bytes between samples expected, e.g. 512K or 1M (at most 1T)' \
+  "run: --sample past the agent's LJMP_SAMPLE_MAX"
 done_testing

@@ -25,7 +25,11 @@
 #include "ljmemprof.h"
 #include "mp_agent.h"
 #include "mp_check.h"
-#include "mp_heap_walk.h"
+#include "mp_api.h"
+#include "mp_arm.h"
+#include "mp_error.h"
+#include "mp_names.h"
+#include "mp_options.h"
 
 #define MP_DEFAULT_PATH	"memprof.bin"
 
@@ -33,21 +37,30 @@
 ** failing call, for LJMP_ETHREAD); returns 3. */
 static int push_error(lua_State *L, int code, const char *path)
 {
-  int e = code < 0 && code > LJMP_E_BASE ? -code :
-	  code == LJMP_ETHREAD ? errno : code == LJMP_EBUSY ? EBUSY :
-	  code == LJMP_ENOMEM ? ENOMEM : code == LJMP_ESYMLINK ? ELOOP :
-	  code == LJMP_ENOREADER ? ENXIO : EINVAL;
-  int of_path = (code < 0 && code > LJMP_E_BASE) || code == LJMP_EBUSY ||
-		code == LJMP_ESYMLINK || code == LJMP_ENOREADER;
+  int e = mp_error_errno(code, errno);
   lua_pushnil(L);
   if (code == LJMP_ETHREAD)
     lua_pushfstring(L, "%s: %s", ljmp_strerror(code), strerror(e));
-  else if (path && of_path)
+  else if (path && mp_error_of_path(code))
     lua_pushfstring(L, "%s: %s", path, ljmp_strerror(code));
   else
     lua_pushstring(L, ljmp_strerror(code));
   lua_pushinteger(L, e);
   return 3;
+}
+
+/* Push nil, message, errno for a snapshot's error code rc (the path the
+** snapshot was written to, as expanded, in path). */
+static int push_snapshot_error(lua_State *L, int rc, const char *path)
+{
+  if (rc == -EFBIG) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: the snapshot reached max_size: it is cut short",
+		    path);
+    lua_pushinteger(L, EFBIG);
+    return 3;
+  }
+  return push_error(L, rc, path);
 }
 
 /* The function whose options are read, and their argument number, for
@@ -126,82 +139,81 @@ static unsigned mode_option(lua_State *L, const char *key)
 ** key is an error and no key string is made (which would be garbage freed
 ** while recording). */
 static void read_options(lua_State *L, int idx, const char *fname,
-			 ljmp_options *opt)
+			 unsigned front, ljmp_options *opt)
 {
   int no_stacks = 0;	/* stacks = 0 or false was given. */
+  const mp_optclash *c;
+  char what[200];
   opt_fname = fname;
   opt_arg = idx;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
+    const mp_optdef *d;
     const char *key;
+    long long v;
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_error(L, "bad argument #%d to '%s' (option names must be "
 		 "strings)", idx, fname);
     key = lua_tostring(L, -2);
-    if (!strcmp(key, "path")) {
-      if (lua_type(L, -1) != LUA_TSTRING) bad_option(L, key, "must be a string");
-      opt->path = lua_tostring(L, -1);
-    } else if (!strcmp(key, "bufsize")) {
-      opt->bufsize = (size_t)int_option(L, key, (double)MP_BUFSIZE_MIN,
-					   (double)LJMP_BUFSIZE_MAX);
-    } else if (!strcmp(key, "mode")) {
-      opt->mode = mode_option(L, key);
-    } else if (!strcmp(key, "collect")) {
-      if (lua_type(L, -1) != LUA_TBOOLEAN)
-	bad_option(L, key, "must be a boolean");
-      opt->collect = lua_toboolean(L, -1);
-    } else if (!strcmp(key, "native")) {
-      if (lua_type(L, -1) != LUA_TBOOLEAN)
-	bad_option(L, key, "must be a boolean");
-      opt->native = lua_toboolean(L, -1);
-    } else if (!strcmp(key, "sample")) {
-      if (lua_type(L, -1) == LUA_TBOOLEAN)
-	opt->sample = lua_toboolean(L, -1) ? LJMP_SAMPLE_DEFAULT : 0;
-      else if (lua_type(L, -1) == LUA_TNUMBER)
-	opt->sample = (size_t)int_option(L, key, 0, (double)(1ull << 40));
-      else
-	bad_option(L, key, "must be a number of bytes or a boolean");
-    } else if (!strcmp(key, "seed")) {
-      opt->seed = (unsigned long long)int_option(L, key, 0, 0x1p53);
-    } else if (!strcmp(key, "max_size")) {
-      opt->max_size = (size_t)int_option(L, key, LJMP_MAX_SIZE_MIN, 0x1p53);
-    } else if (!strcmp(key, "stacks")) {
-      if (lua_type(L, -1) == LUA_TBOOLEAN)
-	opt->stacks = lua_toboolean(L, -1) ? LJMP_STACKS_DEFAULT : 0;
-      else if (lua_type(L, -1) == LUA_TNUMBER)
-	opt->stacks = (unsigned)int_option(L, key, 0, LJMP_STACKS_MAX);
-      else
-	bad_option(L, key, "must be a number of frames or a boolean");
-      no_stacks = !opt->stacks;
-    } else {
+    if (!(d = mp_opt_find(key, front)))
       luaL_error(L, "bad argument #%d to '%s' (unknown option '%s'; "
-		 "options are path, bufsize, mode, stacks, sample, seed, "
-		 "max_size, collect, native)", idx, fname, key);
+		 "options are %s)", idx, fname, key,
+		 mp_opt_names(front, what, sizeof(what)));
+    switch (d->kind) {
+    case MP_OK_PATH:	/* path, snapshot. */
+      if (lua_type(L, -1) != LUA_TSTRING) bad_option(L, key, "must be a string");
+      mp_opt_store_path(opt, d, lua_tostring(L, -1));
+      break;
+    case MP_OK_MODE:
+      opt->mode = mode_option(L, key);
+      break;
+    case MP_OK_BOOL:
+      if (lua_type(L, -1) != LUA_TBOOLEAN)
+	bad_option(L, key, "must be a boolean");
+      mp_opt_store(opt, d, lua_toboolean(L, -1));
+      break;
+    default:	/* A number, or true for what it stands for. */
+      if (d->yes >= 0 && lua_type(L, -1) == LUA_TBOOLEAN)
+	v = lua_toboolean(L, -1) ? d->yes : 0;
+      else if (d->yes < 0 || lua_type(L, -1) == LUA_TNUMBER)
+	v = (long long)int_option(L, key, (double)d->lo, (double)d->hi);
+      else
+	v = bad_option(L, key, d->kind == MP_OK_FRAMES ?
+		       "must be a number of frames or a boolean" :
+		       "must be a number of bytes or a boolean");
+      mp_opt_store(opt, d, v);
+      if (d->kind == MP_OK_FRAMES) no_stacks = !v;
+      break;
     }
     lua_pop(L, 1);
   }
-  /* ljmp_options cannot say "0 given": it would mean 64 frames. */
-  if (no_stacks && opt->sample)
-    bad_option(L, "stacks", "= 0 cannot go with sample: " MP_SAMPLE_STACKS);
-  if (opt->native && opt->sample)
-    bad_option(L, "native", "cannot go with sample: native events are not "
-	       "sampled");
-  if (no_stacks && opt->native)
-    bad_option(L, "stacks", "= 0 cannot go with native: native events "
-	       "carry call stacks");
+  if ((c = mp_opt_clash(opt, no_stacks)) != NULL) {
+    snprintf(what, sizeof(what), "%scannot go with %s: %s",
+	     c->a_zero ? "= 0 " : "", c->b, c->why);
+    bad_option(L, c->a, what);
+  }
 }
 
 /* A path must not be empty (open() would say only "No such file or
-** directory") and its % sequences must be known (see ljmp_start). */
-static void check_path(lua_State *L, int idx, const char *fname,
-		       const char *path)
+** directory") and its % sequences must be known (see ljmp_start); what:
+** which path ("path", "snapshot"). */
+static void check_path_of(lua_State *L, int idx, const char *fname,
+			  const char *what, const char *path)
 {
   int rc = mp_path_check(path);
   if (!*path)
-    luaL_error(L, "bad argument #%d to '%s' (path is empty)", idx, fname);
+    luaL_error(L, "bad argument #%d to '%s' (%s is empty)", idx, fname, what);
   if (rc)
-    luaL_error(L, "bad argument #%d to '%s' (path '%s': %s)", idx, fname,
-	       path, mp_path_why(rc));
+    luaL_error(L, "bad argument #%d to '%s' (%s '%s': %s)", idx, fname,
+	       what, path, mp_path_why(rc));
+}
+
+/* check_path_of() for the profile's path, and the snapshot's if given. */
+static void check_path(lua_State *L, int idx, const char *fname,
+		       const ljmp_options *opt)
+{
+  if (opt->path) check_path_of(L, idx, fname, "path", opt->path);
+  if (opt->snapshot) check_path_of(L, idx, fname, "snapshot", opt->snapshot);
 }
 
 /* mp.start([path | options]) */
@@ -217,14 +229,14 @@ static int mp_lua_start(lua_State *L)
     opt.path = lua_tostring(L, 1);
     break;
   case LUA_TTABLE:
-    read_options(L, 1, "start", &opt);
+    read_options(L, 1, "start", MP_OF_LUA, &opt);
     break;
   default:
     return luaL_error(L, "bad argument #1 to 'start' (path string or "
 		      "options table expected)");
   }
   if (ljmp_running(L)) return push_error(L, LJMP_ERUNNING, NULL);
-  check_path(L, 1, "start", opt.path);
+  check_path(L, 1, "start", &opt);
   rc = ljmp_start(L, &opt);
   if (rc) return push_error(L, rc, opt.path);
   lua_pushboolean(L, 1);
@@ -256,13 +268,13 @@ static int mp_lua_signal(lua_State *L)
     opt.path = lua_tostring(L, 2);
     break;
   case LUA_TTABLE:
-    read_options(L, 2, "signal", &opt);
+    read_options(L, 2, "signal", MP_OF_LUA, &opt);
     break;
   default:
     return luaL_error(L, "bad argument #2 to 'signal' (path string or "
 		      "options table expected)");
   }
-  check_path(L, 2, "signal", opt.path);
+  check_path(L, 2, "signal", &opt);
   if (mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
     return luaL_error(L, "bad argument #2 to 'signal' (path '%s': %s)",
 		      opt.path, MP_DIR_PCT);
@@ -290,53 +302,65 @@ static int mp_lua_signal(lua_State *L)
   return 1;
 }
 
-/* The options table of stop() at index 1: flags for ljmp_stop_with(). */
-static unsigned stop_options(lua_State *L)
-{
-  unsigned flags = 0;
-  if (lua_isnoneornil(L, 1)) return 0;
-  if (!lua_istable(L, 1))
-    luaL_error(L, "bad argument #1 to 'stop' (options table expected)");
-  lua_pushnil(L);
-  while (lua_next(L, 1)) {
-    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
-							 : NULL;
-    if (!key || strcmp(key, "collect"))
-      luaL_error(L, "bad argument #1 to 'stop' (unknown option '%s'; the "
-		 "option is collect)", key ? key : luaL_typename(L, -2));
-    if (lua_type(L, -1) != LUA_TBOOLEAN)
-      luaL_error(L, "bad argument #1 to 'stop' (options.collect must be a "
-		 "boolean)");
-    if (lua_toboolean(L, -1)) flags |= LJMP_STOP_COLLECT;
-    lua_pop(L, 1);
-  }
-  return flags;
-}
-
-/* mp.stop([{collect = true}]) */
+/* mp.stop([{collect =, snapshot =}]) */
 static int mp_lua_stop(lua_State *L)
 {
-  char path[4096] = "";
+  char path[MP_PATH_MAX] = "", snap[MP_PATH_MAX] = "";
+  ljmp_options o = LJMP_OPTIONS_INIT;
   mp_state *s = mp_state_find(L);
-  unsigned flags = stop_options(L);
+  mp_stopinfo info;
   int rc;
-  char why[512];
+  if (!lua_isnoneornil(L, 1)) {
+    if (!lua_istable(L, 1))
+      luaL_error(L, "bad argument #1 to 'stop' (options table expected)");
+    read_options(L, 1, "stop", MP_OF_STOP, &o);
+    if (o.snapshot) {
+      check_path(L, 1, "stop", &o);
+      snprintf(snap, sizeof(snap), "%s", o.snapshot);
+    }
+  }
   /* The options table is read: off the stack before the collection, so
      that mp.stop{collect = true} does not keep its own table alive through
      it (a leak of 2 blocks on the caller's line). */
   lua_settop(L, 0);
   if (s && s->path) snprintf(path, sizeof(path), "%s", s->path);
-  rc = mp_stop(L, flags, why, sizeof(why));
+  rc = mp_stop(L, o.collect ? LJMP_STOP_COLLECT : 0, *snap ? snap : NULL,
+	       &info);
   if (rc == LJMP_EFINALIZER) {	/* The finaliser's error, said. */
     lua_pushnil(L);
     lua_pushfstring(L, "%s%s%s: %s", path, *path ? ": " : "",
-		    ljmp_strerror(rc), why);
+		    ljmp_strerror(rc), info.why);
     lua_pushinteger(L, EINVAL);
     return 3;
   }
   if (rc) return push_error(L, rc, rc == LJMP_ENOTRUN || !*path ? NULL : path);
+  if (info.snaprc) return push_snapshot_error(L, info.snaprc, info.snap);
   lua_pushboolean(L, 1);
   return 1;
+}
+
+/* mp.snapshot(path | {path =, mode =, max_size =, bufsize =, collect =}):
+** true, or nil, message, errno (as start). */
+static int mp_lua_snapshot(lua_State *L)
+{
+  ljmp_options opt = LJMP_OPTIONS_INIT;
+  int rc;
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    opt.path = lua_tostring(L, 1);
+  } else if (lua_type(L, 1) == LUA_TTABLE) {
+    read_options(L, 1, "snapshot", MP_OF_SNAP, &opt);
+    if (!opt.path)
+      return luaL_error(L, "bad argument #1 to 'snapshot' (options.path "
+			"is required)");
+  } else {
+    return luaL_argerror(L, 1, "path or options table expected");
+  }
+  check_path(L, 1, "snapshot", &opt);
+  if ((rc = ljmp_snapshot(L, &opt)) == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  return push_snapshot_error(L, rc, opt.path);
 }
 
 /* mp.running() */

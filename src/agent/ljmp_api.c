@@ -1,23 +1,13 @@
 /*
-** ljmp_api.c: public C API: start, stop, the VM layout check, exit safety.
+** ljmp_api.c: public C API: start, stop, the VM layout check.
 **
 ** The profiler's state hangs off the allocator's ud pointer while it runs,
-** so several VMs can be profiled at once. A list of running profilers
-** exists so that process exit (os.exit() runs no finalisers) can finalise
-** every stream, so that two profilers never write one file, and so that a
-** profiler whose hook something else wrapped can still be stopped; it is
-** never touched on the hot path.
-**
-** Process exit may come from any thread while other threads' VMs are in
-** the hook: at_exit() clears their `recording` flags, makes every thread
-** see that (membarrier), waits until no hook is inside an event (`busy`),
-** and only then finalises. The hook pays two plain stores per event.
+** so several VMs can be profiled at once; the list of running profilers,
+** and what exit and fork do to them, is in mp_proc.c.
 */
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,146 +28,20 @@
 #include "mp_agent.h"
 #include "mp_check.h"
 #include "mp_native.h"
+#include "mp_options.h"
+#include "mp_proc.h"
+#include "mp_sample.h"
+#include "mp_stack.h"
 #include "mp_sym.h"
+#include "mp_traceline.h"
+#include "mp_api.h"
+#include "mp_hook.h"
+#include "mp_names.h"
+#include "mp_sink.h"
+#include "mp_stream.h"
 #include "../format/mp_format.h"
 
 #define MP_BUFSIZE_DEFAULT	((size_t)1 << 20)
-#define MP_QUIESCE_NS		2000000000L	/* Longest wait at exit for a
-						   hook in another thread. */
-
-/* -- Running profilers ---------------------------------------------------- */
-
-static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
-static mp_state *running_list;
-static int atexit_done;
-/* Whether a thread other than the caller and the writer threads of the
-** running profilers (see at_exit()) may exist: 1 unless /proc/self/task
-** lists no other. */
-static int other_threads(void)
-{
-  long self = (long)syscall(SYS_gettid);
-  DIR *d = opendir("/proc/self/task");
-  struct dirent *e;
-  int other = 0;
-  if (!d) return 1;
-  while (!other && (e = readdir(d))) {
-    long tid = strtol(e->d_name, NULL, 10);
-    mp_state *s;
-    if (tid <= 0 || tid == self) continue;
-    for (s = running_list; s; s = s->next)
-      if (__atomic_load_n(&s->writer_tid, __ATOMIC_ACQUIRE) == tid) break;
-    other = !s;
-  }
-  closedir(d);
-  return other;
-}
-
-/* Make every thread that may run a hook execute a full memory barrier,
-** so that the flags stored before are seen by any hook that runs after.
-** None is needed when no other thread exists (writer threads run no
-** hook). Registering for the cheap private barrier takes the kernel a
-** grace period (11 ms here), so it is only done then, at exit, not by
-** every start. Call with running_lock held. */
-static void barrier_all_threads(void)
-{
-  struct timespec ms10 = { 0, 10000000 };
-  if (!other_threads()) return;
-#ifdef __NR_membarrier
-  if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-	      0, 0) == 0 &&
-      syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
-    return;
-  if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
-#endif
-  nanosleep(&ms10, NULL);	/* No membarrier: a hook sees it by then. */
-}
-
-/* Wait until s's hook is not inside an event (another thread's VM may be
-** encoding one); 1 when quiet, 0 after MP_QUIESCE_NS. */
-static int quiesce(mp_state *s)
-{
-  struct timespec step = { 0, 100000 };
-  long waited = 0;
-  while (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE)) {
-    if (waited >= MP_QUIESCE_NS) return 0;
-    nanosleep(&step, NULL);
-    waited += step.tv_nsec;
-  }
-  return 1;
-}
-
-/* Finalise every stream still open when the process exits. The hooks stay
-** installed, forwarding only, since the VMs may still allocate. A stream
-** whose hook stays busy (a writer callback that blocks) is left cut short
-** rather than corrupted. */
-static void at_exit(void)
-{
-  mp_state *s;
-  pthread_mutex_lock(&running_lock);
-  for (s = running_list; s; s = s->next)
-    __atomic_store_n(&s->recording, 0, __ATOMIC_SEQ_CST);
-  barrier_all_threads();
-  for (s = running_list; s; s = s->next)
-    if (!s->finished && quiesce(s)) mp_sink_finish(s);
-  pthread_mutex_unlock(&running_lock);
-}
-
-/* In a child after fork(): its streams belong to the parent. */
-static void at_fork_child(void)
-{
-  mp_state *s;
-  pthread_mutex_init(&running_lock, NULL);
-  for (s = running_list; s; s = s->next) mp_sink_forked(s);
-}
-
-/* Arm the process-wide handlers once; call with running_lock held. */
-static void arm_once(void)
-{
-  if (atexit_done) return;
-  atexit_done = (atexit(at_exit) == 0);
-  pthread_atfork(NULL, NULL, at_fork_child);
-}
-
-/* Forget a profiler. */
-static void list_del(mp_state *s)
-{
-  mp_state **pp;
-  pthread_mutex_lock(&running_lock);
-  for (pp = &running_list; *pp; pp = &(*pp)->next)
-    if (*pp == s) { *pp = s->next; break; }
-  pthread_mutex_unlock(&running_lock);
-}
-
-/* Enter a profiler in the list, not yet live (finished is set), unless it
-** writes a regular file that another one of this process writes: 0 or
-** LJMP_EBUSY. */
-static int list_enter(mp_state *s, int regular)
-{
-  mp_state *o;
-  int rc = 0;
-  pthread_mutex_lock(&running_lock);
-  arm_once();
-  for (o = running_list; o && regular; o = o->next)
-    if (o->path && !o->forked && o->dev == s->dev && o->ino == s->ino) {
-      rc = LJMP_EBUSY;
-      break;
-    }
-  if (!rc) {
-    s->finished = 1;	/* at_exit() leaves it alone until it is live. */
-    s->next = running_list;
-    running_list = s;
-  }
-  pthread_mutex_unlock(&running_lock);
-  return rc;
-}
-
-/* Make a listed profiler live: from now on at_exit() finalises it. */
-static void list_live(mp_state *s)
-{
-  pthread_mutex_lock(&running_lock);
-  s->finished = 0;
-  pthread_mutex_unlock(&running_lock);
-}
 
 /* -- State ------------------------------------------------------------- */
 
@@ -190,24 +54,11 @@ static mp_state *state_of(lua_State *L)
 	 f == mp_hook_alloc_sampled ? (mp_state *)ud : NULL;
 }
 
-/* A live profiler of L's VM that is no longer its allocator (something
-** wrapped or replaced the hook after start), or NULL. */
-static mp_state *wrapped_state(lua_State *L)
-{
-  mp_state *s;
-  void *g = G(L);
-  pthread_mutex_lock(&running_lock);
-  for (s = running_list; s; s = s->next)
-    if (s->g == g && !s->finished && !s->forked) break;
-  pthread_mutex_unlock(&running_lock);
-  return s;
-}
-
 mp_state *mp_state_find(lua_State *L)
 {
   mp_state *s = state_of(L);
   if (s && s->forked) return NULL;
-  return s ? s : wrapped_state(L);
+  return s ? s : mp_proc_find(G(L));
 }
 
 /* Free what a profiler state holds, but the state itself, whose stream
@@ -227,6 +78,7 @@ static void state_strip(mp_state *s)
   s->ntraces = 0;
   mp_names_free(&s->names);
   mp_names_free(&s->builtins);
+  mp_names_free(&s->luanames);
   free(s->st.node);
   free(s->st.walk);
   free(s->st.c);
@@ -240,6 +92,8 @@ static void state_strip(mp_state *s)
   mp_sink_close(s);
   free(s->path);
   s->path = NULL;
+  free(s->snap);
+  s->snap = NULL;
 }
 
 /* Free a profiler state whose stream is finished (or never started). */
@@ -255,7 +109,7 @@ static void discard_forked(lua_State *L, mp_state *s)
 {
   lua_setallocf(L, s->orig_f, s->orig_ud);
   mp_names_unwrap_require(L);
-  list_del(s);
+  mp_proc_del(s);
   state_free(s);
 }
 
@@ -264,8 +118,8 @@ static void discard_forked(lua_State *L, mp_state *s)
 ** the arm's). */
 static int sentinel_gc(lua_State *L)
 {
-  if (state_of(L) || wrapped_state(L)) ljmp_stop(L);
-  mp_arm_closed(L);
+  if (state_of(L) || mp_proc_find(G(L))) mp_stop(L, MP_STOP_CLOSING, NULL, NULL);
+  mp_proc_closed(L);
   return 0;
 }
 
@@ -308,196 +162,30 @@ int ljmp_running(lua_State *L)
 	 !__atomic_load_n(&s->err, __ATOMIC_RELAXED);
 }
 
-/* Say in msg (if it has room; cut to fit) why options are bad: returns
-** LJMP_EARG. */
-static int bad_option(char *msg, size_t size, const char *fmt, ...)
-{
-  va_list ap;
-  if (msg && size) {
-    va_start(ap, fmt);
-    vsnprintf(msg, size, fmt, ap);
-    va_end(ap);
-  }
-  return LJMP_EARG;
-}
-
-/* Copy the caller's options into *o, whatever the size of the struct it
-** was built with, and check everything ljmp_start() takes of them: the
-** one definition of good options (ljmp_options_check() says it, start and
-** arm obey it); 0 or LJMP_EARG with why in msg. */
-int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
-		    size_t size)
-{
-  size_t n = user->size ? user->size : sizeof(*o), i;
-  int rc;
-  memset(o, 0, sizeof(*o));
-  if (n < offsetof(ljmp_options, path))
-    return bad_option(msg, size, "size must be 0 or at least %zu, not %zu",
-		      offsetof(ljmp_options, path), n);
-  for (i = sizeof(*o); i < n; i++)	/* Options this library lacks. */
-    if (((const unsigned char *)user)[i])
-      return bad_option(msg, size, "size %zu is past this library's "
-			"ljmp_options (%zu bytes): the options it lacks must "
-			"be 0, and byte %zu is 0x%02x", n, sizeof(*o), i,
-			((const unsigned char *)user)[i]);
-  memcpy(o, user, n < sizeof(*o) ? n : sizeof(*o));
-  o->size = sizeof(*o);
-  if (!o->path == !o->writer)
-    return bad_option(msg, size, o->path ? "path and writer must not both "
-		      "be set" : "path or writer must be set");
-  if (o->path && !*o->path)
-    return bad_option(msg, size, "path must not be empty");
-  if (o->path && (rc = mp_path_check(o->path)) != 0)
-    return bad_option(msg, size, "path '%s': %s", o->path, mp_path_why(rc));
-  if (o->bufsize && (o->bufsize < MP_BUFSIZE_MIN ||
-		     o->bufsize > LJMP_BUFSIZE_MAX))
-    return bad_option(msg, size, "bufsize must be 0 or from %zu to %zu "
-		      "(1 GiB), not %zu", MP_BUFSIZE_MIN, LJMP_BUFSIZE_MAX,
-		      o->bufsize);
-  if (o->mode > 0777)
-    return bad_option(msg, size, "mode must be at most 0777 (no setuid, "
-		      "setgid or sticky bit), not %#o", o->mode);
-  if (o->stacks > LJMP_STACKS_MAX)
-    return bad_option(msg, size, "stacks must be from 0 to %u, not %u",
-		      (unsigned)LJMP_STACKS_MAX, o->stacks);
-  if (o->native && o->sample)
-    return bad_option(msg, size, "native cannot go with sample: native "
-		      "events are not sampled");
-  if (o->max_size && o->max_size < LJMP_MAX_SIZE_MIN)
-    return bad_option(msg, size, "max_size must be 0 or at least %u, not "
-		      "%zu", (unsigned)LJMP_MAX_SIZE_MIN, o->max_size);
-  return 0;
-}
-
 /* Recordings started in this process: the %n of a path. */
 static unsigned long starts;
 
-/* Path with %p (the process id), %n (the number of this start in the
-** process: 1, 2, ...: n) and %% replaced, into out; 0, -1 if the path
-** has another % sequence, -2 if it does not fit. */
-static int path_expand(const char *path, char *out, size_t size,
-		       unsigned long n)
-{
-  size_t k = 0;
-  for (; *path; path++) {
-    char num[24];
-    const char *add = num;
-    if (*path != '%') {
-      num[0] = *path;
-      num[1] = '\0';
-    } else if (path[1] == 'p') {
-      snprintf(num, sizeof(num), "%ld", (long)getpid());
-      path++;
-    } else if (path[1] == 'n') {
-      snprintf(num, sizeof(num), "%lu", n);
-      path++;
-    } else if (path[1] == '%') {
-      add = "%";
-      path++;
-    } else {
-      return -1;
-    }
-    for (; *add; add++) {
-      if (k + 1 >= size) return -2;
-      out[k++] = *add;
-    }
-  }
-  out[k] = '\0';
-  return 0;
-}
-
-int mp_path_check(const char *path)
-{
-  char out[MP_PATH_MAX];
-  return path_expand(path, out, sizeof(out), 0);
-}
-
-const char *mp_path_why(int rc)
-{
-  return rc == -1 ? MP_PATH_PCT : "it must be shorter than 4096 bytes with "
-				  "%p and %n expanded";
-}
-
-int mp_path_dir(const char *path, char *dir, size_t size)
-{
-  const char *slash = strrchr(path, '/'), *p;
-  size_t k = 0;
-  if (!slash) {
-    snprintf(dir, size, ".");
-    return 0;
-  }
-  for (p = path; p < slash || (p == path && p == slash); p++) {
-    if (*p == '%' && p[1] != '%') return -1;
-    if (k + 1 >= size) return -1;
-    dir[k++] = *p;
-    if (*p == '%') p++;
-  }
-  dir[k] = '\0';
-  return 0;
-}
-
-/* Why open() of a profile's path failed with errno e: LJMP_ESYMLINK for
-** a symbolic link in its last component (O_NOFOLLOW's ELOOP; a loop of
-** links in the directories stays -ELOOP), LJMP_ENOREADER for a FIFO that
-** no one reads (O_NONBLOCK's ENXIO), else -e. */
-static int open_error(const char *path, int e)
-{
-  struct stat st;
-  if (e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-    return LJMP_ESYMLINK;
-  if (e == ENXIO && lstat(path, &st) == 0 && S_ISFIFO(st.st_mode))
-    return LJMP_ENOREADER;
-  return -e;
-}
-
-#define MP_FIFO_TRIES	500	/* Opens of a FIFO without a reader, 10 ms
-				   apart: 5 s for its reader to come. */
-
-/* Open the profile file for s: created with mode (0600 unless given) or,
-** if it exists, truncated once no other profiler of this process is found
-** writing it. A symbolic link in the last component is never followed,
-** by either open (one planted in a shared sticky directory would make
-** the profile overwrite its target, or create a file where a dangling
-** one points). O_NONBLOCK makes the open of a FIFO without a reader fail
-** instead of blocking start() forever: it is tried again for 5 s (a
-** reader started at about the same time, `cat fifo &`, opens it a little
-** later), then refused; O_NONBLOCK is cleared after the open, so the
-** writes block as any file's do. Returns 0, -errno, LJMP_EBUSY,
-** LJMP_ESYMLINK or LJMP_ENOREADER; *created says whether this call made
-** the file. */
+/* Open the profile file for s (mp_path_open()), and enter s in the list
+** of running profilers: a regular file is truncated once no other
+** profiler of this process is found writing it. Returns 0, -errno,
+** LJMP_EBUSY, LJMP_ESYMLINK or LJMP_ENOREADER; *created says whether this
+** call made the file. */
 static int open_file(mp_state *s, const char *path, unsigned mode,
 		     int *created)
 {
   struct stat st;
-  int fd, rc, fl, tries;
-  int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-  mode_t m = mode ? (mode_t)mode : 0600;
-  struct timespec ms10 = { 0, 10000000 };
-  *created = 0;
-  for (tries = 1;; tries++) {
-    fd = open(path, how | O_EXCL, m);
-    if (fd >= 0) *created = 1;
-    else if (errno == EEXIST) fd = open(path, how, m);
-    if (fd >= 0) break;
-    rc = open_error(path, errno);
-    if (rc != LJMP_ENOREADER || tries >= MP_FIFO_TRIES) return rc;
-    nanosleep(&ms10, NULL);
-  }
-  if ((fl = fcntl(fd, F_GETFL)) < 0 ||
-      fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-    rc = -errno;
-    goto fail;
-  }
+  int fd = mp_path_open(path, mode, created), rc;
+  if (fd < 0) return fd;
   if (fstat(fd, &st) < 0 || !(s->path = strdup(path))) {
     rc = errno == ENOMEM ? LJMP_ENOMEM : -errno;
     goto fail;
   }
   s->dev = st.st_dev;
   s->ino = st.st_ino;
-  if ((rc = list_enter(s, S_ISREG(st.st_mode))) != 0) goto fail;
+  if ((rc = mp_proc_enter(s, S_ISREG(st.st_mode))) != 0) goto fail;
   if (S_ISREG(st.st_mode) && !*created && ftruncate(fd, 0) < 0) {
     rc = -errno;
-    list_del(s);
+    mp_proc_del(s);
     goto fail;
   }
   s->fd = fd;
@@ -591,7 +279,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   mp_sentinel_install(L);
   size = opt.bufsize ? opt.bufsize : MP_BUFSIZE_DEFAULT;
   if (opt.path) {
-    if (path_expand(opt.path, path, sizeof(path),
+    if (mp_path_expand(opt.path, path, sizeof(path),
 		    __atomic_add_fetch(&starts, 1, __ATOMIC_RELAXED)) < 0)
       return LJMP_EARG;
     opt.path = path;
@@ -614,6 +302,11 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   }
   s->ext = opt.stacks != 0;
   s->collect = opt.collect != 0;
+  s->mode = opt.mode;
+  if (opt.snapshot && !(s->snap = strdup(opt.snapshot))) {
+    rc = LJMP_ENOMEM;
+    goto fail;
+  }
   s->max_size = opt.max_size;
   s->t0 = mp_now();
   s->st.tick = s->st.ticks = opt.sample ? MP_TICK_SAMPLED : MP_TICK;
@@ -628,7 +321,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   }
   if (opt.path && (rc = open_file(s, opt.path, opt.mode, &created)) != 0)
     goto fail;
-  if (!opt.path && (rc = list_enter(s, 0)) != 0) goto fail;
+  if (!opt.path && (rc = mp_proc_enter(s, 0)) != 0) goto fail;
   /* Empty symtab (symbols follow in the stream), then the event prologue,
   ** written at once so that an unwritable sink fails here, not later. With
   ** stacks, the event stream is the ljmemprof extension (mp_ext.h). */
@@ -639,13 +332,13 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   if (opt.stacks) p[-3] = opt.native ? MP_EXT_MINOR_NATIVE : MP_EXT_MINOR;
   rc = mp_sink_begin(s, head, (size_t)(p - head));
   if (rc) {
-    list_del(s);
+    mp_proc_del(s);
     if (created) unlink(opt.path);
     rc = rc == ENOMEM ? LJMP_ENOMEM : -rc;
     goto fail;
   }
   s->host_entry = mp_names_host_entry(L);
-  mp_names_build(&s->names, &s->builtins, L);
+  mp_names_build(&s->names, &s->builtins, &s->luanames, L);
   mp_names_prepare(L);
   mp_names_wrap_require(&s->names, L);
   if (opt.stacks) put_info(s, "stacks", opt.stacks);
@@ -655,13 +348,14 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
     put_info(s, "native", 1);
     if ((rc = mp_native_start(s)) != 0) {	/* Another runs. */
       mp_names_unwrap_require(L);
-      list_del(s);
+      mp_proc_del(s);
       if (created) unlink(opt.path);
       goto fail;
     }
+    s->drain = mp_native_drain;
   }
   s->recording = 1;
-  list_live(s);
+  mp_proc_live(s);
   lua_setallocf(L, opt.sample ? mp_hook_alloc_sampled :
 		   opt.stacks ? mp_hook_alloc_stacks : mp_hook_alloc, s);
   return 0;
@@ -730,13 +424,18 @@ static int collect_caught(lua_State *L, char *why, size_t size)
   return -1;
 }
 
-/* ljmp_stop_with(), and the first error of a finaliser in its collection
-** into why (for LJMP_EFINALIZER; why may be NULL). */
-int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
+/* See mp_api.h. */
+int mp_stop(lua_State *L, unsigned flags, const char *snap,
+	    mp_stopinfo *info)
 {
   mp_state *s;
-  int err, gc = 0;
-  if (why && size) *why = '\0';
+  int err, gc = 0, snaprc;
+  char *why = info ? info->why : NULL;
+  size_t size = info ? sizeof(info->why) : 0;
+  if (info) {
+    info->why[0] = info->snap[0] = '\0';
+    info->snaprc = 0;
+  }
   if (!L) return LJMP_EARG;
   s = state_of(L);
   if (s && !s->forked && !s->finished && !s->limited &&
@@ -750,6 +449,20 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
     gc = collect_caught(L, why, size);
     if (gc >= 0) s->notes |= MP_NOTE_COLLECT;
   }
+  /* The snapshot, after the collection and before the end: the stream
+  ** marks it (ljmp_snapshot()). */
+  if (!snap && s) snap = s->snap;
+  if (s && snap && !s->forked && !s->finished && !s->limited &&
+      !(flags & MP_STOP_CLOSING)) {
+    ljmp_options so = LJMP_OPTIONS_INIT;
+    so.path = snap;
+    so.mode = s->mode;
+    snaprc = ljmp_snapshot(L, &so);
+    if (info) {
+      info->snaprc = snaprc;
+      snprintf(info->snap, sizeof(info->snap), "%s", snap);
+    }
+  }
   if (s && s->forked) {	/* A child's copy of the parent's profiler. */
     discard_forked(L, s);
     return LJMP_ENOTRUN;
@@ -758,9 +471,9 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
     /* Still listed for this VM but no longer its allocator: something
     ** wrapped or replaced the hook. Finalise the stream; the state stays
     ** allocated (forwarding only) for whatever still calls it. */
-    if (!(s = wrapped_state(L))) return LJMP_ENOTRUN;
+    if (!(s = mp_proc_find(G(L)))) return LJMP_ENOTRUN;
     mp_names_unwrap_require(L);
-    list_del(s);
+    mp_proc_del(s);
     mp_native_stop(s);
     mp_sink_finish(s);
     state_strip(s);
@@ -769,7 +482,7 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
   mp_native_stop(s);
   lua_setallocf(L, s->orig_f, s->orig_ud);
   mp_names_unwrap_require(L);
-  list_del(s);
+  mp_proc_del(s);
   /* Finished already: the process is exiting and the stream is complete
   ** (or it ended at its size limit, a success). */
   err = s->finished && !s->limited ? LJMP_ENOTRUN : 0;
@@ -784,44 +497,7 @@ int mp_stop(lua_State *L, unsigned flags, char *why, size_t size)
 ** stream, free. */
 int ljmp_stop_with(lua_State *L, unsigned flags)
 {
-  return mp_stop(L, flags, NULL, 0);
-}
-
-/* See ljmemprof.h. */
-int ljmp_options_check(const ljmp_options *opt, char *msg, size_t size)
-{
-  ljmp_options o;
-  if (msg && size) *msg = '\0';
-  if (!opt) return bad_option(msg, size, "options are NULL");
-  return mp_options_read(&o, opt, msg, size);
-}
-
-/* See ljmemprof.h. */
-const char *ljmp_strerror(int code)
-{
-  switch (code) {
-  case 0: return "success";
-  case LJMP_ERUNNING: return "profiler is running already";
-  case LJMP_ENOTRUN: return "profiler is not running";
-  case LJMP_EARG: return "bad profiler options";
-  case LJMP_EVM: return "this LuaJIT does not match the one ljmemprof was "
-			"built for";
-  case LJMP_ENOMEM: return "not enough memory for the profiler";
-  case LJMP_EWRAPPED: return "the allocator was replaced while profiling; "
-			     "recording stopped and the profile is finalised";
-  case LJMP_ETHREAD: return "cannot start the profiler's writer thread";
-  case LJMP_EBUSY: return "another profiler in this process is writing "
-			  "this file";
-  case LJMP_ESIGNAL: return "that signal cannot toggle the profiler: the "
-			    "program handles it, or another signal is armed";
-  case LJMP_ESYMLINK: return "is a symbolic link, which the profiler never "
-			     "follows (give the path of the file itself)";
-  case LJMP_ENOREADER: return "is a FIFO that no process read within 5 s "
-			      "(start the reader first)";
-  case LJMP_EFINALIZER: return "a finaliser raised an error in the "
-			       "collection before the end (caught; the "
-			       "profile is complete)";
-  }
-  if (code < 0 && code > LJMP_E_BASE) return strerror(-code);
-  return "unknown error";
+  mp_stopinfo info;
+  int rc = mp_stop(L, flags & LJMP_STOP_COLLECT, NULL, &info);
+  return rc ? rc : info.snaprc;
 }

@@ -18,6 +18,11 @@
 #include "ljmemprof.h"
 #include "util/mp_hash.h"
 
+#define MP_NOINLINE	__attribute__((noinline))
+#define MP_INLINE	inline __attribute__((always_inline))
+#define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+#define MP_LIKELY(x)	__builtin_expect(!!(x), 1)
+
 /* A Lua name of a C function (see mp_names.c). */
 typedef struct mp_name {
   const void *f;
@@ -25,7 +30,9 @@ typedef struct mp_name {
   uint16_t parent;	/* Length of the name of the table holding it. */
   uint16_t parts;	/* Components of the name. */
   uint8_t std;		/* In the standard library: ranks first. */
-  const void *cl;	/* The C closure found under the name, or NULL. */
+  const void *cl;	/* The C closure found under the name, or NULL; for
+			   a Lua function, its prototype's chunk name... */
+  int32_t line;		/* ...and first line. */
 } mp_name;
 
 /* Candidate names, sorted by function and rank. */
@@ -59,7 +66,7 @@ typedef struct mp_tracesym {
 } mp_tracesym;
 
 /* A frame of a recorded call stack, and a node of the stack tree (see
-** mp_stack.c and the MP_X_NODE record in src/format/mp_ext.h). */
+** mp_node.h and the MP_X_NODE record in src/format/mp_ext.h). */
 typedef struct mp_snode {
   uint64_t a;		/* Lua: prototype; C: function; trace: its number;
 			   builtin: its ffid, or its prototype if LuaJIT
@@ -80,7 +87,7 @@ typedef struct mp_wframe {
   const void *pc;	/* BCIns *: the pc a Lua frame's line is at, if it
 			   is in its function's bytecode; else NULL. */
   const void *fn;	/* GCfunc *: a Lua frame's function. */
-  int exact;		/* See lua_frame() in mp_stack.c. */
+  int exact;		/* See lua_frame(), mp_stack_walk.h. */
   int cpc;		/* Its pc is from a C frame (mp_frame.cpc). */
 } mp_wframe;
 
@@ -153,7 +160,7 @@ typedef struct mp_jmemo {
 } mp_jmemo;
 
 /* The node of a Lua frame by its parent node and its pc (which names one
-** line of one prototype), see lua_node() in mp_stack.c. */
+** line of one prototype), see lua_node() in mp_stack_walk.h. */
 typedef struct mp_pcnode {
   const void *pc;	/* BCIns *, in pt's bytecode; NULL: empty. */
   const void *pt;	/* GCproto *. */
@@ -171,7 +178,7 @@ typedef struct mp_pcnode {
 /* A stack met before, by its top frame: the stack is the same while the
 ** words that held the top frame's link and function, and the words that
 ** validated the frames below it in the cache of the last stack, hold what
-** they held (see memo_find() in mp_stack.c). */
+** they held (see memo_find() in mp_stack_memo.h). */
 typedef struct mp_memo {
   const void *top;	/* TValue *: the top frame's slot; NULL: empty. */
   uint64_t link;	/* Its link word... */
@@ -184,7 +191,7 @@ typedef struct mp_memo {
 } mp_memo;
 
 /* How well a memo of stacks finds them: it rests while it seldom does
-** (see memo_window() in mp_stack.c). */
+** (see memo_window() in mp_stack_memo.h). */
 typedef struct mp_memouse {
   uint32_t probes;	/* Stacks looked for since the last time mark... */
   uint32_t hits;	/* ...and found. */
@@ -206,12 +213,12 @@ typedef struct mp_stacks {
   uint32_t base;
   mp_hash index;	/* Hash of (parent, frame) -> index in node. */
   uint32_t recent[1 << MP_RECENT_BITS];	/* Index of a node by the top
-					   bits of its hash (see node_of). */
+					   bits of its hash (see mp_node_of). */
   mp_wframe *walk;	/* Scratch: the frames walked for this event,
 			   innermost first (depth + 1: and the cut; and
 			   MP_SITE_SLACK builtins past the depth). */
   /* The frames of the last walked stack, outermost first, with what each
-  ** frame's slot held (see walk_stack() in mp_stack.c), and the words of
+  ** frame's slot held (see walk_stack() in mp_stack_walk.h), and the words of
   ** the stack they rely on. */
   mp_scache *c;
   unsigned nc;
@@ -231,7 +238,7 @@ typedef struct mp_stacks {
 			   return address into a trace was found last. */
   mp_retline rets[2 << MP_RETS_BITS];	/* By return address (see
 					   trace_line()). */
-  uintptr_t tcall[MP_TCALLS];	/* VM functions traces call (mp_stack.c). */
+  uintptr_t tcall[MP_TCALLS];	/* VM functions traces call (mp_traceline.c). */
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
   mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
   mp_memo *memo;	/* 2 << MP_MEMO_BITS: two per set. */
@@ -246,7 +253,7 @@ typedef struct mp_stacks {
 
 /* The sampler: every allocated byte has the same chance to be sampled,
 ** 1 in mean; an allocation is recorded when it holds a sampled byte (see
-** mp_hook_alloc_sampled). */
+** mp_hook_alloc_sampled, mp_sample.c). */
 #define MP_SEEN_MIN	256	/* Slots of the sampler's filter at first... */
 #define MP_SEEN_MAX	(1u << 20)	/* ...and at most. */
 
@@ -320,7 +327,9 @@ typedef struct mp_state {
   mp_hash cfuncs;		/* C functions written since start. */
   mp_tracesym *traces;		/* By trace number. */
   mp_names names;		/* Lua names of C functions, made at start. */
-  mp_names builtins;		/* Names of builtins, keyed by ffid. */
+  mp_names builtins;		/* Names of builtins, keyed by ffid... */
+  mp_names luanames;		/* ...and of Lua functions made before the
+				   start, keyed by prototype. */
   mp_stacks st;			/* Stacks mode (st.depth > 0). */
   int host_written;		/* The host's symbol is in the stream. */
   const void *host_entry;	/* The C function at the bottom of the main
@@ -360,162 +369,17 @@ typedef struct mp_state {
   int ext;			/* The stream is the ljmemprof extension. */
   unsigned notes;		/* MP_NOTE_*: written at the end. */
   int collect;			/* Collect garbage fully before the end. */
-  int native;			/* Native memory is recorded (mp_native.c). */
+  int native;			/* Native memory is recorded (mp_native.c)... */
+  void (*drain)(struct mp_state *s);	/* ...and its events queued by other
+				   threads are written at time marks. */
   uint64_t t0;			/* Monotonic ns at start (time marks). */
-  char *path;			/* The file written, or NULL (callback). */
+  char *path;			/* The file written, or NULL (callback)... */
+  unsigned mode;		/* ...its mode, as given... */
+  char *snap;			/* ...and the snapshot to take at the stop
+				   (ljmp_options.snapshot), or NULL. */
   dev_t dev;			/* Its identity, to refuse a second profiler */
   ino_t ino;			/* on the same file. */
   struct mp_state *next;	/* In the list of running profilers. */
 } mp_state;
-
-/* -- mp_hook.c, mp_stack.c ----------------------------------------------- */
-void *mp_hook_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
-void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize);
-void *mp_hook_alloc_sampled(void *ud, void *ptr, size_t osize, size_t nsize);
-/* Start sampling with a mean gap of mean bytes; seed 0 = a fixed one. */
-void mp_sample_init(mp_sampler *sm, uint64_t mean, uint64_t seed);
-/* Free what the sampler holds (the hook may still read the filter). */
-void mp_sample_free(mp_sampler *sm);
-/* Sampling: the block at a becomes one whose free the sampled hook must
-** see (after it joined live or a symbol set), or stops being one. Both do
-** nothing when the profiler does not sample. */
-void mp_sample_mark(mp_state *s, uintptr_t a);
-void mp_sample_unmark(mp_state *s, uintptr_t a);
-/* Forget every stack node: a prototype or a trace they name has died. */
-void mp_stack_forget(mp_state *s);
-/* For native events (mp_native.c), on the VM's thread inside an event:
-** the node of the Lua stack now (from: the caller's frame), 0 if no Lua
-** code runs (the VM's own work, the host); the node of frame f on node
-** parent (0: out of memory); and the event ev (MP_AEV_*) at node, its
-** old block (frees, reallocations) and its new one (the rest). */
-uint32_t mp_stack_here(mp_state *s, const void *from);
-uint32_t mp_stack_child(mp_state *s, uint32_t parent, const mp_snode *f);
-void mp_stack_event(mp_state *s, int ev, uint32_t node, uint64_t oaddr,
-		    uint64_t osize, uint64_t naddr, uint64_t nsize);
-
-/* -- mp_native.c (see mp_native.h) ----------------------------------------- */
-/* Write the native events other threads queued (on the VM's thread,
-** inside an event). */
-void mp_native_drain(mp_state *s);
-
-/* Learn, before recording, the addresses of the VM functions whose calls
-** from compiled code say what a trace allocated (the trace-line map). */
-void mp_stack_jit_calls(mp_stacks *st, lua_State *L);
-
-/* -- ljmp_api.c ----------------------------------------------------------- */
-void mp_sentinel_install(lua_State *L);
-/* The live profiler of L's VM (its hook, or wrapped by something else),
-** or NULL. */
-mp_state *mp_state_find(lua_State *L);
-/* ljmp_stop_with(), and for LJMP_EFINALIZER the first error of a
-** finaliser in its collection into why (NULL: not wanted). */
-int mp_stop(lua_State *L, unsigned flags, char *why, size_t size);
-
-#define MP_BUFSIZE_MIN	((size_t)4096)	/* The least bufsize but 0. */
-#define MP_PATH_MAX	4096	/* A profile's path, expanded, and its NUL. */
-
-/* Copy the caller's options into *o (see ljmp_options.size) and check all
-** ljmp_start() takes of them (one sink, the path and its % sequences,
-** bufsize, mode, stacks, max_size); ljmp_arm() checks the same: 0, or
-** LJMP_EARG with a one-line message into msg (NULL: none; cut to size). */
-int mp_options_read(ljmp_options *o, const ljmp_options *user, char *msg,
-		    size_t size);
-/* 0 if the % sequences of a profile's path are all known (%p, %n, %%),
-** -1 if not, -2 if the path expanded does not fit in MP_PATH_MAX. */
-int mp_path_check(const char *path);
-/* What is wrong with a path, for mp_path_check()'s -1 or -2. */
-const char *mp_path_why(int rc);
-#define MP_PATH_PCT	"% must be followed by p (the pid), n (the number " \
-			"of the start) or %"
-
-/* The directory of a profile's path (before its last '/'; "." if it has
-** none) into dir, %% made %: 0, or -1 if it holds %p or %n (what a
-** signal's recording would expand differently: the pid changes at fork)
-** or does not fit. */
-int mp_path_dir(const char *path, char *dir, size_t size);
-#define MP_DIR_PCT	"the directory must not hold %p or %n: it is checked " \
-			"when the signal is armed"
-
-/* Why stacks = 0 is refused with sampling (Lua and LJMEMPROF). */
-#define MP_SAMPLE_STACKS	"sampled profiles record call stacks (leave " \
-				"stacks out for 64 frames, or give 1 to 10000)"
-
-/* -- mp_arm.c ------------------------------------------------------------ */
-/* The VM of L is closing, its profiler stopped: un-arm it. */
-void mp_arm_closed(lua_State *L);
-/* The number of a signal that may be armed, from its name ("USR2",
-** "SIGUSR2", "RTMIN+3", "12"), or 0. */
-int mp_signal_number(const char *name);
-/* Whether signal signo may be armed. */
-int mp_signal_ok(int signo);
-/* Start (or arm) as the LJMEMPROF variable says, if it is set: 0, or -1
-** with a message in err. */
-int mp_env_start(lua_State *L, char *err, size_t errsize);
-
-/* -- mp_sink.c ------------------------------------------------------------ */
-int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded);
-int mp_sink_begin(mp_state *s, const uint8_t *prologue, size_t len);
-void mp_sink_close(mp_state *s);
-void mp_sink_forked(mp_state *s);
-void mp_sink_flush(mp_state *s);
-void mp_sink_put(mp_state *s, const void *data, size_t len);
-void mp_sink_finish(mp_state *s);
-/* Called by the hook when it finds recording off: end the stream if it
-** stopped at its size limit. */
-void mp_sink_limited(mp_state *s);
-
-/* -- mp_sym.c ------------------------------------------------------------- */
-/* Write the end of the stream at s->pos (see mp_ext.h): in the extension,
-** a last time mark, the notes, the epilogue; in version 3, the epilogue,
-** then the notes in a trailer if there are any. */
-void mp_stream_end(mp_state *s);
-/* Append an MP_X_INFO record key = value (strings of fewer than 128
-** bytes) at p; the byte after it. */
-uint8_t *mp_put_info(uint8_t *p, const char *key, const char *value);
-/* Nanoseconds of the monotonic clock. */
-uint64_t mp_now(void);
-
-/* -- mp_names.c ---------------------------------------------------------- */
-/* Collect the names of the C functions reachable from the globals and
-** package.loaded into t, and of the builtins into bt. */
-void mp_names_build(mp_names *t, mp_names *bt, lua_State *L);
-/* Add those of the module (a table) at stack index idx, named name, and
-** of the registry's new metatables, unless a module of that name was
-** walked before (at start or by an earlier require). */
-int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
-		    const char *name);
-/* The name of builtin id (an ffid, or the prototype of one written in
-** Lua) into out: the generated name of its ffid, else its Lua name, else
-** "builtin#N". Its length. */
-size_t mp_names_builtin(const mp_names *bt, uint64_t id, char *out,
-			size_t size);
-/* The name of the function that FNEW at bytecode position i of pt makes,
-** from the instruction that stores it (local function f, M.f = function,
-** function obj:m, global function f) into out (NUL-terminated); its
-** length, 0 if it has none (an argument, a table entry by number). */
-size_t mp_fnew_name(const void *pt, uint32_t i, char *out, size_t size);
-/* At load time: check the generated names of the fast functions against
-** the VM's library tables, and find io.lines's iterator. */
-void mp_names_check(lua_State *L);
-/* The C function at the bottom of the main thread's stack when L is the
-** main thread (the host's entry, luajit's main), else NULL. */
-const void *mp_names_host_entry(lua_State *L);
-/* For closure cl of C function f whose label several names of one table
-** share (in names->shared): its own name into out and in *k its place in
-** the label (1 to 3); the length, 0 if cl is under none of them. */
-size_t mp_names_closure(const mp_names *t, const void *f, const void *cl,
-			char *out, size_t size, unsigned *k);
-/* The label of C function f into out (NUL-terminated); 0 if it has none. */
-size_t mp_names_label(const mp_names *t, const void *f, char *out,
-		      size_t size);
-void mp_names_free(mp_names *t);
-/* Make the VM's require wrapper (before recording: it is kept). */
-void mp_names_prepare(lua_State *L);
-/* The wrapper of require (a lua_CFunction). */
-int mp_require_wrapper(lua_State *L);
-/* Put the wrapper in _G.require (over whatever is there), and back. */
-void mp_names_wrap_require(mp_names *t, lua_State *L);
-void mp_names_unwrap_require(lua_State *L);
-
 
 #endif

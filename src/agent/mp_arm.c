@@ -33,7 +33,11 @@
 #include "lauxlib.h"
 
 #include "mp_agent.h"
+#include "mp_proc.h"
 #include "mp_sym.h"
+#include "mp_api.h"
+#include "mp_arm.h"
+#include "mp_options.h"
 #include "util/mp_size.h"
 
 typedef struct mp_arm {
@@ -43,7 +47,8 @@ typedef struct mp_arm {
   unsigned seen;		/* The signal count last acted on. */
   int dead;			/* The VM was closed: only forward. */
   ljmp_options opt;		/* Options of the recordings it starts... */
-  char path[4096];		/* ...and their path. */
+  char path[4096];		/* ...their path... */
+  char snap[4096];		/* ...and their snapshot's, or "". */
   unsigned starts;		/* Recordings the signal started. */
   lua_Hook saved_f;		/* The program's hook, put back after ours, */
   int saved_mask, saved_count;	/* its mask and count, */
@@ -129,7 +134,7 @@ int mp_signal_ok(int signo)
 /* Start or stop recording in the VM of L. */
 static void toggle(lua_State *L, mp_arm *a)
 {
-  char tmpl[MP_PATH_MAX + 4];
+  char tmpl[MP_PATH_MAX + 4], stmpl[MP_PATH_MAX + 4];
   ljmp_options opt = a->opt;
   mp_state *s = mp_state_find(L);
   int rc;
@@ -138,11 +143,15 @@ static void toggle(lua_State *L, mp_arm *a)
   ** happened; one that the program started is said here. */
   if (s && !s->finished && !s->limited) {
     int said = __atomic_load_n(&s->announce, __ATOMIC_RELAXED);
-    char why[512];
-    rc = mp_stop(L, a->opt.collect ? LJMP_STOP_COLLECT : 0, why, sizeof(why));
+    mp_stopinfo info;
+    rc = mp_stop(L, a->opt.collect ? LJMP_STOP_COLLECT : 0, NULL, &info);
     if (rc && rc != LJMP_ENOTRUN && !(said && rc < 0 && rc > LJMP_E_BASE))
       fprintf(stderr, "ljmemprof: stopping at a signal: %s%s%s\n",
-	      ljmp_strerror(rc), *why ? ": " : "", why);
+	      ljmp_strerror(rc), *info.why ? ": " : "", info.why);
+    if (info.snaprc)
+      fprintf(stderr, "ljmemprof: the snapshot at a signal (%s): %s\n",
+	      info.snap, info.snaprc == -EFBIG ? "it reached max_size: it "
+	      "is cut short" : ljmp_strerror(info.snaprc));
     return;
   }
   /* A later recording must not overwrite an earlier one: without %n in
@@ -150,6 +159,11 @@ static void toggle(lua_State *L, mp_arm *a)
   snprintf(tmpl, sizeof(tmpl), "%s%s", a->path,
 	   a->starts && !strstr(a->path, "%n") ? ".%n" : "");
   opt.path = tmpl;
+  if (*a->snap) {	/* Numbered as the recordings are. */
+    snprintf(stmpl, sizeof(stmpl), "%s%s", a->snap,
+	     a->starts && !strstr(a->snap, "%n") ? ".%n" : "");
+    opt.snapshot = stmpl;
+  }
   rc = ljmp_start(L, &opt);
   if (!rc)	/* No code of the program's stops it: none hears its errors. */
     __atomic_store_n(&mp_state_find(L)->announce, 1, __ATOMIC_RELAXED);
@@ -226,7 +240,7 @@ static void *armed_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 ** stop would put armed_alloc back): restore the allocator under the arm
 ** and free the record. If something else wrapped armed_alloc since, the
 ** record stays, forwarding only, for whatever still calls it. */
-void mp_arm_closed(lua_State *L)
+static void arm_closed(lua_State *L)
 {
   mp_arm **pp, *a;
   void *ud;
@@ -256,6 +270,7 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   int rc = 0;
   if (!L || !user || mp_options_read(&opt, user, NULL, 0) < 0 ||
       !opt.path || strlen(opt.path) >= sizeof(a->path) ||
+      (opt.snapshot && strlen(opt.snapshot) >= sizeof(a->snap)) ||
       !mp_signal_ok(signo) || mp_path_dir(opt.path, dir, sizeof(dir)) < 0)
     return LJMP_EARG;
   /* A start at a signal can only report to stderr: find out now ("/."
@@ -263,10 +278,13 @@ int ljmp_arm(lua_State *L, int signo, const ljmp_options *user)
   snprintf(probe, sizeof(probe), "%s/.", dir);
   if (access(probe, W_OK | X_OK) < 0) return -errno;
   if (!(a = calloc(1, sizeof(*a)))) return LJMP_ENOMEM;
+  mp_proc_on_close(arm_closed);
   a->g = G(L);
   a->opt = opt;
   memcpy(a->path, opt.path, strlen(opt.path) + 1);
   a->opt.path = NULL;
+  if (opt.snapshot) memcpy(a->snap, opt.snapshot, strlen(opt.snapshot) + 1);
+  a->opt.snapshot = NULL;
   pthread_mutex_lock(&arm_lock);
   if (arm_of_locked(G(L))) {
     rc = LJMP_ERUNNING;
@@ -322,59 +340,28 @@ static int parse_bool(const char *v)
   return -1;
 }
 
-/* The keys of LJMEMPROF, what their values are, and their bounds. */
-enum { K_SIZE, K_FRAMES, K_OCTAL, K_BOOL, K_SIGNAL };
-static const struct env_key {
-  const char *name;
-  int kind;
-  long long lo, hi;	/* Bounds (0 is allowed where lo says so). */
-  const char *want;	/* What a bad value should have been. */
-} env_keys[] = {
-  { "stacks", K_FRAMES, 0, LJMP_STACKS_MAX, "frames from 0 to 10000, or yes/no" },
-  { "sample", K_SIZE, 0, 1ll << 40, "mean bytes between samples (e.g. 512K), "
-				   "or yes/no" },
-  { "seed", K_SIZE, 0, 1ll << 50, "a number from 0 to 1125899906842624 "
-				 "(2^50; 0: one drawn from the clock)" },
-  { "max_size", K_SIZE, LJMP_MAX_SIZE_MIN, 1ll << 50, "bytes, at least 64K "
-						     "(e.g. 100M), or 0" },
-  { "bufsize", K_SIZE, MP_BUFSIZE_MIN, (long long)LJMP_BUFSIZE_MAX,
-    "bytes from 4K to 1G" },
-  { "mode", K_OCTAL, 0, 0777, "octal permissions from 0 to 0777, e.g. "
-			      "0644" },
-  { "collect", K_BOOL, 0, 1, "yes or no" },
-  { "native", K_BOOL, 0, 1, "yes or no" },
-  { "start", K_BOOL, 0, 1, "yes or no" },
-  { "signal", K_SIGNAL, 0, 0, "a signal that can toggle the profiler (USR1, "
-			      "USR2, HUP, WINCH, URG, PWR, RTMIN+n, RTMAX-n)" },
-};
-
-/* The value v of key k as a number, or -1 if it is bad. */
-static long long env_value(const struct env_key *k, const char *v)
+/* The value v of LJMEMPROF's key d as a number, or -1 if it is bad. */
+static long long env_value(const mp_optdef *d, const char *v)
 {
   long long n = -1;
   char *end;
   int b = *v >= '0' && *v <= '9' ? -1 : parse_bool(v);
-  switch (k->kind) {
-  case K_BOOL:
+  switch (d->kind) {
+  case MP_OK_BOOL:
     return parse_bool(v);
-  case K_SIGNAL:
+  case MP_OK_SIGNAL:
     return mp_signal_number(v) ? mp_signal_number(v) : -1;
-  case K_OCTAL:
+  case MP_OK_MODE:
     if (*v < '0' || *v > '7') return -1;
     n = strtoll(v, &end, 8);
     if (*end) return -1;
     break;
-  case K_FRAMES:
-    if (b >= 0) return b ? LJMP_STACKS_DEFAULT : 0;
-    n = mp_parse_size(v);
-    break;
-  case K_SIZE:
-    if (b >= 0 && !strcmp(k->name, "sample"))
-      return b ? LJMP_SAMPLE_DEFAULT : 0;
+  default:	/* Sizes, frames, numbers; yes/no where they mean one. */
+    if (b >= 0 && d->yes >= 0) return b ? d->yes : 0;
     n = mp_parse_size(v);
     break;
   }
-  if (n < 0 || n > k->hi || (n < k->lo && n != 0)) return -1;
+  if (n < 0 || !mp_opt_within(d, n, 1)) return -1;
   return n;
 }
 
@@ -386,8 +373,9 @@ static int env_parse(const char *env, char *buf, size_t size,
 		     size_t errsize)
 {
   char *p, *item, *save = NULL;
-  unsigned given = 0;	/* Keys seen, by index in env_keys. */
+  unsigned given = 0;	/* Keys seen, by index in mp_optdefs. */
   int no_stacks = 0;	/* stacks=0 or stacks=no was given. */
+  const mp_optclash *c;
   int rc;
   if (strlen(env) >= size) {
     snprintf(err, errsize, "the value is too long");
@@ -410,57 +398,48 @@ static int env_parse(const char *env, char *buf, size_t size,
   *start = 1;
   for (item = p ? strtok_r(p, ",", &save) : NULL; item;
        item = strtok_r(NULL, ",", &save)) {
-    const struct env_key *k = NULL;
+    const mp_optdef *k;
     char *v = strchr(item, '=');
+    char names[160];
     long long n;
-    size_t i;
     if (!v) {
       snprintf(err, errsize, "'%s' is not key=value", item);
       return -1;
     }
     *v++ = '\0';
-    for (i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++)
-      if (!strcmp(item, env_keys[i].name)) k = &env_keys[i];
-    if (!k) {
-      snprintf(err, errsize, "unknown key '%s' (keys: stacks, sample, seed, "
-	       "max_size, bufsize, mode, collect, native, signal, start)", item);
+    if (!(k = mp_opt_find(item, MP_OF_ENV))) {
+      snprintf(err, errsize, "unknown key '%s' (keys: %s)", item,
+	       mp_opt_names(MP_OF_ENV, names, sizeof(names)));
       return -1;
     }
     /* The last one would win unnoticed: which did the user mean? */
-    if (given & 1u << (k - env_keys)) {
+    if (given & 1u << (k - mp_optdefs)) {
       snprintf(err, errsize, "key '%s' is given twice", item);
       return -1;
     }
-    given |= 1u << (k - env_keys);
+    given |= 1u << (k - mp_optdefs);
+    if (k->kind == MP_OK_PATH) {	/* snapshot=PATH */
+      if (!*v || (rc = mp_path_check(v)) != 0) {
+	snprintf(err, errsize, "%s=%s: %s", item, v,
+		 *v ? mp_path_why(rc) : "a path must follow '='");
+	return -1;
+      }
+      mp_opt_store_path(opt, k, v);
+      continue;
+    }
     if ((n = env_value(k, v)) < 0) {
       snprintf(err, errsize, "%s=%s: %s", item, v, k->want);
       return -1;
     }
-    if (!strcmp(item, "stacks")) no_stacks = !(opt->stacks = (unsigned)n);
-    else if (!strcmp(item, "sample")) opt->sample = (size_t)n;
-    else if (!strcmp(item, "seed")) opt->seed = (unsigned long long)n;
-    else if (!strcmp(item, "max_size")) opt->max_size = (size_t)n;
-    else if (!strcmp(item, "bufsize")) opt->bufsize = (size_t)n;
-    else if (!strcmp(item, "mode")) opt->mode = (unsigned)n;
-    else if (!strcmp(item, "collect")) opt->collect = (int)n;
-    else if (!strcmp(item, "native")) opt->native = (int)n;
-    else if (!strcmp(item, "signal")) *signo = (int)n;
-    else *start = (int)n;
+    if (k->width) mp_opt_store(opt, k, n);
+    if (k->kind == MP_OK_FRAMES) no_stacks = !n;
+    else if (k->kind == MP_OK_SIGNAL) *signo = (int)n;
+    else if (!k->width) *start = (int)n;	/* The key start. */
   }
   /* ljmp_options cannot say "0 given": it would mean 64 frames. */
-  if (opt->native && opt->sample) {
-    snprintf(err, errsize, "native cannot go with sample: native events "
-	     "are not sampled");
-    return -1;
-  }
-  if (no_stacks && opt->native) {
-    snprintf(err, errsize, "stacks=0 cannot go with native: native events "
-	     "carry call stacks");
-    return -1;
-  }
-  if (no_stacks && opt->sample) {
-    snprintf(err, errsize, "stacks=0 cannot go with sample: %s",
-	     MP_SAMPLE_STACKS);
+  if ((c = mp_opt_clash(opt, no_stacks)) != NULL) {
+    snprintf(err, errsize, "%s%s cannot go with %s: %s", c->a,
+	     c->a_zero ? "=0" : "", c->b, c->why);
     return -1;
   }
   return 0;

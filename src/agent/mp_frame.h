@@ -36,9 +36,7 @@
 #include "lj_obj.h"
 #include "lj_frame.h"
 
-/* The agent's wrapper of require (mp_names.c): its frames are not the
-** program's, the walk skips them. */
-int mp_require_wrapper(lua_State *L);
+#include "mp_names.h"	/* mp_require_wrapper: the walk skips its frames. */
 
 /* What a frame runs. */
 enum {

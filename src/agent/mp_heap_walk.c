@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lj_obj.h"
@@ -42,8 +43,13 @@
 #include "lauxlib.h"
 #include "mp_agent.h"
 #include "mp_check.h"
+#include "mp_options.h"
 #include "mp_frame.h"
-#include "mp_heap_walk.h"
+#include "mp_api.h"
+#include "mp_proc.h"
+#include "mp_sink.h"
+#include "mp_stream.h"
+#include "mp_sym.h"
 #include "../format/mp_format.h"
 #include "../format/mp_snap.h"
 
@@ -628,34 +634,29 @@ static void count_unreached(hwalk *w)
 
 /* -- Snapshot --------------------------------------------------------------- */
 
-/* Expand %p (pid), %n (the number of this snapshot) and %% of path. 0, or
-** -1 if it does not fit. */
-static int path_expand(const char *path, char *out, size_t size, unsigned n)
+/* Mark the snapshot in the stream of the VM's recording, if one runs in
+** the extension (a version-3 stream stays what Tarantool's parser reads):
+** a time mark, then MP_X_INFO "snapshot" = "OBJECTS BYTES TOTAL CUT PATH"
+** (the snapshot's trailer has the same numbers, which joins the two; of
+** the path, the file's name, cut to 60 bytes). The heap did not change since the walk:
+** the snapshot made no allocation in the VM. Written as the hook writes
+** (another thread's exit may end the stream meanwhile). */
+static void mark_recording(hwalk *w, const char *path, int cut)
 {
-  size_t o = 0;
-  for (; *path; path++) {
-    char num[32];
-    const char *add = num;
-    if (*path != '%') {
-      num[0] = *path;
-      num[1] = 0;
-    } else if (path[1] == 'p') {
-      snprintf(num, sizeof(num), "%ld", (long)getpid());
-      path++;
-    } else if (path[1] == 'n') {
-      snprintf(num, sizeof(num), "%u", n);
-      path++;
-    } else {
-      add = "%";
-      path++;
-    }
-    while (*add) {
-      if (o + 1 >= size) return -1;
-      out[o++] = *add++;
-    }
+  mp_state *r = mp_proc_find(w->g);
+  const char *base = strrchr(path, '/');
+  char v[128];
+  if (!r || !r->ext) return;
+  snprintf(v, sizeof(v), "%llu %llu %llu %d %.60s",
+	   (unsigned long long)w->objects, (unsigned long long)w->bytes,
+	   (unsigned long long)w->g->gc.total, cut, base ? base + 1 : path);
+  mp_enter(r);
+  if (__atomic_load_n(&r->recording, __ATOMIC_RELAXED)) {
+    r->pos = mp_put_time(r, r->pos);
+    r->pos = mp_put_info(r->pos, "snapshot", v);
+    mp_settle(r);
   }
-  out[o] = 0;
-  return 0;
+  mp_leave(r);
 }
 
 static void walk_free(hwalk *w)
@@ -707,18 +708,22 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
     goto out;
   }
   if (opt.path) {
-    if (path_expand(opt.path, path, sizeof(path),
-		    __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED)) < 0) {
+    struct stat st;
+    if (mp_path_expand(opt.path, path, sizeof(path),
+		       __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED)) < 0) {
       rc = LJMP_EARG;
       goto out;
     }
-    s->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-		 opt.mode ? opt.mode : 0600);
-    if (s->fd >= 0) created = 1;
-    else if (errno == EEXIST)
-      s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		   opt.mode ? opt.mode : 0600);
-    if (s->fd < 0) { rc = -errno; goto out; }
+    if ((s->fd = mp_path_open(path, opt.mode, &created)) < 0) {
+      rc = s->fd;
+      s->fd = -1;
+      goto out;
+    }
+    if (!created && fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	ftruncate(s->fd, 0) < 0) {
+      rc = -errno;
+      goto out;
+    }
   }
   mp_put_prologue(head, MP_SNAP_MAGIC, MP_SNAP_VERSION);
   if ((rc = mp_sink_begin(s, head, sizeof(head))) != 0) {
@@ -747,6 +752,7 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
   if (s->err) rc = -s->err;
   else if (w.oom) rc = LJMP_ENOMEM;
   else if (cut) rc = -EFBIG;
+  if (!s->err && !w.oom) mark_recording(&w, opt.path ? path : "", cut);
 out:
   if (rc && s->fd >= 0) {
     close(s->fd);
@@ -759,64 +765,3 @@ out:
 }
 
 /* -- Lua binding ------------------------------------------------------------ */
-
-/* mp.snapshot(path | {path =, mode =, max_size =, bufsize =, collect =}):
-** true, or nil, message, errno (as start). */
-int mp_lua_snapshot(lua_State *L)
-{
-  ljmp_options opt = LJMP_OPTIONS_INIT;
-  char msg[256];
-  int rc, e;
-  if (lua_type(L, 1) == LUA_TSTRING) {
-    opt.path = lua_tostring(L, 1);
-  } else if (lua_type(L, 1) == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, 1)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
-						      : NULL;
-      if (k && !strcmp(k, "path") && lua_type(L, -1) == LUA_TSTRING)
-	opt.path = lua_tostring(L, -1);
-      else if (k && !strcmp(k, "mode") && lua_type(L, -1) == LUA_TNUMBER)
-	opt.mode = (unsigned)lua_tointeger(L, -1);
-      else if (k && !strcmp(k, "max_size") && lua_type(L, -1) == LUA_TNUMBER)
-	opt.max_size = (size_t)lua_tonumber(L, -1);
-      else if (k && !strcmp(k, "bufsize") && lua_type(L, -1) == LUA_TNUMBER)
-	opt.bufsize = (size_t)lua_tonumber(L, -1);
-      else if (k && !strcmp(k, "collect") && lua_type(L, -1) == LUA_TBOOLEAN)
-	opt.collect = lua_toboolean(L, -1);
-      else if (k && (!strcmp(k, "path") || !strcmp(k, "mode") ||
-		     !strcmp(k, "max_size") || !strcmp(k, "bufsize") ||
-		     !strcmp(k, "collect")))
-	return luaL_error(L, "bad argument #1 to 'snapshot' (options.%s "
-			  "has the wrong type: %s)", k,
-			  luaL_typename(L, -1));
-      else
-	return luaL_error(L, "bad argument #1 to 'snapshot' (unknown option "
-			  "'%s')", k ? k : luaL_typename(L, -2));
-      lua_pop(L, 1);
-    }
-    if (!opt.path)
-      return luaL_error(L, "bad argument #1 to 'snapshot' (options.path "
-			"is required)");
-  } else {
-    return luaL_argerror(L, 1, "path or options table expected");
-  }
-  if (ljmp_options_check(&opt, msg, sizeof(msg)) < 0)
-    return luaL_error(L, "bad argument #1 to 'snapshot' (%s)", msg);
-  rc = ljmp_snapshot(L, &opt);
-  if (!rc) {
-    lua_pushboolean(L, 1);
-    return 1;
-  }
-  e = rc < 0 && rc > LJMP_E_BASE ? -rc : rc == LJMP_ETHREAD ? errno : EINVAL;
-  lua_pushnil(L);
-  if (rc == -EFBIG)
-    lua_pushfstring(L, "%s: the snapshot reached max_size: it is cut short",
-		    opt.path);
-  else if (rc < 0 && rc > LJMP_E_BASE)
-    lua_pushfstring(L, "%s: %s", opt.path, ljmp_strerror(rc));
-  else
-    lua_pushstring(L, ljmp_strerror(rc));
-  lua_pushinteger(L, e);
-  return 3;
-}

@@ -5,18 +5,19 @@
 ** mp_hook_alloc(). It reads the VM state *before* forwarding (a stack
 ** reallocation frees the stack that L->base points into) and encodes the
 ** event around the call to the original allocator: a free is recorded and
-** then forwarded, an allocation counts only if the allocator succeeded. It never calls the Lua API or stdio, and its work is bounded: a
-** symbol is written the first time an event refers to it.
+** then forwarded, an allocation counts only if the allocator succeeded.
+** It never calls the Lua API or stdio, and its work is bounded: a symbol
+** is written the first time an event refers to it.
 **
-** Attribution (see DESIGN.md for the LuaJIT facts behind it):
-**   vmstate >= 0          -> the JIT trace with that number
-**   INTERP, C or RECORD   -> the frame on top of g->cur_L:
-**       Lua function      -> its prototype and the line of the saved pc
-**       builtin (ffid>1)  -> the Lua line (or C function) that called it
-**       C function        -> its address
-**   anything else         -> internal (GC, trace exits, JIT compiler)
-** Frees never look at frames (their saved pc may be stale): trace or
-** internal by vmstate only.
+** Attribution: where the VM is comes from mp_where.h (as for every
+** hook); then
+**   a trace running or exiting -> the trace
+**   a Lua function     -> its prototype and the line of the saved pc
+**   a builtin          -> the Lua line (or C function) that called it
+**   a C function       -> its address
+**   no function        -> the host
+**   the VM's own work  -> internal
+** Frees never look at frames: billed by mp_free_trace().
 */
 
 #include <string.h>
@@ -29,6 +30,9 @@
 #include "mp_agent.h"
 #include "mp_frame.h"
 #include "mp_sym.h"
+#include "mp_where.h"
+#include "mp_hook.h"
+#include "mp_names.h"
 
 /* Where an event comes from. */
 typedef struct loc {
@@ -38,21 +42,6 @@ typedef struct loc {
 } loc;
 
 /* -- Attribution ---------------------------------------------------------- */
-
-/* Location of an event while the VM handles a trace exit (state EXIT):
-** the trace that exited, known as J->parent from the exit handler on
-** (objects the trace sank are rebuilt from its snapshot here, and the
-** stack may grow), unless the JIT compiler is at work (a side trace
-** starting at a hot exit): internal. */
-static inline void exit_loc(mp_state *s, global_State *g, loc *l)
-{
-  jit_State *J = G2J(g);
-  if (J->state == LJ_TRACE_IDLE && J->parent > 0) {
-    mp_want_trace(s, g, J->parent);
-    l->src = MP_SRC_TRACE;
-    l->id = J->parent;
-  }
-}
 
 /* Location of Lua function fn executing at pc (as saved by the VM: after
 ** the current instruction); internal if pc is unknown or not in fn. */
@@ -100,7 +89,7 @@ static MP_NOINLINE void walk_loc(mp_state *s, loc *l, lua_State *L)
   while (mp_walk_next(&w, &fr)) {
     if (fr.kind == MP_FR_LUA) {
       if (fr.pc) lua_loc(s, l, fr.fn, fr.pc);
-      return;	/* No pc: the JIT compiler's own (see attribute()). */
+      return;	/* No pc: the JIT compiler's own (mp_where.h). */
     }
     if (fr.kind == MP_FR_C) { c_loc(s, l, fr.fn); return; }
   }
@@ -113,72 +102,48 @@ static MP_NOINLINE void walk_loc(mp_state *s, loc *l, lua_State *L)
   }
 }
 
-/* Attribute an allocation or reallocation about to happen. */
+/* Location of trace tn. */
+static inline void trace_loc(mp_state *s, loc *l, TraceNo tn)
+{
+  mp_want_trace(s, (global_State *)s->g, tn);
+  l->src = MP_SRC_TRACE;
+  l->id = (uint64_t)tn;
+}
+
+/* Attribute an allocation or reallocation about to happen, by where the
+** VM is (mp_where.h). */
 static inline void attribute(mp_state *s, loc *l)
 {
   global_State *g = (global_State *)s->g;
-  int32_t st = g->vmstate;
-  lua_State *L;
-  TValue *f;
+  mp_where w;
   GCfunc *fn;
-  void *cf;
-  const BCIns *pc;
-  int nopc;
-  if (st > 0) {	/* Trace numbers start at 1. */
-    mp_want_trace(s, g, (TraceNo)st);
-    l->src = MP_SRC_TRACE;
-    l->id = (uint64_t)st;
-    return;
-  }
   l->src = MP_SRC_INTERNAL;
   l->id = l->line = 0;
-  if (st == ~LJ_VMST_EXIT) {	/* A trace exit: see exit_loc(). */
-    exit_loc(s, g, l);
-    return;
+  switch (mp_where_is(g, g->vmstate, &w)) {
+  case MP_AT_TRACE: case MP_AT_EXIT: trace_loc(s, l, w.tn); return;
+  case MP_AT_HOST: host_loc(s, l); return;
+  case MP_AT_FRAME: break;
+  default: return;
   }
-  /* While a trace is recorded, the interpreter runs each instruction with
-  ** the recorder's RECORD state still set: the frame tells the program's
-  ** allocations from the recorder's own, which run in a C frame whose
-  ** saved pc is the no-pc marker. A fresh VM that never ran has state 0. */
-  if (st != ~LJ_VMST_INTERP && st != ~LJ_VMST_C && st != ~LJ_VMST_RECORD &&
-      st != 0)
-    return;
-  L = (lua_State *)gcref(g->cur_L);
-  if (!L) return;			/* The state is closing. */
-  f = L->base - 1;
-  if (f <= tvref(L->stack) + LJ_FR2) {	/* No function running. */
-    if (st != ~LJ_VMST_RECORD) host_loc(s, l);
-    return;
-  }
-  fn = frame_func(f);
-  cf = cframe_raw(L->cframe);
-  if (!cf) return;
-  pc = cframe_pc(cf);
-  nopc = (void *)pc == (void *)cframe_L(cf);
-  if (fn->c.gct == ~LJ_TFUNC && isluafunc(fn) && !mp_lua_builtin(fn)) {
-    if (!nopc) lua_loc(s, l, fn, pc);	/* The common case. */
-  } else if (nopc && G2J(g)->state != LJ_TRACE_IDLE) {
-    return;	/* The JIT compiler's own, e.g. recording a C call. */
-  } else if (fn->c.gct == ~LJ_TFUNC && iscfunc(fn) &&
-	     fn->c.f != (lua_CFunction)mp_require_wrapper) {
+  fn = w.fn;
+  if (fn->c.gct == ~LJ_TFUNC && isluafunc(fn) && !mp_lua_builtin(fn))
+    lua_loc(s, l, fn, w.pc);	/* The common case. */
+  else if (fn->c.gct == ~LJ_TFUNC && iscfunc(fn) &&
+	   fn->c.f != (lua_CFunction)mp_require_wrapper)
     c_loc(s, l, fn);
-  } else {	/* A builtin (or the require wrapper, invisible). */
-    walk_loc(s, l, L);
-  }
+  else	/* A builtin (or the require wrapper, invisible). */
+    walk_loc(s, l, w.L);
 }
 
-/* Location of a free: the running trace, else internal. */
+/* Location of a free, by the free rule (mp_free_trace()). */
 static inline void attribute_free(mp_state *s, loc *l)
 {
   global_State *g = (global_State *)s->g;
-  int32_t st = g->vmstate;
-  if (st > 0) {
-    mp_want_trace(s, g, (TraceNo)st);
-    l->src = MP_SRC_TRACE;
-    l->id = (uint64_t)st;
+  TraceNo tn = mp_free_trace(g, g->vmstate);
+  if (tn) {
+    trace_loc(s, l, tn);
   } else {
     l->src = MP_SRC_INTERNAL;
-    if (st == ~LJ_VMST_EXIT) exit_loc(s, g, l);
   }
 }
 

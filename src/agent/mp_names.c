@@ -43,7 +43,9 @@
 #include "lauxlib.h"
 
 #include "mp_agent.h"
+#include "mp_proc.h"
 #include "mp_frame.h"
+#include "mp_names.h"
 #include "mp_ffnames.h"	/* Generated: mp_ffnames[ffid]. */
 
 #define NAME_MAX_LEN	255	/* Longer names are not collected. */
@@ -116,8 +118,8 @@ static int add(mp_names *t, const void *f, const char *name, size_t parent,
 ** `depth` more levels into tables under string keys; entries under integer
 ** keys get "prefix[i]" (package.loaders[2]). Tables already on the path
 ** are not entered again. Returns -1 when out of memory. */
-static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
-		unsigned parts, int depth)
+static int walk(mp_names *t, mp_names *bt, mp_names *lt, lua_State *L,
+		const char *prefix, unsigned parts, int depth)
 {
   char name[NAME_MAX_LEN + 1];
   size_t np = prefix ? strlen(prefix) : 0;
@@ -144,10 +146,16 @@ static int walk(mp_names *t, mp_names *bt, lua_State *L, const char *prefix,
 	  t->e[t->n - 1].cl = fn;	/* Which closure: cjson.safe's. */
 	else if (isluafunc(fn) && funcproto(fn)->firstline == ~(BCLine)0)
 	  rc = add(bt, funcproto(fn), name, np, parts + 1);	/* In Lua. */
+	else if (isluafunc(fn) && lt &&
+		 (rc = add(lt, funcproto(fn), name, np, parts + 1)) == 0) {
+	  /* The prototype's chunk and line: the same prototype still. */
+	  lt->e[lt->n - 1].cl = proto_chunkname(funcproto(fn));
+	  lt->e[lt->n - 1].line = funcproto(fn)->firstline;
+	}
       } else if (depth > 0 && lua_type(L, -2) == LUA_TSTRING &&
 		 lua_istable(L, -1) && lua_topointer(L, -1) !=
 		 lua_topointer(L, -3)) {
-	rc = walk(t, bt, L, name, parts + 1, depth - 1);
+	rc = walk(t, bt, lt, L, name, parts + 1, depth - 1);
       }
     }
     lua_pop(L, 1);
@@ -196,23 +204,24 @@ static int walk_registry(mp_names *t, mp_names *bt, lua_State *L)
 	strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
 	strcmp(lua_tostring(L, -2), "_LOADED") != 0 &&
 	mp_hash_add(&t->metas, (uintptr_t)lua_topointer(L, -1)) != 0)
-      rc = walk(t, bt, L, lua_tostring(L, -2), 1, 0);
+      rc = walk(t, bt, NULL, L, lua_tostring(L, -2), 1, 0);
     lua_pop(L, 1);
   }
   lua_settop(L, top);
   return rc;
 }
 
-void mp_names_build(mp_names *t, mp_names *bt, lua_State *L)
+void mp_names_build(mp_names *t, mp_names *bt, mp_names *lt, lua_State *L)
 {
   int top = lua_gettop(L);
   memset(t, 0, sizeof(*t));
   memset(bt, 0, sizeof(*bt));
+  memset(lt, 0, sizeof(*lt));
   if (__atomic_load_n(&lines_iter, __ATOMIC_RELAXED) &&
       add(t, lines_iter, "io.lines iterator", 0, 2) < 0)
     goto done;
   lua_pushvalue(L, LUA_GLOBALSINDEX);
-  if (walk(t, bt, L, NULL, 0, 2) < 0 || walk_registry(t, bt, L) < 0)
+  if (walk(t, bt, lt, L, NULL, 0, 2) < 0 || walk_registry(t, bt, L) < 0)
     goto done;
   lua_settop(L, top);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
@@ -222,7 +231,7 @@ void mp_names_build(mp_names *t, mp_names *bt, lua_State *L)
       if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
 	  strlen(lua_tostring(L, -2)) < NAME_MAX_LEN &&
 	  !module_seen(t, lua_tostring(L, -2)) &&
-	  walk(t, bt, L, lua_tostring(L, -2), 1, 1) < 0)
+	  walk(t, bt, lt, L, lua_tostring(L, -2), 1, 1) < 0)
 	goto done;
       lua_pop(L, 1);
     }
@@ -231,6 +240,7 @@ done:
   lua_settop(L, top);
   sort(t);
   sort(bt);
+  sort(lt);
 }
 
 int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
@@ -241,7 +251,7 @@ int mp_names_module(mp_names *t, mp_names *bt, lua_State *L, int idx,
     return 0;	/* Named when it was first loaded (or before start). */
   if (lua_istable(L, idx)) {
     lua_pushvalue(L, idx);
-    rc = walk(t, bt, L, name, 1, 1);
+    rc = walk(t, bt, NULL, L, name, 1, 1);
   }
   lua_settop(L, top);
   if (rc == 0) rc = walk_registry(t, bt, L);	/* Its metatables. */
@@ -375,6 +385,20 @@ size_t mp_names_label(const mp_names *t, const void *f, char *out,
   return i;
 }
 
+/* See mp_names.h. */
+size_t mp_names_lua(const mp_names *lt, const void *proto, char *out,
+		    size_t size)
+{
+  const GCproto *pt = (const GCproto *)proto;
+  size_t lo, j;
+  if (!size || !lt->sorted || (lo = first_of(lt, pt)) == lt->n) return 0;
+  for (j = lo; j < lt->n && lt->e[j].f == pt; j++)
+    if (lt->e[j].cl != proto_chunkname(pt) ||
+	lt->e[j].line != pt->firstline)
+      return 0;	/* Another prototype at the address since. */
+  return mp_names_label(lt, pt, out, size);
+}
+
 /* -- The require wrapper -------------------------------------------------- */
 
 #define MP_REQUIRE	"ljmemprof.require"	/* Registry: the wrapper. */
@@ -394,7 +418,7 @@ int mp_require_wrapper(lua_State *L)
   lua_call(L, n, LUA_MULTRET);
   nres = lua_gettop(L) - n;
   if (nres >= 1 && lua_type(L, 1) == LUA_TSTRING &&
-      (s = mp_state_find(L)) != NULL && !s->finished)
+      (s = mp_proc_find(G(L))) != NULL)
     mp_names_module(&s->names, &s->builtins, L, n + 1, lua_tostring(L, 1));
   return nres;
 }

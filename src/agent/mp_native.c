@@ -60,7 +60,10 @@
 
 #include "mp_agent.h"
 #include "mp_native.h"
+#include "mp_stack.h"
 #include "mp_sym.h"
+#include "mp_sink.h"
+#include "mp_stream.h"
 
 #if defined(__x86_64__)
 #define R_SLOT	R_X86_64_JUMP_SLOT

@@ -19,4 +19,8 @@ int mp_native_start(mp_state *s);
 ** (the stream is still open), s's orig_f is the VM's allocator again. */
 void mp_native_stop(mp_state *s);
 
+/* Write the native events other threads queued (on the VM's thread,
+** inside an event): s->drain while recording native memory. */
+void mp_native_drain(mp_state *s);
+
 #endif

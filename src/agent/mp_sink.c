@@ -33,6 +33,8 @@
 #include <unistd.h>
 
 #include "mp_agent.h"
+#include "mp_sink.h"
+#include "mp_stream.h"
 #include "../format/mp_format.h"
 
 /* What one event or symbol record and the end of the stream may add to

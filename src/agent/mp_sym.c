@@ -14,24 +14,35 @@
 #include "lj_dispatch.h"
 
 #include "mp_agent.h"
+#include "mp_seen.h"
 #include "mp_sym.h"
+#include "mp_names.h"
+#include "mp_stream.h"
 
 static void put_cfunc(mp_state *s, uint64_t addr, const char *name, size_t n);
 
 /* -- Function names ------------------------------------------------------- */
 
 /* Write the name record of prototype pt (its symbol just written) if its
-** parent told it before (name_children()). */
+** parent told it before (name_children()), else if a table reached it at
+** start (mp_names_lua(): a function made before the recording, whose
+** parent is gone: a module's M.f). */
 static void put_fname_of(mp_state *s, const GCproto *pt)
 {
   uint32_t *v;
-  if (!s->fnames.count || !(v = mp_hash_get(&s->fnames, (uintptr_t)pt)))
-    return;
-  if (s->fname[*v].chunk == proto_chunkname(pt) &&
-      s->fname[*v].firstline == pt->firstline)
-    put_cfunc(s, MP_FNAME_TAG | (uintptr_t)pt, s->fname[*v].name,
-	      strlen(s->fname[*v].name));
-  mp_hash_del(&s->fnames, (uintptr_t)pt);
+  char name[MP_FNAME_MAX];
+  size_t n;
+  if (s->fnames.count && (v = mp_hash_get(&s->fnames, (uintptr_t)pt))) {
+    int same = s->fname[*v].chunk == proto_chunkname(pt) &&
+	       s->fname[*v].firstline == pt->firstline;
+    if (same)
+      put_cfunc(s, MP_FNAME_TAG | (uintptr_t)pt, s->fname[*v].name,
+		strlen(s->fname[*v].name));
+    mp_hash_del(&s->fnames, (uintptr_t)pt);
+    if (same) return;
+  }
+  if ((n = mp_names_lua(&s->luanames, pt, name, sizeof(name))) != 0)
+    put_cfunc(s, MP_FNAME_TAG | (uintptr_t)pt, name, n);
 }
 
 /* Name the functions pt makes (its FNEW instructions, mp_fnew_name()):
@@ -284,52 +295,4 @@ void mp_sym_host(mp_state *s)
 void mp_sym_gcstart(mp_state *s)
 {
   put_cfunc(s, MP_GCSTART_ADDR, MP_GCSTART_NAME, sizeof(MP_GCSTART_NAME) - 1);
-}
-
-/* -- The end of the stream ------------------------------------------------ */
-
-uint64_t mp_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint8_t *mp_put_info(uint8_t *p, const char *key, const char *value)
-{
-  size_t nk = strlen(key), nv = strlen(value);
-  *p++ = MP_XREC;
-  *p++ = MP_X_INFO;
-  p = mp_put_uleb(p, 2 + nk + nv);
-  *p++ = (uint8_t)nk;
-  memcpy(p, key, nk);
-  p += nk;
-  *p++ = (uint8_t)nv;
-  memcpy(p, value, nv);
-  return p + nv;
-}
-
-/* Append the notes of s (at most 40 bytes). */
-static uint8_t *put_notes(mp_state *s, uint8_t *p)
-{
-  if (s->notes & MP_NOTE_COLLECT) p = mp_put_info(p, "collect", "1");
-  if (s->notes & MP_NOTE_SIZE) p = mp_put_info(p, "stopped", "size limit");
-  return p;
-}
-
-void mp_stream_end(mp_state *s)
-{
-  uint8_t *p = s->pos;
-  if (s->ext) {
-    p = mp_put_time(s, p);
-    p = put_notes(s, p);
-    *p++ = MP_FINAL;
-  } else {
-    *p++ = MP_FINAL;
-    if (s->notes) {	/* Readers of version 3 stop at the epilogue. */
-      p = mp_put_prologue(p, MP_LJN_MAGIC, MP_LJN_VERSION);
-      p = put_notes(s, p);
-    }
-  }
-  s->pos = p;
 }

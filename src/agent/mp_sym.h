@@ -16,12 +16,8 @@
 #include "lj_dispatch.h"
 
 #include "mp_agent.h"
+#include "mp_sink.h"
 #include "format/mp_format.h"
-
-#define MP_NOINLINE	__attribute__((noinline))
-#define MP_INLINE	inline __attribute__((always_inline))
-#define MP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
-#define MP_LIKELY(x)	__builtin_expect(!!(x), 1)
 
 /* After a write of at most MP_SLACK bytes (pos was below lim before it):
 ** hand the chunk over once it is full. */
@@ -47,7 +43,7 @@ static MP_INLINE uint64_t mp_proto_line(const GCproto *pt, BCPos pos)
 }
 
 /* The hook tells another thread's exit() when it is inside an event (see
-** at_exit() in ljmp_api.c): busy is set before recording is read and
+** at_exit() in mp_proc.c): busy is set before recording is read and
 ** cleared, with release order, once the event is complete. Plain stores on
 ** this machine; the other side pays for the barrier. */
 static MP_INLINE void mp_enter(mp_state *s)
@@ -93,23 +89,6 @@ MP_NOINLINE void mp_sym_trace(mp_state *s, global_State *g, TraceNo n);
 ** reusing its address or number gets a fresh symbol. Returns 1 if it was
 ** one (stack nodes naming it must not be reused either). */
 MP_NOINLINE int mp_sym_forget(mp_state *s, void *ptr);
-
-/* Append an extended record of type whose payload is the ULEB128 v (one
-** length byte: at most 10). */
-static inline uint8_t *mp_put_xuleb(uint8_t *p, int type, uint64_t v)
-{
-  uint8_t *q = mp_put_uleb(p + 3, v);
-  p[0] = MP_XREC;
-  p[1] = (uint8_t)type;
-  p[2] = (uint8_t)(q - p - 3);
-  return q;
-}
-
-/* Append a time mark (MP_X_TIME: ns since start) at p; the byte after. */
-static inline uint8_t *mp_put_time(mp_state *s, uint8_t *p)
-{
-  return mp_put_xuleb(p, MP_X_TIME, mp_now() - s->t0);
-}
 
 /* Write the host's symbol (a C function at address 0) once. */
 MP_NOINLINE void mp_sym_host(mp_state *s);

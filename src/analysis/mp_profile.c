@@ -187,6 +187,24 @@ static int info_add(mp_profile *p, const mp_item *it)
     return go_full(p);
   } else if (info_is(it, "collect")) {
     p->collect = it->value_len == 1 && it->value[0] == '1';
+  } else if (info_is(it, "snapshot")) {	/* "OBJECTS BYTES TOTAL CUT NAME" */
+    char v[128];
+    unsigned long long o, b, t;
+    int cut, at = 0;
+    size_t n = it->value_len < sizeof(v) - 1 ? it->value_len : sizeof(v) - 1;
+    memcpy(v, it->value, n);
+    v[n] = '\0';
+    if (p->nsnap < MP_SNAPMARKS &&
+	sscanf(v, "%llu %llu %llu %d %n", &o, &b, &t, &cut, &at) == 4 && at) {
+      struct mp_snapmark *m = &p->snaps[p->nsnap];
+      m->ev = p->nev;
+      m->objects = o;
+      m->bytes = b;
+      m->total = t;
+      m->cut = cut != 0;
+      snprintf(m->name, sizeof(m->name), "%s", v + at);
+    }
+    p->nsnap++;
   } else if (info_is(it, "stopped")) {
     size_t n = it->value_len < sizeof(p->stopped) - 1 ? it->value_len
 						       : sizeof(p->stopped) - 1;

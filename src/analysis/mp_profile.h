@@ -142,6 +142,8 @@ typedef struct mp_lmru {
 
 #define MP_LMRU		64
 
+#define MP_SNAPMARKS	16	/* Snapshot marks kept (mp_profile.snaps). */
+
 typedef struct mp_profile {
   mp_reader r;
   mp_symtab syms;
@@ -172,6 +174,14 @@ typedef struct mp_profile {
   int gcstart;		/* 1: past the start of that collection (its
 			   frees are no temporaries). */
   char stopped[64];	/* Why recording stopped early, or "". */
+  /* Heap snapshots taken while recording (MP_X_INFO "snapshot"): after
+  ** which event, and the numbers of the snapshot's trailer. */
+  struct mp_snapmark {
+    uint64_t ev, objects, bytes, total;
+    int cut;
+    char name[64];	/* The file's name, as the agent cut it. */
+  } snaps[MP_SNAPMARKS];
+  unsigned nsnap;	/* Marks met (those past MP_SNAPMARKS not kept). */
   /* What the pass computes beyond the report (set before it). */
   unsigned want;	/* MP_WANT_*. */
   unsigned heapsel;	/* MP_HEAPSEL_*: the events aggregated (the

@@ -7,6 +7,7 @@
 
 #include "cli/mp_cli.h"
 #include "render/mp_json.h"
+#include "render/mp_text.h"
 
 const char mp_help_info[] =
 "NAME\n"
@@ -36,6 +37,10 @@ const char mp_help_info[] =
 "    (allocated within the profile), and the rest (allocator caches and\n"
 "    fragmentation, machine code, stacks, mapped files, and what was\n"
 "    allocated before the start).\n"
+"    Each heap snapshot taken while recording (mp.snapshot(), or\n"
+"    mp.stop{snapshot = PATH}) is listed (snapshot:) with the event it\n"
+"    follows and its numbers: its objects, their bytes and what the VM\n"
+"    counted, which are also the snapshot file's (ljmemprof snapshot).\n"
 "\n"
 "OPTIONS\n"
 "    --format text|json   Text (default) or one JSON object.\n"
@@ -76,7 +81,7 @@ int mp_cmd_info(int argc, char **argv)
   mp_profile p;
   const char *path;
   uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev, alloc, freed;
-  mp_memory m;
+  mp_memory where;
   int rc, k, mem, json = 0;
   char b[64];
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
@@ -95,7 +100,7 @@ int mp_cmd_info(int argc, char **argv)
 	p.recorded[MP_AEV_FREE];
   alloc = mp_profile_allocated(&p);
   freed = mp_profile_freed(&p);
-  if ((mem = mp_profile_memory(&p, &m)) < 0) {
+  if ((mem = mp_profile_memory(&p, &where)) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory for the summary\n",
 	    mp_cli_name(path));
     mp_profile_free(&p);
@@ -133,7 +138,7 @@ int mp_cmd_info(int argc, char **argv)
 	     (long long)(int64_t)p.net, (long long)p.peak);
     printf(",\"live_blocks\":%llu,\"live_bytes\":%llu",
 	   (unsigned long long)p.live_n, (unsigned long long)p.live_bytes);
-    if (mem > 0) mp_render_json_memory(stdout, &m);
+    if (mem > 0) mp_render_json_memory(stdout, &where);
     mp_render_json_summary(stdout, &p);
     fputs("}\n", stdout);
   } else {
@@ -202,9 +207,22 @@ int mp_cmd_info(int argc, char **argv)
 	   "ran before the end: what is live is reachable)" : "no (what is "
 	   "live may be garbage not yet collected)");
     if (p.stopped[0]) printf("stopped:    %s\n", p.stopped);
+    for (unsigned i = 0; i < p.nsnap && i < MP_SNAPMARKS; i++) {
+      const struct mp_snapmark *m = &p.snaps[i];
+      fputs("snapshot:   ", stdout);
+      if (*m->name) mp_text_put(stdout, m->name, strlen(m->name), 0);
+      else fputs("(a callback)", stdout);
+      printf(" taken after event %llu: %llu objects, %lluB "
+	     "(the VM counted %lluB)%s\n",
+	     (unsigned long long)m->ev, (unsigned long long)m->objects,
+	     (unsigned long long)m->bytes, (unsigned long long)m->total,
+	     m->cut ? ", cut short at its max_size" : "");
+    }
+    if (p.nsnap > MP_SNAPMARKS)
+      printf("snapshot:   and %u more\n", p.nsnap - MP_SNAPMARKS);
     if (mem > 0) {	/* Where the memory is (native profiles). */
       fputs("memory:     ", stdout);
-      mp_render_memory_line(stdout, &m, 0);
+      mp_render_memory_line(stdout, &where, 0);
       fputc('\n', stdout);
     }
     if (p.sample)

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ljmemprof.h"	/* The agent's limits. */
 #include "cli/mp_cli.h"
 #include "util/mp_size.h"
 
@@ -31,12 +32,6 @@
 #define ENV_SAMPLE	"LJMEMPROF_RUN_SAMPLE"
 #define ENV_MAX_SIZE	"LJMEMPROF_RUN_MAX_SIZE"
 #define ENV_NATIVE	"LJMEMPROF_RUN_NATIVE"
-#define SAMPLE_DEFAULT	524288	/* Bytes of a bare --sample (the agent's
-				   LJMP_SAMPLE_DEFAULT). */
-#define MAX_SIZE_MIN	65536	/* The agent's LJMP_MAX_SIZE_MIN. */
-#define STACKS_DEFAULT	64	/* Frames of a bare --stacks (the agent's
-				   LJMP_STACKS_DEFAULT). */
-#define STACKS_MAX	10000	/* The agent's LJMP_STACKS_MAX. */
 
 const char mp_help_run[] =
 "NAME\n"
@@ -466,11 +461,11 @@ int mp_cmd_run(int argc, char **argv)
       continue;
     }
     if ((r = mp_cli_opt_count("run", argc, argv, &i, "--stacks",
-			      STACKS_DEFAULT, &stacks))) {
+			      LJMP_STACKS_DEFAULT, &stacks))) {
       if (r < 0) return MP_EXIT_ERROR;
-      if (stacks > STACKS_MAX) {
+      if (stacks > LJMP_STACKS_MAX) {
 	fprintf(stderr, "ljmemprof run: --stacks %u: at most %d frames\n",
-		stacks, STACKS_MAX);
+		stacks, LJMP_STACKS_MAX);
 	return MP_EXIT_ERROR;
       }
       if (!o.render.stacks || o.stacks_run) {	/* Not --stacks-per-source. */
@@ -487,10 +482,11 @@ int mp_cmd_run(int argc, char **argv)
     if (!strcmp(a, "--sample") || !strncmp(a, "--sample=", 9)) {
       v = a[8] ? a + 9 : i + 1 < argc && argv[i + 1][0] >= '0' &&
 		 argv[i + 1][0] <= '9' ? argv[++i] : NULL;
-      sample = v ? mp_parse_size(v) : SAMPLE_DEFAULT;
-      if (sample <= 0) {
+      sample = v ? mp_parse_size(v) : LJMP_SAMPLE_DEFAULT;
+      if (sample <= 0 || sample > (long long)LJMP_SAMPLE_MAX) {
 	fprintf(stderr, "ljmemprof run: --sample %s: mean bytes between "
-		"samples expected, e.g. 512K or 1M\n", mp_cli_name(v));
+		"samples expected, e.g. 512K or 1M (at most 1T)\n",
+		mp_cli_name(v));
 	return MP_EXIT_ERROR;
       }
       continue;
@@ -499,7 +495,7 @@ int mp_cmd_run(int argc, char **argv)
 			      &v))) {
       if (r < 0) return MP_EXIT_ERROR;
       max_size = mp_parse_size(v);
-      if (max_size < MAX_SIZE_MIN) {
+      if (max_size < LJMP_MAX_SIZE_MIN) {
 	fprintf(stderr, "ljmemprof run: --max-size %s: bytes expected, at "
 		"least 64K (e.g. 100M)\n", mp_cli_name(v));
 	return MP_EXIT_ERROR;
@@ -533,7 +529,7 @@ int mp_cmd_run(int argc, char **argv)
 	    "--stacks 0: native events carry call stacks");
     return MP_EXIT_ERROR;
   }
-  if (native && !stacks_given) stacks = STACKS_DEFAULT;
+  if (native && !stacks_given) stacks = LJMP_STACKS_DEFAULT;
   if ((native ? setenv(ENV_NATIVE, "1", 1) : unsetenv(ENV_NATIVE)) < 0) {
     fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
     return MP_EXIT_ERROR;

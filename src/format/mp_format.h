@@ -41,6 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* -- Constants ------------------------------------------------------------ */
 
@@ -157,6 +158,49 @@ static inline uint8_t *mp_put_prologue(uint8_t *p, const char *magic, int ver)
   p[0] = (uint8_t)magic[0]; p[1] = (uint8_t)magic[1]; p[2] = (uint8_t)magic[2];
   p[3] = (uint8_t)ver; p[4] = p[5] = p[6] = 0;
   return p + MP_PROLOGUE_SIZE;
+}
+
+/* -- Extended records (MP_XREC, see mp_ext.h): their framing, which
+** mp_decode.c's get_xrec() reads. --------------------------------------- */
+
+/* Append an extended record of type whose payload is the n bytes at body;
+** the byte after it. */
+static inline uint8_t *mp_put_xrec(uint8_t *p, int type, const void *body,
+				   size_t n)
+{
+  *p++ = MP_XREC;
+  *p++ = (uint8_t)type;
+  p = mp_put_uleb(p, n);
+  memcpy(p, body, n);
+  return p + n;
+}
+
+/* Append an extended record of type whose payload is the ULEB128 v (one
+** length byte: at most 10). */
+static inline uint8_t *mp_put_xuleb(uint8_t *p, int type, uint64_t v)
+{
+  uint8_t *q = mp_put_uleb(p + 3, v);
+  p[0] = MP_XREC;
+  p[1] = (uint8_t)type;
+  p[2] = (uint8_t)(q - p - 3);
+  return q;
+}
+
+/* Append an MP_X_INFO record key = value (strings of fewer than 128
+** bytes); the byte after it. */
+static inline uint8_t *mp_put_info(uint8_t *p, const char *key,
+				   const char *value)
+{
+  size_t nk = strlen(key), nv = strlen(value);
+  *p++ = MP_XREC;
+  *p++ = MP_X_INFO;
+  p = mp_put_uleb(p, 2 + nk + nv);
+  *p++ = (uint8_t)nk;
+  memcpy(p, key, nk);
+  p += nk;
+  *p++ = (uint8_t)nv;
+  memcpy(p, value, nv);
+  return p + nv;
 }
 
 /* Sources and symbol kinds as array indexes: src >> MP_SRC_SHIFT is 1

@@ -190,15 +190,15 @@ static void check_bad(lua_State *L, const bad_case *c, int n)
 static void test_options_check(lua_State *L)
 {
   struct { ljmp_options o; unsigned char more[8]; } big;
-  ljmp_options good = LJMP_OPTIONS_INIT, o[12];
+  ljmp_options good = LJMP_OPTIONS_INIT, o[15];
   char msg[64], want_big[256], want_small[64], longpath[5000];
   sink s;
   int i;
   static char longmsg[8192], wantlong[8192];
-  bad_case c[12];
+  bad_case c[15];
   memset(&s, 0, sizeof(s));
   good.writer = sink_write; good.ctx = &s;
-  for (i = 0; i < 12; i++) o[i] = good;
+  for (i = 0; i < 15; i++) o[i] = good;
   o[0].writer = NULL; o[0].path = "/tmp/ljmp-capi-check.bin"; o[0].mode = 04755;
   c[0] = (bad_case){ "mode 04755", "mode must be at most 0777 (no setuid, "
 		     "setgid or sticky bit), not 04755", &o[0] };
@@ -212,8 +212,8 @@ static void test_options_check(lua_State *L)
   c[3] = (bad_case){ "bufsize 2^30 + 1", "bufsize must be 0 or from 4096 "
 		     "to 1073741824 (1 GiB), not 1073741825", &o[3] };
   o[4].max_size = 100;
-  c[4] = (bad_case){ "max_size 100", "max_size must be 0 or at least "
-		     "65536, not 100", &o[4] };
+  c[4] = (bad_case){ "max_size 100", "max_size must be 0 or from 65536 to "
+		     "9007199254740992, not 100", &o[4] };
   o[5].writer = NULL; o[5].path = "";
   c[5] = (bad_case){ "an empty path", "path must not be empty", &o[5] };
   o[6].path = "/tmp/ljmp-capi-check.bin";
@@ -247,7 +247,19 @@ static void test_options_check(lua_State *L)
   longpath[0] = '/';
   longpath[sizeof(longpath) - 1] = '\0';
   o[11].writer = NULL; o[11].path = longpath;
-  check_bad(L, c, 12);
+  /* The bounds of the one option table (mp_options.c), which Lua and
+  ** LJMEMPROF obey too. */
+  o[12].sample = LJMP_SAMPLE_MAX + 1;
+  c[12] = (bad_case){ "sample 2^40 + 1", "sample must be from 0 to "
+		      "1099511627776, not 1099511627777", &o[12] };
+  o[13].seed = LJMP_SEED_MAX + 1;
+  c[13] = (bad_case){ "seed 2^53 + 1", "seed must be from 0 to "
+		      "9007199254740992, not 9007199254740993", &o[13] };
+  o[14].max_size = LJMP_MAX_SIZE_MAX + 1;
+  c[14] = (bad_case){ "max_size 2^53 + 1", "max_size must be 0 or from "
+		      "65536 to 9007199254740992, not 9007199254740993",
+		      &o[14] };
+  check_bad(L, c, 15);
   is_int(ljmp_options_check(&o[11], longmsg, sizeof(longmsg)), LJMP_EARG,
 	 "options_check: path of 4999 bytes");
   snprintf(wantlong, sizeof(wantlong), "path '%s': it must be shorter than "
