@@ -84,7 +84,7 @@ LUAJIT     ?= luajit
 # nothing), the rest unpacked under build/luajit2/root with luajit2.
 DEB_COMMON := dpkg-dev lua-cjson gcc make perl clang libclang-rt-14-dev \
               lua-lpeg zlib1g-dev golang-go python3 chromium curl nginx pkg-config \
-              lua-busted heaptrack
+              lua-busted heaptrack nodejs
 DEB_PKGS_luajit  := luajit libluajit-5.1-dev neovim wrk python3-lupa
 DEB_PKGS_luajit2 :=
 DEB_PKGS_src     :=
@@ -269,22 +269,37 @@ $(BUILD)/fault/ljmemprof.so: $(BUILD)/fault/mp_native.o $(AGENT_SRC) src/util/mp
 	  -o $@ $(filter-out src/agent/mp_native.c,$(AGENT_SRC)) src/util/mp_fault.c \
 	  $(BUILD)/fault/mp_native.o -ldl -lpthread
 $(BUILD)/fault/ljmemprof: $(CLI_SRC) $(LIB_SRC) src/util/mp_fault.c src/util/mp_fault.h \
-                          $(CLI_HDR) $(READER_HDR) include/ljmemprof.h
+                          $(CLI_HDR) $(READER_HDR) include/ljmemprof.h \
+                          $(BUILD)/gen/page_assets.h $(BUILD)/gen/run_start.h
 	@mkdir -p $(@D)
-	$(SAN_CC) $(FAULT_CFLAGS) $(FAULT_INC) -Iinclude -Isrc -o $@ $(CLI_SRC) $(LIB_SRC) \
+	$(SAN_CC) $(FAULT_CFLAGS) $(FAULT_INC) -Iinclude -Isrc -I$(BUILD)/gen -o $@ $(CLI_SRC) $(LIB_SRC) \
 	  src/util/mp_fault.c -lz -lm
 
 $(BUILD)/libljmemprof.a: $(AGENT_OBJ)
 	rm -f $@ && ar rcs $@ $(AGENT_OBJ)
 
+# The page, its style and script, and run's Lua start chunk are files of their
+# own, made C strings here (scripts/gen-embed.pl); the objects that include
+# them depend on them below (before their first build) and through -MMD.
+PAGE_FILES := src/render/page.html src/render/page.css src/render/page.js
+$(BUILD)/gen/page_assets.h: $(PAGE_FILES) scripts/gen-embed.pl
+	@mkdir -p $(@D)
+	scripts/gen-embed.pl mp_page_html=src/render/page.html mp_page_css=src/render/page.css \
+	  mp_page_js=src/render/page.js > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/run_start.h: src/cli/run_start.lua scripts/gen-embed.pl
+	@mkdir -p $(@D)
+	scripts/gen-embed.pl --macros mp_run_start=src/cli/run_start.lua > $@.tmp && mv $@.tmp $@
+$(BUILD)/render/render_html.o: $(BUILD)/gen/page_assets.h
+
 $(BUILD)/%.o: src/%.c $$(call no_deps,$(READER_HDR))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -Iinclude -Isrc -c $< -o $@
+	$(CC) $(CFLAGS) $(WARN) $(DEPFLAGS) -Iinclude -Isrc -I$(BUILD)/gen -c $< -o $@
 
 -include $(AGENT_OBJ:.o=.d) $(READER_OBJ:.o=.d)
 
-$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR) include/ljmemprof.h
-	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
+$(BUILD)/ljmemprof: $(READER_OBJ) $(CLI_SRC) $(CLI_HDR) $(READER_HDR) include/ljmemprof.h \
+                   $(BUILD)/gen/run_start.h
+	$(CC) $(CFLAGS) $(WARN) -Iinclude -Isrc -I$(BUILD)/gen -o $@ $(CLI_SRC) $(READER_OBJ) -lz -lm
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) $(BUILD)/libljmemprof.a $(READER_OBJ) $(READER_HDR) \
                   $(LUAJIT_LIBDEP)
@@ -373,10 +388,10 @@ FUZZ_CC      ?= clang
 fuzz: $(BUILD)/fuzz/report_fuzz
 	scripts/fuzz-report.sh $(BUILD)/fuzz/report_fuzz $(FUZZ_SECONDS)
 
-$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR)
+$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR) $(BUILD)/gen/page_assets.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -Isrc -o $@ tests/fuzz/report_fuzz.c \
+	  -fno-sanitize-recover=all -Isrc -I$(BUILD)/gen -o $@ tests/fuzz/report_fuzz.c \
 	  $(LIB_SRC) -lz -lm
 
 clean:

@@ -115,9 +115,10 @@ typedef struct ljmp_options {
 			   limit. */
   int native;		/* Non-zero: record native memory too: the
 			   malloc family, free and anonymous mmap/munmap
-			   as every loaded object calls them (see README,
-			   "Native memory"). Implies stacks, as sample does
-			   (stacks = 0 here is LJMP_STACKS_DEFAULT); cannot
+			   as every loaded object calls them (see
+			   docs/USAGE.md, "Native memory"). Implies
+			   stacks, as sample does (stacks = 0 here is
+			   LJMP_STACKS_DEFAULT); cannot
 			   go with sample (LJMP_EARG). One native recording
 			   per process at a time (LJMP_EBUSY). */
   const char *snapshot;	/* Or NULL: the path of a heap snapshot

@@ -92,7 +92,7 @@ is "$rc:$out" "0:0" "the embedder profiles itself"
 n=$("$BUILD/ljmemprof" events "$TMPD/e.bin" | grep '"event":"alloc"' | grep -c '"line":1,')
 [ "$n" -ge 11 ]; ok $? "its chunk's tables are in the profile ($n allocations on line 1)"
 
-# The README's command line and nothing more, against an install under
+# docs/INSTALL.md's command line and nothing more, against an install under
 # PREFIX: ljmemprof.pc requires luajit.pc for LuaJIT's headers and library
 # (Debian's libluajit-5.1-dev; another flavour's -dev package is not
 # installed, so its luajit.pc is written here from LUAJIT_INC and LUAJIT_LIBS).
@@ -112,7 +112,7 @@ mkdir "$TMPD/host" && cp "$TMPD/embed.c" "$TMPD/host/host.c"
   sh -c 'cc host.c $(pkg-config --cflags --libs ljmemprof)') 2>"$TMPD/cc.err"
 is "$?:$(cat "$TMPD/cc.err")" "0:" "cc host.c \$(pkg-config --cflags --libs ljmemprof) builds a host"
 run "$TMPD/host/a.out" "$TMPD/h.bin"
-is "$rc:$out" "0:0" "the host built by the README's command profiles itself"
+is "$rc:$out" "0:0" "the host built by docs/INSTALL.md's command profiles itself"
 n=$("$BUILD/ljmemprof" events "$TMPD/h.bin" | grep '"event":"alloc"' | grep -c '"line":1,')
 [ "$n" -ge 11 ]; ok $? "its chunk's tables are in the profile ($n allocations on line 1)"
 done_testing

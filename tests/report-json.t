@@ -158,6 +158,9 @@ local function text_rows(text)
     elseif line:match("^HEAP SUMMARY: ") then section = "HEAP SUMMARY:"
     elseif line:match("^PEAK: ") then section = "PEAK"
     elseif line:match("^TEMPORARY: ") then section = "TEMPORARY"
+    elseif line:match("^MEMORY: ") then  -- Native profiles: one line.
+      section = "MEMORY"
+      rows[#rows + 1] = line
     elseif line:match("^CALL STACKS") then section = "CALL STACKS"
     elseif section == "CALL STACKS" then  -- Not rows of the sections.
     elseif line == "\tLines in the trace (allocations and reallocations):" then
@@ -234,6 +237,14 @@ local function json_rows(doc, top, bycount)
         h.source.label, h.bytes, h.blocks, h.blocks == 1 and "" or "s",
         100 * h.bytes / doc.live.bytes)
     end
+  end
+  local m = doc.memory
+  if m then
+    rows[#rows + 1] = string.format("MEMORY: RSS %dB at the end (at most %dB at a " ..
+      "time mark): VM heap %dB and native %dB live (allocated within the profile), " ..
+      "the rest %dB (allocator caches and fragmentation, machine code, stacks, " ..
+      "mapped files, and what was allocated before the start)", m.rss_bytes,
+      m.rss_max_bytes, m.vm_live_bytes, m.native_live_bytes, m.rest_bytes)
   end
   for _, h in ipairs(doc.peak_sources or {}) do
     rows[#rows + 1] = string.format("PEAK %s holds %dB in %d block%s (%.1f%%)",

@@ -299,6 +299,24 @@ mp_live *mp_profile_by_site(const mp_profile *p)
   return by;
 }
 
+int mp_profile_memory(const mp_profile *p, mp_memory *m)
+{
+  mp_live *by;
+  uint32_t i;
+  memset(m, 0, sizeof(*m));
+  if (!p->nrss || p->merged || p->heapsel != MP_HEAPSEL_ALL) return 0;
+  if (!(by = mp_profile_by_site(p))) return -1;
+  for (i = 0; i < p->nsite; i++) {
+    if (p->site[i].loc.heap == MP_HEAP_NATIVE) m->native += by[i].bytes;
+    else m->vm += by[i].bytes;
+  }
+  free(by);
+  m->rss = p->rss;
+  m->rss_max = p->rss_max;
+  m->rest = m->rss > m->vm + m->native ? m->rss - m->vm - m->native : 0;
+  return 1;
+}
+
 uint32_t mp_profile_site(mp_profile *p, const mp_loc *l)
 {
   uint32_t i = site_find(p, l);
@@ -592,6 +610,7 @@ static int on_item(mp_profile *p, const mp_item *it)
     p->rss = it->id;
     if (it->id > p->rss_max) p->rss_max = it->id;
     p->nrss++;
+    if (p->tl) mp_timeline_rss(p->tl, p->nev, it->id);
     return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);

@@ -291,6 +291,22 @@ uint64_t mp_profile_events(const mp_profile *p);
 ** between the marks around it; UINT64_MAX if the profile has no marks. */
 uint64_t mp_profile_peak_ns(const mp_profile *p);
 
+/* Where a process's memory was at the end of a profile with RSS records
+** (native ones, MP_X_RSS): its RSS, the largest at a time mark, the bytes
+** live of the VM's heap and of native memory (allocated within the
+** profile), and the rest (allocator caches and fragmentation, machine
+** code, stacks, mapped files, what was allocated before the start). */
+typedef struct mp_memory {
+  uint64_t rss, rss_max;
+  uint64_t vm, native;
+  uint64_t rest;	/* rss - vm - native, or 0 if they exceed it. */
+} mp_memory;
+
+/* Fill *m for p after the pass: 1; 0 if p has no such figures (no RSS
+** record, a merge of several, or a pass that skipped a heap: --heap);
+** -1 when out of memory. */
+int mp_profile_memory(const mp_profile *p, mp_memory *m);
+
 /* Whether the pass kept what owners held at the peak (want MP_WANT_PEAK,
 ** and a stream with a timeline: not a merge of several). */
 static inline int mp_profile_has_peak(const mp_profile *p)

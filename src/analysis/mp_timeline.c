@@ -1,6 +1,6 @@
 /*
-** mp_timeline.c: intervals that double in width, and time marks (see
-** mp_timeline.h).
+** mp_timeline.c: intervals that double in width, and time marks and RSS
+** values, thinned (see mp_timeline.h).
 */
 
 #include <string.h>
@@ -12,6 +12,26 @@ void mp_timeline_init(mp_timeline *t)
   memset(t, 0, sizeof(*t));
   t->width = 1;
   t->mstep = 1;
+  t->rstep = 1;
+}
+
+/* Whether to keep the seen-th value (0-based) of a series of *n kept in a
+** of MP_TL_MARKS elements of size sz, keeping every step-th: when a is
+** full, every other one is dropped and the step doubles. */
+static int thin(void *a, size_t sz, uint32_t *n, uint64_t *step,
+		uint64_t seen)
+{
+  char *e = a;
+  uint32_t i;
+  if (seen % *step) return 0;
+  if (*n == MP_TL_MARKS) {	/* Keep every other one. */
+    for (i = 0; i < MP_TL_MARKS / 2; i++)
+      memcpy(e + i * sz, e + 2 * i * sz, sz);
+    *n = MP_TL_MARKS / 2;
+    *step *= 2;
+    if (seen % *step) return 0;
+  }
+  return 1;
 }
 
 /* Two neighbouring intervals as one. */
@@ -60,17 +80,22 @@ void mp_timeline_mark(mp_timeline *t, uint64_t ev, uint64_t ns)
   t->last.ev = ev;
   t->last.ns = ns;
   t->marked = 1;
-  if (t->mseen++ % t->mstep) return;
-  if (t->nmark == MP_TL_MARKS) {	/* Keep every other one. */
-    uint32_t i;
-    for (i = 0; i < MP_TL_MARKS / 2; i++) t->mark[i] = t->mark[2 * i];
-    t->nmark = MP_TL_MARKS / 2;
-    t->mstep *= 2;
-    if ((t->mseen - 1) % t->mstep) return;
-  }
+  if (!thin(t->mark, sizeof(t->mark[0]), &t->nmark, &t->mstep, t->mseen++))
+    return;
   t->mark[t->nmark].ev = ev;
   t->mark[t->nmark].ns = ns;
   t->nmark++;
+}
+
+void mp_timeline_rss(mp_timeline *t, uint64_t ev, uint64_t bytes)
+{
+  t->rlast.ev = ev;
+  t->rlast.bytes = bytes;
+  if (!thin(t->rss, sizeof(t->rss[0]), &t->nrss, &t->rstep, t->rseen++))
+    return;
+  t->rss[t->nrss].ev = ev;
+  t->rss[t->nrss].bytes = bytes;
+  t->nrss++;
 }
 
 uint64_t mp_timeline_ns(const mp_timeline *t, uint64_t ev)

@@ -18,6 +18,10 @@
 ** MP_TL_MARKS of them, thinned the same way, and an event's time is
 ** interpolated between the marks around it (mp_timeline_ns). A profile
 ** without marks (memprof's own format) has only the event index.
+**
+** The process's RSS (MP_X_RSS, native profiles: after each time mark and
+** at the end) is kept the same way, each value with the event index it
+** follows.
 */
 
 #ifndef MP_TIMELINE_H
@@ -45,6 +49,11 @@ typedef struct mp_tmark {
   uint64_t ev, ns;
 } mp_tmark;
 
+/* The process's RSS: bytes, after ev events. */
+typedef struct mp_trss {
+  uint64_t ev, bytes;
+} mp_trss;
+
 typedef struct mp_timeline {
   mp_tpoint pt[MP_TL_POINTS];
   uint32_t n;		/* Intervals in use... */
@@ -57,6 +66,10 @@ typedef struct mp_timeline {
   uint64_t mseen;	/* ...and seen so far. */
   mp_tmark last;	/* The last mark seen (kept or not). */
   int marked;		/* 1 once a mark was seen. */
+  mp_trss rss[MP_TL_MARKS];	/* RSS values, thinned like the marks... */
+  uint32_t nrss;
+  uint64_t rstep, rseen;
+  mp_trss rlast;	/* ...and the last seen (kept or not). */
 } mp_timeline;
 
 void mp_timeline_init(mp_timeline *t);
@@ -88,6 +101,9 @@ static inline void mp_timeline_event(mp_timeline *t, uint64_t ev,
 
 /* A time mark after ev events. */
 void mp_timeline_mark(mp_timeline *t, uint64_t ev, uint64_t ns);
+
+/* The process's RSS, bytes after ev events. */
+void mp_timeline_rss(mp_timeline *t, uint64_t ev, uint64_t bytes);
 
 /* The time of the moment after ev events, in nanoseconds, interpolated
 ** between the marks around it (after the last mark: that mark's time);

@@ -69,23 +69,6 @@ static int info_opt(const char *cmd, int argc, char **argv, int *i,
 }
 
 /* Where reading stopped, for "complete:". */
-/* The bytes live at the end of the blocks of native sources into *native,
-** of the VM's into *vm (allocated within the profile). 0, or -1 when out
-** of memory. */
-static int live_by_heap(const mp_profile *p, uint64_t *native, uint64_t *vm)
-{
-  mp_live *by = mp_profile_by_site(p);
-  uint32_t i;
-  *native = *vm = 0;
-  if (!by) return -1;
-  for (i = 0; i < p->nsite; i++) {
-    if (p->site[i].loc.heap == MP_HEAP_NATIVE) *native += by[i].bytes;
-    else *vm += by[i].bytes;
-  }
-  free(by);
-  return 0;
-}
-
 static const char *stop_word(int rc)
 {
   return rc == MP_ERR_DATA ? "bad data at byte" :
@@ -98,8 +81,8 @@ int mp_cmd_info(int argc, char **argv)
   mp_profile p;
   const char *path;
   uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev, alloc, freed;
-  uint64_t nat = 0, vm = 0;	/* Live at the end, native and VM (nrss). */
-  int rc, k, json = 0;
+  mp_memory where;
+  int rc, k, mem, json = 0;
   char b[64];
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
 			     &path)) >= 0)
@@ -117,9 +100,8 @@ int mp_cmd_info(int argc, char **argv)
 	p.recorded[MP_AEV_FREE];
   alloc = mp_profile_allocated(&p);
   freed = mp_profile_freed(&p);
-  /* Before anything is printed: out of memory prints nothing. */
-  if (p.nrss && live_by_heap(&p, &nat, &vm) < 0) {
-    fprintf(stderr, "ljmemprof: %s: out of memory for the report\n",
+  if ((mem = mp_profile_memory(&p, &where)) < 0) {
+    fprintf(stderr, "ljmemprof: %s: out of memory for the summary\n",
 	    mp_cli_name(path));
     mp_profile_free(&p);
     mp_input_close(&in);
@@ -156,14 +138,7 @@ int mp_cmd_info(int argc, char **argv)
 	     (long long)(int64_t)p.net, (long long)p.peak);
     printf(",\"live_blocks\":%llu,\"live_bytes\":%llu",
 	   (unsigned long long)p.live_n, (unsigned long long)p.live_bytes);
-    if (p.nrss) {
-      printf(",\"memory\":{\"rss_bytes\":%llu,\"rss_max_bytes\":%llu,"
-	     "\"vm_live_bytes\":%llu,\"native_live_bytes\":%llu,"
-	     "\"rest_bytes\":%llu}", (unsigned long long)p.rss,
-	     (unsigned long long)p.rss_max, (unsigned long long)vm,
-	     (unsigned long long)nat, (unsigned long long)
-	     (p.rss > vm + nat ? p.rss - vm - nat : 0));
-    }
+    if (mem > 0) mp_render_json_memory(stdout, &where);
     mp_render_json_summary(stdout, &p);
     fputs("}\n", stdout);
   } else {
@@ -245,15 +220,10 @@ int mp_cmd_info(int argc, char **argv)
     }
     if (p.nsnap > MP_SNAPMARKS)
       printf("snapshot:   and %u more\n", p.nsnap - MP_SNAPMARKS);
-    if (p.nrss) {	/* Where the memory is (native profiles). */
-      printf("memory:     RSS %lluB at the end (at most %lluB at a time "
-	     "mark): VM heap %lluB and native %lluB live (allocated within "
-	     "the profile), the rest %lluB (allocator caches and "
-	     "fragmentation, machine code, stacks, mapped files, and what "
-	     "was allocated before the start)\n",
-	     (unsigned long long)p.rss, (unsigned long long)p.rss_max,
-	     (unsigned long long)vm, (unsigned long long)nat,
-	     (unsigned long long)(p.rss > vm + nat ? p.rss - vm - nat : 0));
+    if (mem > 0) {	/* Where the memory is (native profiles). */
+      fputs("memory:     ", stdout);
+      mp_render_memory_line(stdout, &where, 0);
+      fputc('\n', stdout);
     }
     if (p.sample)
       printf("sampled:    one sample every %.0f bytes allocated on average: "

@@ -164,44 +164,10 @@ const char mp_help_run[] =
 "    ljmemprof run --stacks --format svg app.lua >app.svg\n"
 "    ljmemprof run --html app.html app.lua\n";
 
-/* The Lua code that `luajit -e` runs first. It sets everything up, then
-** starts the agent when the next Lua function is called, so that none of
-** its own allocations are recorded: the report shows only the program's.
-** That function is the script's main chunk, after luajit has loaded it
-** (after --: the first -e chunk or -l module, or the script), found by a
-** one-shot call hook (only the C functions called before it see the hook
-** run, and the JIT records no trace while it is set). A script that
-** cannot be loaded is never called: nothing is recorded, and run says so
-** instead of reporting luajit's loader and its error message. The
-** functions that stop the profiler are wrapped, without allocating when
-** called, so that a stop by the script is noted in the file ENV_NOTE
-** names (written after the stop: not recorded), for the warning after the
-** report. */
-static const char start_code[] =
-  "local mp = require('ljmemprof') "
-  "local stop, compat, mstop = mp.stop, mp.compat "
-  "local function noted(ok, ...) "
-  "if ok then local f = io.open(os.getenv('" ENV_NOTE "'), 'w') "
-  "if f then f:write('stopped\\n') f:close() end end "
-  "return ok, ... end "
-  "local function cstop(...) return noted(mstop(...)) end "
-  "local function compatted(...) local m = misc and misc.memprof "
-  "if m and m.stop ~= cstop then mstop = m.stop m.stop = cstop end "
-  "return ... end "
-  "mp.stop = function(...) return noted(stop(...)) end "
-  "mp.compat = function(...) return compatted(compat(...)) end "
-  "local opts = { path = os.getenv('" ENV_OUT "'), "
-  "stacks = tonumber(os.getenv('" ENV_STACKS "')), "
-  "sample = tonumber(os.getenv('" ENV_SAMPLE "')), "
-  "max_size = tonumber(os.getenv('" ENV_MAX_SIZE "')), collect = true, "
-  "native = os.getenv('" ENV_NATIVE "') == '1' } "
-  "debug.sethook(function() local i = debug.getinfo(2, 'S') "
-  "if not i or i.what == 'C' then return end "
-  "debug.sethook() "
-  "local ok, err = mp.start(opts) "
-  "if not ok then "
-  "io.stderr:write('ljmemprof run: cannot start the profiler: ', "
-  "tostring(err), '\\n') os.exit(2) end end, 'c')";
+/* The Lua code that `luajit -e` runs first, mp_run_start: see
+** src/cli/run_start.lua, embedded at build time (scripts/gen-embed.pl
+** --macros: its @ENV_...@ are the names above). */
+#include "run_start.h"
 
 /* Directory of this executable into buf; 0, or -1 if unknown. */
 static int exe_dir(char *buf, size_t size)
@@ -334,7 +300,7 @@ static int run_child(char **cmd, int n, const char *out, const char *note,
   if (!(cargv = calloc((size_t)n + 3, sizeof(char *)))) return 127;
   cargv[0] = cmd[0];
   cargv[1] = "-e";
-  cargv[2] = (char *)start_code;
+  cargv[2] = (char *)mp_run_start;
   for (i = 1; i < n; i++) cargv[2 + i] = cmd[i];
   fflush(stdout);
   fflush(stderr);

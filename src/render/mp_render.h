@@ -148,6 +148,15 @@ const char *mp_fmt_ns(char *buf, size_t size, uint64_t ns);
 ** 3.000 s". */
 void mp_render_peak_line(FILE *out, const mp_profile *p, int human);
 
+/* Where the memory was (mp_profile_memory), as text and info print it
+** (without a newline): "RSS 4MiB at the end (at most ... at a time mark):
+** VM heap ... and native ... live (allocated within the profile), the
+** rest ... (allocator caches and fragmentation, ...)". */
+void mp_render_memory_line(FILE *out, const mp_memory *m, int human);
+
+/* The same as a JSON field after a comma: "memory":{"rss_bytes", ...}. */
+void mp_render_json_memory(FILE *out, const mp_memory *m);
+
 /* The JSON fields that summarise p (each after a comma): "peak", "live",
 ** "collected", and "stopped" and "sampled" when they apply. */
 void mp_render_json_summary(FILE *out, const mp_profile *p);

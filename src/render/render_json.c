@@ -185,8 +185,10 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   const mp_strtab *names = &p->syms.names;
   mp_stacktree t;
   uint8_t *used;
+  mp_memory mem;
   uint32_t i, j, n;
-  int x, k;
+  int x, k, hasmem = mp_profile_memory(p, &mem);
+  if (hasmem < 0) return -1;
   /* The tree first: labelling its frames may number more aliases. */
   if (o->stacks && mp_stacktree_build(&t, sec) < 0) return -1;
   if (!(used = calloc((size_t)names->nalias + 1, 1))) {
@@ -221,6 +223,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	  (unsigned long long)mp_profile_allocated(p),
 	  (unsigned long long)mp_profile_freed(p));
   mp_render_json_summary(out, p);
+  if (hasmem) mp_render_json_memory(out, &mem);	/* Native profiles. */
   for (x = 0; x < 3 && !o->leak_only; x++) {
     k = mp_section_order[x];
     fprintf(out, ",\n\"%s\":[", jsection[k]);

@@ -168,6 +168,9 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   char b1[64], b2[64];
   uint32_t i, j, n, m;
   int x, k;
+  mp_memory mm;
+  int mem = mp_profile_memory(p, &mm);
+  if (mem < 0) return -1;
   /* The tree first: labelling its frames may number more aliases. */
   if (o->stacks && mp_stacktree_build(&t, sec) < 0) return -1;
   used = calloc((size_t)names->nalias + 1, 1);
@@ -264,6 +267,11 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	    (unsigned long long)rest.n, rest.n == 1 ? "" : "s");
   }
   fputc('\n', out);
+  if (mem > 0) {	/* Where the memory is (native profiles). */
+    fputs("MEMORY: ", out);
+    mp_render_memory_line(out, &mm, o->human);
+    fputs("\n\n", out);
+  }
   if (o->peak && sec->peak) {
     fputs("PEAK: ", out);
     mp_render_peak_line(out, p, o->human);

@@ -133,6 +133,13 @@ static inline void ms_time(ms *s, uint64_t ns)
   ms_xrec(s, MP_X_TIME, p, (size_t)(mp_put_uleb(p, ns) - p));
 }
 
+/* The process's RSS, bytes (MP_X_RSS, native profiles). */
+static inline void ms_rss(ms *s, uint64_t bytes)
+{
+  uint8_t p[MP_ULEB_MAX];
+  ms_xrec(s, MP_X_RSS, p, (size_t)(mp_put_uleb(p, bytes) - p));
+}
+
 /* A stack node: a Lua frame (proto, line) under parent. */
 static inline void ms_node_lua(ms *s, uint64_t parent, uint64_t proto,
 			       uint64_t line)

@@ -149,6 +149,80 @@ static void test_notes(void)
   ms_free_buf(&s);
 }
 
+/* The RSS at time marks: the figures of where the memory is, and the
+** timeline's series, kept evenly when there are more than it holds. */
+static void test_rss(void)
+{
+  ms s;
+  mp_profile p;
+  mp_memory m;
+  uint32_t i, n = 3 * MP_TL_MARKS + 5, bad = 0;
+  uint64_t step;
+  int rc;
+  ms_ext(&s);
+  ms_sym_lua(&s, 0x100, "@r.lua", 1);
+  for (i = 0; i < n; i++) {
+    ms_alloc(&s, MP_SRC_LFUNC, 0x100, 2, 0x1000 + 64 * (uint64_t)i, 64);
+    ms_time(&s, 10 * (uint64_t)i);
+    ms_rss(&s, 1000000 + 4096 * (uint64_t)(i % 7));
+  }
+  ms_end(&s);
+  rc = read_ms(&p, &s, MP_WANT_TIMELINE, 0);
+  OK(rc == MP_END && p.nrss == n && p.rss == 1000000 + 4096 * ((n - 1) % 7) &&
+     p.rss_max == 1000000 + 4096 * 6, "the RSS records: counted, the last "
+     "and the largest", "rc %d, %u records, last %llu, max %llu", rc, p.nrss,
+     (unsigned long long)p.rss, (unsigned long long)p.rss_max);
+  rc = mp_profile_memory(&p, &m);
+  OK(rc == 1 && m.vm == 64 * (uint64_t)n && m.native == 0 &&
+     m.rest == m.rss - m.vm && m.rss == p.rss && m.rss_max == p.rss_max,
+     "where the memory is: the VM heap's live bytes, the rest of the RSS",
+     "rc %d, vm %llu, native %llu, rest %llu", rc, (unsigned long long)m.vm,
+     (unsigned long long)m.native, (unsigned long long)m.rest);
+  step = p.tl->rstep;
+  for (i = 0; i < p.tl->nrss; i++)
+    if (p.tl->rss[i].ev != (uint64_t)i * step + 1 ||
+	p.tl->rss[i].bytes != 1000000 + 4096 * ((i * step) % 7))
+      bad++;
+  OK(!bad && step == 4 && p.tl->nrss == (n + step - 1) / step &&
+     p.tl->rlast.ev == n && p.tl->rlast.bytes == p.rss,
+     "the timeline keeps every 4th of 3 * MP_TL_MARKS + 5 RSS values, each "
+     "after its event, and the last", "%u wrong, step %llu, %u kept", bad,
+     (unsigned long long)step, p.tl->nrss);
+  for (i = 0, bad = 0; i < p.tl->nmark; i++)
+    if (p.tl->mark[i].ev != (uint64_t)i * step + 1 ||
+	p.tl->mark[i].ns != 10 * (uint64_t)i * step)
+      bad++;
+  OK(!bad && p.tl->mstep == 4 && p.tl->nmark == p.tl->nrss,
+     "the time marks are kept the same way", "%u wrong, step %llu", bad,
+     (unsigned long long)p.tl->mstep);
+  mp_profile_free(&p);
+  rc = read_ms(&p, &s, 0, 0);
+  OK(rc == MP_END && mp_profile_memory(&p, &m) == 1, "the same without a "
+     "timeline", "rc %d", rc);
+  mp_profile_free(&p);
+  mp_profile_init(&p);
+  p.heapsel = MP_HEAPSEL_VM;
+  {
+    mp_input in;
+    mp_input_memory(&in, s.b, s.n, 0);
+    rc = mp_profile_read_input(&p, &in);
+    mp_input_close(&in);
+  }
+  OK(rc == MP_END && mp_profile_memory(&p, &m) == 0 && !m.rss,
+     "a pass of one heap only (--heap vm) has no such figures", "rc %d", rc);
+  mp_profile_free(&p);
+  ms_free_buf(&s);
+  ms_ext(&s);
+  ms_alloc(&s, MP_SRC_INTERNAL, 0, 0, 0x1000, 64);
+  ms_time(&s, 5);
+  ms_end(&s);
+  rc = read_ms(&p, &s, MP_WANT_TIMELINE, 0);
+  OK(rc == MP_END && mp_profile_memory(&p, &m) == 0 && p.tl->nrss == 0,
+     "a profile without RSS records has neither", "rc %d", rc);
+  mp_profile_free(&p);
+  ms_free_buf(&s);
+}
+
 /* -- The peak, by hand ----------------------------------------------------- */
 
 static void test_peak_by_hand(void)
@@ -575,6 +649,7 @@ static void test_sample_estimates(void)
 int main(void)
 {
   test_notes();
+  test_rss();
   test_peak_by_hand();
   test_model();
   test_sample_weights();
