@@ -200,30 +200,47 @@ fail:
   return -1;
 }
 
-/* Free path classes (mp_heapsnap_classes()). */
-static void free_classes(mp_heapclass *cl, int n)
-{
-  int i;
-  for (i = 0; i < n; i++) free(cl[i].path);
-  free(cl);
-}
+/* What a report shows besides the snapshot's own numbers: the top
+** retainers and the path classes, computed before anything is printed so
+** that out of memory prints nothing. */
+typedef struct snap_view {
+  uint32_t *top, n;
+  mp_heapclass *cl;
+  uint32_t ncl;
+} snap_view;
 
-static int print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
-		       const char *path)
+/* Compute the view; 0, or -1 out of memory (nothing to free then). */
+static int view_make(const mp_heapsnap *h, const snap_opts *o, snap_view *v)
 {
-  const mp_snapshot *sn = h->sn;
-  uint32_t *top = malloc((o->top ? o->top : 1) * sizeof(*top)), n, i;
-  mp_heapclass *cl = NULL;
-  int ncl;
-  char b1[64], b2[64], b3[64], b4[64], where[2048];
-  int nt;
-  /* What can fail for want of memory first: nothing printed then. */
-  if (!top || (nt = mp_heapsnap_top(h, top, o->top)) < 0 ||
-      (ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl)) < 0) {
-    free(top);
+  int n, ncl;
+  memset(v, 0, sizeof(*v));
+  if (!(v->top = malloc((o->top ? o->top : 1) * sizeof(*v->top)))) return -1;
+  if ((n = mp_heapsnap_top(h, v->top, o->top)) < 0 ||
+      (ncl = mp_heapsnap_classes(h, o->fold, o->top, &v->cl)) < 0) {
+    free(v->top);
     return -1;
   }
-  n = (uint32_t)nt;
+  v->n = (uint32_t)n;
+  v->ncl = (uint32_t)ncl;
+  return 0;
+}
+
+static void view_free(snap_view *v)
+{
+  uint32_t i;
+  for (i = 0; i < v->ncl; i++) free(v->cl[i].path);
+  free(v->cl);
+  free(v->top);
+}
+
+static void print_text(FILE *f, const mp_heapsnap *h, const snap_view *v,
+		       const snap_opts *o, const char *path)
+{
+  const mp_snapshot *sn = h->sn;
+  const uint32_t *top = v->top, n = v->n;
+  const mp_heapclass *cl = v->cl;
+  uint32_t i;
+  char b1[64], b2[64], b3[64], b4[64], where[2048];
   uint64_t acc = sn->bytes + sn->vmbytes + sn->ubytes;
   fprintf(f, "HEAP SNAPSHOT %s: %llu objects, %s live\n", path,
 	 (unsigned long long)sn->objects,
@@ -259,34 +276,24 @@ static int print_text(FILE *f, const mp_heapsnap *h, const snap_opts *o,
   }
   fprintf(f, "\nPATH CLASSES (keys of containers of more than %u entries "
 	 "as [*])\n", o->fold);
-  if (ncl == 0) fprintf(f, "  none\n");
-  for (i = 0; ncl > 0 && i < (uint32_t)ncl; i++) {
+  if (v->ncl == 0) fprintf(f, "  none\n");
+  for (i = 0; i < v->ncl; i++) {
     fprintf(f, "  %s: %llu %s%s, %s\n", cl[i].path,
 	   (unsigned long long)cl[i].count,
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "objects",
 	   cl[i].type && cl[i].count != 1 ? "s" : "",
 	   mp_fmt_bytes(b1, sizeof(b1), cl[i].bytes, 0));
   }
-  free_classes(cl, ncl);
-  free(top);
-  return 0;
 }
 
-static int print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
+static void print_json(FILE *f, const mp_heapsnap *h, const snap_view *v)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t *top = malloc((o->top ? o->top : 1) * sizeof(*top)), n;
-  mp_heapclass *cl = NULL;
-  int ncl, first = 1;
+  const uint32_t *top = v->top, n = v->n;
+  const mp_heapclass *cl = v->cl;
+  int first = 1;
   uint32_t i;
   char where[2048];
-  int nt;
-  if (!top || (nt = mp_heapsnap_top(h, top, o->top)) < 0 ||
-      (ncl = mp_heapsnap_classes(h, o->fold, o->top, &cl)) < 0) {
-    free(top);
-    return -1;
-  }
-  n = (uint32_t)nt;
   fprintf(f, "{\"objects\":%llu,\"bytes\":%llu,\"gc_total\":%llu,"
 	 "\"vm_bytes\":%llu,\"unreached\":%llu,\"unreached_bytes\":%llu,"
 	 "\"weak_only\":%u,\"weak_only_bytes\":%llu,\"cut\":%s,\"types\":[",
@@ -315,7 +322,7 @@ static int print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
     fprintf(f, "}");
   }
   fprintf(f, "],\"classes\":[");
-  for (i = 0; ncl > 0 && i < (uint32_t)ncl; i++) {
+  for (i = 0; i < v->ncl; i++) {
     fprintf(f, "%s{\"path\":", i ? "," : "");
     mp_json_cstr(f, cl[i].path);
     fprintf(f, ",\"count\":%llu,\"type\":\"%s\",\"retained\":%llu}",
@@ -324,9 +331,6 @@ static int print_json(FILE *f, const mp_heapsnap *h, const snap_opts *o)
 	   (unsigned long long)cl[i].bytes);
   }
   fprintf(f, "]}\n");
-  free_classes(cl, ncl);
-  free(top);
-  return 0;
 }
 
 /* A signed number of bytes, "+N" or "-N" (or "0"), into buf. */
@@ -501,7 +505,7 @@ static int load(const char *path, mp_snapshot *sn)
 ** dominates an object), the bytes of each site it holds. */
 typedef struct joined {
   uint32_t nsite, ntop;
-  uint32_t *top;		/* The top retainers (mp_heapsnap_top()). */
+  const uint32_t *top;		/* The view's top retainers. */
   uint64_t *bytes, *objects;	/* By site. */
   uint64_t *held;		/* [site * (ntop + 1) + k]: k + 1 a retainer,
 				   0 none of them. */
@@ -509,19 +513,15 @@ typedef struct joined {
 
 /* Fill *jd from the join j of h with profile p; 0 or -1 (out of memory). */
 static int joined_build(joined *jd, const mp_heapsnap *h,
-			const mp_snapjoin *j, const mp_profile *p, uint32_t top)
+			const mp_snapjoin *j, const mp_profile *p,
+			const snap_view *v)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t *near = NULL, i, k;
   memset(jd, 0, sizeof(*jd));
   jd->nsite = p->nsite;
-  jd->top = malloc((top ? top : 1) * sizeof(*jd->top));
-  if (!jd->top) return -1;
-  {
-    int nt = mp_heapsnap_top(h, jd->top, top);
-    if (nt < 0) return -1;
-    jd->ntop = (uint32_t)nt;
-  }
+  jd->top = v->top;
+  jd->ntop = v->n;
   jd->bytes = calloc(jd->nsite + 1, sizeof(*jd->bytes));
   jd->objects = calloc(jd->nsite + 1, sizeof(*jd->objects));
   jd->held = calloc(((size_t)jd->nsite + 1) * (jd->ntop + 1),
@@ -554,7 +554,6 @@ static int joined_build(joined *jd, const mp_heapsnap *h,
 
 static void joined_free(joined *jd)
 {
-  free(jd->top);
   free(jd->bytes);
   free(jd->objects);
   free(jd->held);
@@ -656,8 +655,8 @@ static void print_joined_text(FILE *f, const mp_heapsnap *h,
 ** MP_EXIT_TRUNCATED (the profile is cut, after its warning), or
 ** MP_EXIT_ERROR after the error line. */
 static int join_profile(mp_snapjoin *j, mp_profile *p, joined *jd,
-			const mp_heapsnap *h, const snap_opts *o,
-			const char *path)
+			const mp_heapsnap *h, const snap_view *v,
+			const snap_opts *o, const char *path)
 {
   mp_cli_opts co;
   mp_input in;
@@ -685,7 +684,7 @@ static int join_profile(mp_snapjoin *j, mp_profile *p, joined *jd,
     mp_snapjoin_free(j);
     return MP_EXIT_ERROR;
   }
-  if (joined_build(jd, h, j, p, o->top) < 0) {
+  if (joined_build(jd, h, j, p, v) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory\n", mp_cli_name(path));
     joined_free(jd);
     mp_profile_free(p);
@@ -709,8 +708,9 @@ static int run(const char *cmd, int argc, char **argv, int diff)
   snap_opts o = { F_TEXT, 10, 8, NULL, diff, NULL };
   mp_snapjoin join;
   mp_profile prof;
-  joined jd;
-  int joined_ok = 0, status_join = 0;
+  joined jd = { 0 };
+  snap_view v = { 0 };
+  int joined_ok = 0, viewed = 0, status_join = 0;
   const char **paths = NULL;
   mp_snapshot sn[2];
   mp_heapsnap h, ha;
@@ -772,9 +772,20 @@ static int run(const char *cmd, int argc, char **argv, int diff)
       goto out;
     }
   }
+  /* The text and JSON reports' retainers and classes, before anything is
+  ** printed. */
+  if (!o.diff && o.format != F_HEAPSNAPSHOT) {
+    if (view_make(&h, &o, &v) < 0) {
+      fprintf(stderr, "ljmemprof: %s: out of memory\n", paths[0]);
+      mp_heapsnap_free(&h);
+      goto out;
+    }
+    viewed = 1;
+  }
   if (o.profile) {
-    int r = join_profile(&join, &prof, &jd, &h, &o, paths[0]);
+    int r = join_profile(&join, &prof, &jd, &h, &v, &o, paths[0]);
     if (r == MP_EXIT_ERROR) {
+      view_free(&v);
       mp_heapsnap_free(&h);
       goto out;
     }
@@ -783,6 +794,7 @@ static int run(const char *cmd, int argc, char **argv, int diff)
   }
   if (mp_cli_out_begin(&out) < 0) {
     if (joined_ok) join_free(&join, &prof, &jd);
+    if (viewed) view_free(&v);
     if (o.diff) mp_heapdiff_free(&d);
     mp_heapsnap_free(&h);
     free(paths);
@@ -807,18 +819,18 @@ static int run(const char *cmd, int argc, char **argv, int diff)
 	      "comparison with another snapshot will not match them\n",
 	      paths[0]);
     }
-  } else if (o.format == F_JSON ? print_json(out.f, &h, &o) < 0 :
-	     print_text(out.f, &h, &o, paths[0]) < 0) {
-    fprintf(stderr, "ljmemprof: %s: out of memory\n", paths[0]);
-    status = MP_EXIT_ERROR;
-  } else if (o.profile) {
-    print_joined_text(out.f, &h, &join, &prof, &jd, &o);
+  } else if (o.format == F_JSON) {
+    print_json(out.f, &h, &v);
+  } else {
+    print_text(out.f, &h, &v, &o, paths[0]);
+    if (o.profile) print_joined_text(out.f, &h, &join, &prof, &jd, &o);
   }
   if (status == MP_EXIT_OK && ((sn[0].flags & MP_SNAP_CUT) ||
 			       (o.diff && (sn[1].flags & MP_SNAP_CUT))))
     status = MP_EXIT_TRUNCATED;
   if (status == MP_EXIT_OK && status_join) status = status_join;
   if (joined_ok) join_free(&join, &prof, &jd);
+  if (viewed) view_free(&v);
   mp_heapsnap_free(&h);
 out:
   if (status == MP_EXIT_ERROR) mp_cli_out_drop(&out);
