@@ -54,6 +54,11 @@ judge() {
   [ "$(cat "$d/out")" = "$want" ] || bad="$bad stdout differs;"
   f=$(fault_failed "$d/report")
   if [ "$n" = 0 ]; then [ "$f" = 0 ] || bad="$bad $f calls failed;"
+  elif [ "$f" = 0 ] && [ "$(fault_calls "$d/report")" -lt "$n" ]; then
+    # This run made fewer calls than the counting run (how many chunks
+    # the writer thread hands back, and when, varies with timing): N was
+    # past its end. Counted; the loop allows a few (below).
+    echo short >> "$TMPD/short"
   else [ "$f" != none ] && [ "$f" -ge 1 ] || bad="$bad call $n not failed ($f);"; fi
   grep -v '^call [a-z.]* \(ok\|fail [0-9]* .*\)$' "$d/err" | grep -v '^ljmemprof: ' \
     > "$d/other"
@@ -117,6 +122,7 @@ for mode in once persist; do
   else fault_pick "$TMPD/sites" 64 1 > "$TMPD/ns"; fi
   : > "$TMPD/bad"
   : > "$TMPD/tally"
+  : > "$TMPD/short"
   k=0
   for n in $(cat "$TMPD/ns"); do
     k=$((k + 1))
@@ -126,7 +132,9 @@ for mode in once persist; do
   done
   echo "# $mode: $k runs, each failing call N (persist: every call from N on) of $calls"
   sort "$TMPD/tally" | uniq -c | sed 's/^/#   /'
-  is "$(head -n 5 "$TMPD/bad")" "" "fail the Nth call ($mode): the program and the profiles behave"
+  short=$(wc -l < "$TMPD/short")
+  [ $((short * 20)) -le $k ] || echo "$short of $k runs made fewer calls than N" >> "$TMPD/bad"
+  is "$(head -n 5 "$TMPD/bad")" "" "fail the Nth call ($mode): the program and the profiles behave ($short runs past their last call)"
 done
 
 done_testing

@@ -27,8 +27,15 @@ fault_pick() {
     sort -n
 }
 
-# fault_failed REPORT: how many calls failed, from an MP_FAULT_REPORT file
-# ("calls C failed K"); "none" if the run wrote none (it died).
+# fault_calls REPORT: how many allocation calls the run made, from an
+# MP_FAULT_REPORT file ("calls C failed K"); 0 if it wrote none.
+fault_calls() {
+  if [ -s "$1" ]; then sed -n 's/^calls \([0-9]*\) failed [0-9]*$/\1/p' "$1"
+  else echo 0; fi
+}
+
+# fault_failed REPORT: how many calls failed; "none" if the run wrote no
+# report (it died).
 fault_failed() {
   if [ -s "$1" ]; then sed -n 's/^calls [0-9]* failed \([0-9]*\)$/\1/p' "$1"
   else echo none; fi
