@@ -12,37 +12,13 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import base64
 
 sys.path.insert(0, "tests/lib")
 from cdp import Browser  # noqa: E402
-
-n_test = n_fail = 0
-
-
-def ok(cond, name, diag=""):
-    global n_test, n_fail
-    n_test += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_test, name))
-    if not cond:
-        n_fail += 1
-        for line in str(diag).splitlines():
-            print("# " + line)
-    sys.stdout.flush()
-    return cond
-
-
-def run(*args, **kw):
-    """Run a command (at most 120 s); its stdout, or None on failure."""
-    p = subprocess.run(args, capture_output=True, text=True, timeout=120, **kw)
-    if p.returncode != 0:
-        print("# %s: status %d: %s" % (" ".join(args), p.returncode,
-                                       p.stderr.strip()[:500]))
-        return None
-    return p.stdout
+from tap import ok, run, count, done  # noqa: E402
 
 
 BUILD = os.path.abspath(os.environ.get("BUILD", "build"))
@@ -52,7 +28,7 @@ ENV = dict(os.environ, LUA_CPATH=BUILD + "/?.so;;")
 
 if not shutil.which("chromium"):
     ok(False, "chromium is installed (Debian chromium; make deps)")
-    print("1..%d" % n_test)
+    print("1..%d" % count())
     sys.exit(1)
 
 # The example with call stacks; a program of 120 sources under a long
@@ -216,5 +192,4 @@ with Browser(timeout=60) as b:
         ok(False, "no error in the test", repr(e))
 
 shutil.rmtree(TMP, ignore_errors=True)
-print("1..%d" % n_test)
-sys.exit(1 if n_fail else 0)
+done()

@@ -11,40 +11,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, "tests/lib")
 from cdp import Browser  # noqa: E402
-
-n_test = n_fail = 0
-
-
-def ok(cond, name, diag=""):
-    global n_test, n_fail
-    n_test += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_test, name))
-    if not cond:
-        n_fail += 1
-        for line in str(diag).splitlines():
-            print("# " + line)
-    sys.stdout.flush()
-    return cond
-
-
-def is_(got, want, name):
-    return ok(got == want, name, "expected: %r\n  actual: %r" % (want, got))
-
-
-def run(*args, **kw):
-    """Run a command (at most 120 s); its stdout, or None on failure."""
-    p = subprocess.run(args, capture_output=True, text=True, timeout=120, **kw)
-    if p.returncode != 0:
-        print("# %s: status %d: %s" % (" ".join(args), p.returncode,
-                                       p.stderr.strip()[:500]))
-        return None
-    return p.stdout
+from tap import ok, is_, run, count, done  # noqa: E402
 
 
 # The build under test (make test sets BUILD for a flavour; default build/).
@@ -55,7 +27,7 @@ ENV = dict(os.environ, LUA_CPATH=BUILD + "/?.so;;")
 
 if not shutil.which("chromium"):
     ok(False, "chromium is installed (Debian chromium; make deps)")
-    print("1..%d" % n_test)
+    print("1..%d" % count())
     sys.exit(1)
 
 # -- The profiles -----------------------------------------------------------
@@ -272,5 +244,4 @@ with Browser(timeout=60) as b:
             ok(False, "%s: no error in the test" % page.__name__, repr(e))
 
 shutil.rmtree(TMP, ignore_errors=True)
-print("1..%d" % n_test)
-sys.exit(1 if n_fail else 0)
+done()

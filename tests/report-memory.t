@@ -9,40 +9,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, "tests/lib")
 from cdp import Browser  # noqa: E402
-
-n_test = n_fail = 0
-
-
-def ok(cond, name, diag=""):
-    global n_test, n_fail
-    n_test += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_test, name))
-    if not cond:
-        n_fail += 1
-        for line in str(diag).splitlines():
-            print("# " + line)
-    sys.stdout.flush()
-    return cond
-
-
-def is_(got, want, name):
-    return ok(got == want, name, "expected: %r\n  actual: %r" % (want, got))
-
-
-def run(*args, **kw):
-    """Run a command (at most 120 s); its stdout, or None on failure."""
-    p = subprocess.run(args, capture_output=True, text=True, timeout=120, **kw)
-    if p.returncode != 0:
-        print("# %s: status %d: %s" % (" ".join(args), p.returncode,
-                                       p.stderr.strip()[:500]))
-        return None
-    return p.stdout
+from tap import ok, is_, run, count, done  # noqa: E402
 
 
 BUILD = os.path.abspath(os.environ.get("BUILD", "build"))
@@ -183,5 +155,4 @@ else:
             ok(False, "no error in the browser's checks", repr(e))
 
 shutil.rmtree(TMP, ignore_errors=True)
-print("1..%d" % n_test)
-sys.exit(1 if n_fail else 0)
+done()
