@@ -90,7 +90,7 @@ local function profile(w, jit_on)
   return path
 end
 
--- Bytes per innermost Lua line ("@chunk:line") of a profile, the bytes of
+-- Bytes per innermost Lua line (keyed "@chunk:line") of a profile, the bytes of
 -- traces billed no line, and the total.
 local function lines_of(path)
   local out = sh(("%s/ljmemprof report --format collapsed %s"):format(q(opt.agent), q(path)))
@@ -100,8 +100,12 @@ local function lines_of(path)
     total = total + n
     local line
     for frame in stack:gmatch("[^;]+") do
-      local chunk, l = frame:match("^(@.-):(%d+)")
-      if chunk then line = chunk .. ":" .. l
+      -- A Lua frame reads "name (chunk:line)" or "@chunk:line".
+      local chunk, l = frame:match("^@(.-):(%d+)$")
+      if not chunk and not frame:find("^TRACE %[") then
+        chunk, l = frame:match(" %(([^()]-):(%d+)%)$")
+      end
+      if chunk then line = "@" .. chunk .. ":" .. l
       elseif frame:find("^TRACE %[") then line = false end
     end
     if line then by[line] = (by[line] or 0) + n
