@@ -328,6 +328,52 @@ t.ok(count(lines, ";TRACE %[%d+%] started at @vec.lua:6;vec %(vec%.lua:1%)$") >=
 t.is(count(lines, "TRACE %[%d+%] started at @vec.lua:6$") +
      count(lines, "TRACE %[%d+%] started at @vec.lua:6;main chunk %(vec%.lua:[78]%)$"), 0,
      "JIT on: none on the trace alone or on the lines of the calls", dump)
+-- A tail call from a trace's base frame (`return table.concat(...)`), in
+-- a trace that returns below its base and whose loop calls ipairs'
+-- iterator (which compiled code never allocates in): the interpreter
+-- bills the tail-called builtin to the line of the call that made the
+-- base frame, and so must the trace.
+local tailsrc = [[
+local function render(n)
+  local parts = {}
+  for i, v in ipairs(n) do
+    parts[i] = v
+  end
+  return table.concat(parts, ",")
+end
+local keep, src = {}, {}
+for i = 1, 40 do src[i] = i end
+for round = 1, 300 do
+  src[1] = round
+  keep[round] = render(src)
+end
+return keep
+]]
+-- Bytes by the innermost Lua line of each stack (none under a trace
+-- frame with no line above it).
+local function by_line(lines)
+  local by = {}
+  for stack, v in pairs(lines) do
+    local line
+    for frame in stack:gmatch("[^;]+") do
+      if frame:find("^TRACE %[") then line = nil end
+      line = frame:match("%((tail%.lua:%d+)%)$") or frame:match("^@(tail%.lua:%d+)$") or line
+    end
+    for one in v:gmatch("[^+]+") do	-- (Not the dump's header lines.)
+      local k, n = line or "none", tonumber(one:match("^%d+ (%d+)"))
+      if n then by[k] = (by[k] or 0) + n end
+    end
+  end
+  return by
+end
+local off = by_line((stacks(tailsrc, "tail.lua", 64, false)))
+lines, dump = stacks(tailsrc, "tail.lua", 64, true)
+local on = by_line(lines)
+t.ok(off["tail.lua:12"] > 300 * 100, "JIT off: table.concat's strings on line 12", off["tail.lua:12"])
+t.is(on["tail.lua:12"], off["tail.lua:12"],
+     "JIT on: the tail-called table.concat's bytes on line 12, as with the JIT off", dump)
+t.ok(count(lines, "^TRACE %[%d+%] started at @tail%.lua:3;main chunk %(tail%.lua:12%)$") > 0,
+     "JIT on: some of them made by the trace of render's loop, above it", dump)
 -- A function's trace entered through xpcall after errors: L->top is
 -- stale below the trace's base then (the VM does not keep it in compiled
 -- code), and the frames below the trace are still read.

@@ -124,6 +124,8 @@ typedef struct mp_retline {
 			   frame (NULL: not a Lua function)... */
   mp_snode frame;	/* ...and the line (kind 0: none known), */
   int inbase;		/* ...which is in the base frame, */
+  int incaller;		/* ...or is the call of the base frame (frame:
+			   a placeholder): a tail call from it, */
   unsigned ninl;	/* ...below it the frames the trace inlined between
 			   its base frame and the line's, outermost first,
 			   each at the line of its call (0 if unknown). */
@@ -239,6 +241,8 @@ typedef struct mp_stacks {
   mp_retline rets[2 << MP_RETS_BITS];	/* By return address (see
 					   mp_trace_line()). */
   uintptr_t tcall[MP_TCALLS];	/* VM functions traces call (mp_traceline.c). */
+  uint8_t iterff[2];	/* The builtins next and the ipairs iterator
+			   (their ffids; 0: not known). */
   mp_traced traced[1 << MP_TRACED_BITS];	/* By both keys. */
   mp_pcnode pcnode[1 << MP_PCNODE_BITS];	/* By parent and pc. */
   mp_memo *memo;	/* 2 << MP_MEMO_BITS: two per set. */

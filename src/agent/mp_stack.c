@@ -167,6 +167,20 @@ static MP_INLINE uint32_t locate_trace(mp_state *s, mp_at at,
   ** (and at a line it is not at, when the trace started in a function
   ** that has returned since). */
   if (k == 2 && id) id = mp_node_at(&s->st, id)->parent;
+  /* A tail call from the base frame: the interpreter bills it to the
+  ** call that made the base frame (which the tail call replaced), so that
+  ** line stands for both above the trace. Not known without a Lua frame
+  ** below the base frame: the trace alone. */
+  if (k == 3) {
+    const mp_snode *b = id ? mp_node_at(&s->st, id) : NULL;
+    const mp_snode *c = b && b->parent ? mp_node_at(&s->st, b->parent) : NULL;
+    k = 0;
+    if (c && c->kind == MP_FK_LUA) {
+      line = *c;
+      id = c->parent;
+      k = 3;
+    }
+  }
   if (!(id = mp_node_of(s, id, &tr))) return 0;
   for (i = 0; k == 1 && i < ninl; i++)
     if (!(id = mp_node_of(s, id, &inl[i]))) return 0;

@@ -264,6 +264,21 @@ void mp_stack_jit_calls(mp_stacks *st, lua_State *L)
     }
   }
   lua_settop(L, top);
+  /* The iterators of pairs() and ipairs(), which compiled code never
+  ** allocates in (lj_record.c records them inline). */
+  memset(st->iterff, 0, sizeof(st->iterff));
+  lua_getglobal(L, "next");
+  lua_getglobal(L, "ipairs");
+  if (lua_isfunction(L, -1)) {
+    lua_newtable(L);
+    if (lua_pcall(L, 1, 1, 0) != 0) lua_pushnil(L);
+  }
+  for (i = 0; i < 2; i++) {
+    const GCfunc *fn = (const GCfunc *)lua_topointer(L, -1 - i);
+    if (lua_iscfunction(L, -1 - i) && fn->c.ffid > FF_C)
+      st->iterff[i] = fn->c.ffid;
+  }
+  lua_settop(L, top);
 }
 
 /* The groups of instructions whose compiled code makes the call that
@@ -303,6 +318,7 @@ typedef struct mp_tcand {
   unsigned npath;	/* The calls the trace entered and left on the way */
   mp_snode path[MP_INLINED_MAX];	/* (at their lines), outermost first. */
   int groups;		/* Those the call can be. */
+  const uint8_t *iterff;	/* mp_stacks.iterff. */
   unsigned scanned;	/* Bytecodes read. */
   int lost;		/* The path was not followed to its end. */
   struct {
@@ -317,6 +333,39 @@ typedef struct mp_tcand {
   } k[2];		/* k[0]: strength 1, k[1]: strength 2. */
 } mp_tcand;
 
+/* Whether fn is one of the functions trace T specialised to (a constant
+** of its IR): the functions it inlined are. */
+static int traced_func(const GCtrace *T, const GCfunc *fn)
+{
+  IRRef r;
+  for (r = T->nk; r < REF_BIAS; r++) {
+    const IRIns *ir = &T->ir[r];
+    if (ir->o == IR_KGC && irt_type(ir->t) == IRT_FUNC && ir_kfunc(ir) == fn)
+      return 1;
+  }
+  return 0;
+}
+
+/* Whether the ITERC at pos of pt (in the base frame when level is 0)
+** calls next or the ipairs iterator, which compiled code runs inline and
+** never allocates in: the iterator (in its slot, written before the loop)
+** is then a constant the trace checks. */
+static int iter_builtin(const mp_tcand *c, const GCproto *pt, BCPos pos,
+			unsigned level)
+{
+  const TValue *v;
+  const GCfunc *fn;
+  BCReg r = bc_a(proto_bc(pt)[pos]);
+  if (level || !c->base || r < 3 || !c->iterff[0]) return 0;
+  v = c->base + r - 3;
+  if (!tvisfunc(v)) return 0;
+  fn = funcV(v);
+  if (!isffunc(fn) || (fn->c.ffid != c->iterff[0] &&
+		       fn->c.ffid != c->iterff[1]))
+    return 0;
+  return traced_func(c->T, fn);
+}
+
 /* Note instruction pos of pt (frame level of snapshot from) in *c. */
 static void cand_add(mp_tcand *c, const GCproto *pt, BCPos pos,
 		     unsigned level, int from)
@@ -325,6 +374,7 @@ static void cand_add(mp_tcand *c, const GCproto *pt, BCPos pos,
   int a = can_alloc(op);
   uint64_t line;
   if (!a || !(group_of(op) & c->groups)) return;
+  if (op == BC_ITERC && iter_builtin(c, pt, pos, level)) return;
   line = mp_proto_line(pt, pos);
   a--;
   if (!c->k[a].pt) {
@@ -367,19 +417,6 @@ static inline int bc_iscall(BCIns ins)
   BCOp op = bc_op(ins);
   return op == BC_CALL || op == BC_CALLM || op == BC_CALLT ||
 	 op == BC_CALLMT || op == BC_ITERC;
-}
-
-/* Whether fn is one of the functions trace T specialised to (a constant
-** of its IR): the functions it inlined are. */
-static int traced_func(const GCtrace *T, const GCfunc *fn)
-{
-  IRRef r;
-  for (r = T->nk; r < REF_BIAS; r++) {
-    const IRIns *ir = &T->ir[r];
-    if (ir->o == IR_KGC && irt_type(ir->t) == IRT_FUNC && ir_kfunc(ir) == fn)
-      return 1;
-  }
-  return 0;
 }
 
 /* The value of global name key in table env, or NULL. */
@@ -643,6 +680,30 @@ static void path_scan(jit_State *J, const mp_tsnap *a, const mp_tsnap *b,
   }
 }
 
+/* Whether snapshot sn of T is where the interpreter resumes after the
+** trace's base frame returned, straight from the base frame at snapshot
+** *a: a trace may return below its base frame, and then its snapshots
+** name pcs in the caller's code. Only when sn's pc follows a call (the
+** return lands there, so nothing of the caller ran before sn) is the way
+** from *a known: to the base frame's return. */
+static int left_base(GCtrace *T, SnapNo sn, const mp_tsnap *a)
+{
+  SnapShot *snap = &T->snap[sn];
+  SnapEntry *map = &T->snapmap[snap->mapofs];
+  const BCIns *pc = snap_pc(&map[snap->nent]);
+  const GCproto *pt = a->f[0].pt;
+#if LJ_FR2
+  uint64_t pcbase;
+  memcpy(&pcbase, &map[snap->nent], sizeof(pcbase));
+  if (pcbase & 0xff) return 0;	/* In a frame above: not a return. */
+#endif
+  if (a->n != 1 || a->partial || a->stitch || !pt) return 0;
+  /* (sn's pc is not in the base frame's code: snap_at() failed.) */
+  if (pc >= proto_bc(pt) && pc < proto_bc(pt) + pt->sizebc) return 0;
+  /* A pc the return lands on is a Lua function's, after its call. */
+  return bc_iscall(pc[-1]);
+}
+
 /* Map return address ret into T's code to the line T was executing
 ** there, into *e (kind 0 if none); basefn is the function of T's base
 ** frame (or NULL). 0 when the answer depends on more than T, ret and the
@@ -672,11 +733,15 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
 					     !base ? 0 : 1;
   memset(&c, 0, sizeof(c));
   c.groups = ret_groups(st, T, ret);
+  c.iterff = st->iterff;
   c.T = T;
   c.base = slots;
-  if (b < T->nsnap && snap_at(T, b, basefn, base, &next)) path_scan(J, &at, &next, &c);
-  else if (b < T->nsnap) c.lost = 1;
-  else path_scan(J, &at, NULL, &c);
+  if (b < T->nsnap && snap_at(T, b, basefn, base, &next))
+    path_scan(J, &at, &next, &c);
+  else if (b < T->nsnap && !left_base(T, b, &at))
+    c.lost = 1;
+  else	/* The last snapshot, or the base frame returns before the next. */
+    path_scan(J, &at, NULL, &c);
   /* The surest instructions, on one line; or else, none of them, the
   ** others on one line. */
   k = c.k[1].pt ? 1 : 0;
@@ -689,7 +754,15 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
     c.k[k].line = x->b;
   } else if (c.k[k].pt && !c.k[k].many && c.k[k].tail) {
     unsigned lv = c.k[k].level;
-    if (lv == 0 || fr->partial) return 1;
+    if (fr->partial || c.lost) return 1;
+    if (lv == 0) {
+      /* From the base frame: billed to the call that made it, in the
+      ** frame below the trace (locate_trace() takes it from there). */
+      if (!base) return 0;
+      e->incaller = 1;
+      e->frame.kind = MP_FK_LUA;
+      return 1;
+    }
     c.k[k].pt = fr->f[lv - 1].pt;
     c.k[k].line = mp_proto_line(fr->f[lv - 1].pt, fr->f[lv].call);
     c.k[k].level = lv - 1;
@@ -749,5 +822,5 @@ int mp_trace_line(mp_state *s, GCtrace *T, TraceNo tn, const GCfunc *basefn,
   *f = e->frame;
   *ninl = e->ninl;
   memcpy(inl, e->inl, e->ninl * sizeof(*inl));
-  return e->inbase ? 2 : 1;
+  return e->incaller ? 3 : e->inbase ? 2 : 1;
 }

@@ -60,7 +60,9 @@ static MP_INLINE uintptr_t mp_trace_ret(mp_stacks *st, const GCtrace *T,
 ** snapshots, into *f, and the frames the trace inlined below it into
 ** inl[0..*ninl). Each return address is mapped once (if cached: else
 ** every time). 0 if no line is known, 2 if it is in the trace's base
-** frame itself, else 1 (a frame the trace inlined). */
+** frame itself, 3 if it is the line of the call that made the base frame
+** (a tail call from the base frame: *f is then not set), else 1 (a frame
+** the trace inlined). */
 int mp_trace_line(mp_state *s, GCtrace *T, TraceNo tn, const GCfunc *basefn,
 		  const TValue *slots, uintptr_t ret, mp_snode *f, mp_snode *inl,
 		  unsigned *ninl, int cached);
