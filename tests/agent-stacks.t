@@ -374,6 +374,40 @@ t.is(on["tail.lua:12"], off["tail.lua:12"],
      "JIT on: the tail-called table.concat's bytes on line 12, as with the JIT off", dump)
 t.ok(count(lines, "^TRACE %[%d+%] started at @tail%.lua:3;main chunk %(tail%.lua:12%)$") > 0,
      "JIT on: some of them made by the trace of render's loop, above it", dump)
+-- Events a trace makes where the line cannot be told (the way from the
+-- snapshot of line 3's comparison has the call of line 3 beside the
+-- stores of lines 4-6) are billed to the trace alone, and its base frame
+-- is not shown below it at the trace's start, which would read as the
+-- line that allocated.
+local nolinesrc = [[
+local find = string.find
+local function put(b, s)
+  if find(s, "q") then s = s:gsub("q", "Q") end
+  b[#b + 1] = '"'
+  b[#b + 1] = s
+  b[#b + 1] = '"'
+end
+local keep = {}
+for r = 1, 300 do
+  local b = {}
+  for i = 1, 30 do put(b, "x" .. i) end
+  keep[r] = b
+end
+]]
+lines, dump = stacks(nolinesrc, "noline.lua", 64, true)
+local bare, under = 0, 0
+for stack, v in pairs(lines) do
+  local start = stack:match("TRACE %[%d+%] started at @noline%.lua:(%d+)$")
+  if start then
+    bare = bare + tonumber(v:match("^(%d+)"))
+    local below = stack:match("([^;]*);TRACE %[%d+%] started at [^;]*$")
+    if below and below:find("%(noline%.lua:" .. start .. "%)$") then
+      under = under + tonumber(v:match("^(%d+)"))
+    end
+  end
+end
+t.ok(bare > 0, "JIT on: some events on a trace alone", dump)
+t.is(under, 0, "JIT on: none with the trace's base frame below it at the trace's start", dump)
 -- A function's trace entered through xpcall after errors: L->top is
 -- stale below the trace's base then (the VM does not keep it in compiled
 -- code), and the frames below the trace are still read.

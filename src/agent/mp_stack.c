@@ -181,6 +181,10 @@ static MP_INLINE uint32_t locate_trace(mp_state *s, mp_at at,
       k = 3;
     }
   }
+  /* With no line told, the base frame is left out too: shown at the
+  ** trace's start (often its function's first line), it would read as the
+  ** line that allocated; the trace's label names where it started. */
+  if (k == 0 && id) id = mp_node_at(&s->st, id)->parent;
   if (!(id = mp_node_of(s, id, &tr))) return 0;
   for (i = 0; k == 1 && i < ninl; i++)
     if (!(id = mp_node_of(s, id, &inl[i]))) return 0;
