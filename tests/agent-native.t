@@ -134,10 +134,16 @@ end
 ]])
   local st = collapsed(path)
   if mode == "off" then
-    t.is(bytes(st, "main chunk %(work%.lua:5%);.*malloc %[native%]$") +
-         bytes(st, ";TRACE %[%d+%] started at @work%.lua:%d+;malloc %[native%]$"),
-         100000,
-         "JIT off: 1000 ffi.C.malloc(100) billed to line 5")
+    -- Each call's top frame is the builtin ffi.meta.__call, whose stack
+    -- the memo of stacks met before finds (tests/agent-stacks-check.t):
+    -- every event on the line that made it, with that frame.
+    t.is(bytes(st, ";main chunk %(work%.lua:5%);ffi%.meta%.__call;malloc %[native%]$"),
+         100000, "JIT off: 1000 ffi.C.malloc(100) billed to line 5, under ffi.meta.__call")
+    t.is(bytes(st, "%[native%]$"), 100000, "JIT off: no other native stack")
+    local al, fr = sources(path, "allocations"), sources(path, "deallocations")
+    local a, f = al["@work.lua:5 [native]"] or {}, fr["@work.lua:6 [native]"] or {}
+    t.is(string.format("%s %s %s %s", a.events, a.alloc_bytes, f.events, f.free_bytes),
+         "1000 100000 1000 100000", "JIT off: 1000 frees of 100 bytes on line 6")
   else
     -- Compiled, lines 5 and 6 both call C between two snapshots: the
     -- trace-line map cannot tell which call allocated and bills the trace

@@ -23,10 +23,13 @@
 **   quick paths      a Lua frame called from Lua, the last stack's top or
 **                    one frame above a frame of it, are read without the
 **                    walker's generality (push_one(), quick_stack())
-**   stacks met before  a memo by the top frame (slot, link, function, pc)
-**                    holding the words that validate the frames below it,
-**                    for loops whose stacks repeat without being
-**                    consecutive; it rests when it seldom finds a stack
+**   stacks met before  a memo by the top frame (slot, link, function, pc;
+**                    no pc for a C function or builtin, whose saved pc
+**                    is stale) holding the words that validate the
+**                    frames below it, for loops whose stacks repeat
+**                    without being consecutive (an FFI call from the
+**                    interpreter, ffi.meta.__call on top); it rests when
+**                    it seldom finds a stack
 **   compiled code    a memo by (trace's base, return address into the
 **                    trace, trace) holding the words that validate the
 **                    base frame and the frames below it: an allocation
@@ -185,15 +188,16 @@ static MP_INLINE uint32_t locate_frame(mp_state *s, const mp_where *w,
 				       int slow, int probed)
 {
   mp_stacks *st = &s->st;
+  const BCIns *kpc;
   uint32_t id = 0;
-  if (!slow && w->pc && !st->memo_use.rest) {	/* A stack met before? */
-    if (!probed) {
-      uint32_t met = memo_find(st, w->top, w->pc, tvref(w->L->stack));
+  if (!slow && !st->memo_use.rest && (kpc = memo_pc(w))) {
+    if (!probed) {	/* A stack met before? */
+      uint32_t met = memo_find(st, w->top, kpc, tvref(w->L->stack));
       st->memo_use.probes++;
       if (met) return met;
     }
     if (stack_from(s, w->L, w->top, w->pc, NULL, 0, &id))
-      memo_add(st, w->top, w->pc, id);
+      memo_add(st, w->top, kpc, id);
     return id;
   }
   stack_from(s, w->L, w->top, w->pc, NULL, slow, &id);
@@ -271,10 +275,11 @@ static MP_INLINE uint32_t met_again(mp_state *s, const mp_where *w,
 				    int *probed)
 {
   mp_stacks *st = &s->st;
-  if (st->memo_use.rest || !w->pc) return 0;
+  const BCIns *kpc;
+  if (st->memo_use.rest || !(kpc = memo_pc(w))) return 0;
   *probed = 1;
   st->memo_use.probes++;
-  return memo_find(st, w->top, w->pc, tvref(w->L->stack));
+  return memo_find(st, w->top, kpc, tvref(w->L->stack));
 }
 
 /* locate() with the caches, past traced_again() and met_again(). */
@@ -286,6 +291,10 @@ static MP_NOINLINE uint32_t located(mp_state *s, mp_at at, const mp_where *w,
 }
 
 #ifdef MP_STACK_CHECK
+/* The checked build: events in a frame or a trace whose stack no memo
+** found (tests/agent-stacks-check.t reads it through the FFI). */
+__attribute__((visibility("default"))) uint32_t mp_check_unmet;
+
 /* The checked build: find the stack again without the caches, abort if
 ** it is not node id. */
 static MP_NOINLINE void check_stack(mp_state *s, const void *from,
@@ -338,6 +347,9 @@ static MP_INLINE uint32_t capture(mp_state *s, const void *from,
   at = mp_where_is(g, g->vmstate, &w);
   if (at == MP_AT_TRACE) id = traced_again(s, &w, from, &known);
   else if (at == MP_AT_FRAME) id = met_again(s, &w, &probed);
+#ifdef MP_STACK_CHECK
+  if (!id && (at == MP_AT_TRACE || at == MP_AT_FRAME)) mp_check_unmet++;
+#endif
   if (!id) id = located(s, at, &w, from, probed, known);
 #ifdef MP_STACK_CHECK
   check_stack(s, from, id);
