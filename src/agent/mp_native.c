@@ -277,16 +277,10 @@ static int live_put(uint64_t a, uint64_t size)
 /* Take a live block: its size into *size, 1; 0 if it is not one. */
 static int live_take(uint64_t a, uint64_t *size)
 {
-  uint32_t *v = mp_hash_get(&nat.live, a);
-  if (!v) return 0;
-  if (*v == BIG) {
-    uint32_t *i = mp_hash_get(&nat.big, a);
-    *size = i ? nat.bigs[*i] : 0;
-    mp_hash_del(&nat.big, a);
-  } else {
-    *size = *v;
-  }
-  mp_hash_del(&nat.live, a);
+  uint32_t v, i;
+  if (!mp_hash_take(&nat.live, a, &v)) return 0;
+  if (v == BIG) *size = mp_hash_take(&nat.big, a, &i) ? nat.bigs[i] : 0;
+  else *size = v;
   return 1;
 }
 
