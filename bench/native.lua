@@ -1,11 +1,13 @@
 -- bench/native.lua: what native = true costs, by hand (not in bench/run):
---   luajit bench/native.lua none|stacks|native|sampled cjson|ffi|vm
+--   luajit bench/native.lua none|stacks|native|sampled cjson|ffi|ffioff|vm
 -- cjson: 200000 encodes with a buffer malloc'd per call; ffi: 3000000
--- ffi.C.malloc(64)/free pairs; vm: 3000000 tables of the VM's heap (64
--- bytes each), for the cost of a VM event. sampled: native = true with
+-- ffi.C.malloc(64)/free pairs; ffioff: the same from the interpreter (the
+-- JIT off); vm: 3000000 tables of the VM's heap (64 bytes each), for the
+-- cost of a VM event. sampled: native = true with
 -- sample = 512 KiB. Prints the workload's CPU seconds.
 package.cpath = (os.getenv("BUILD") or "build") .. "/?.so;" .. package.cpath
 local mode, work = arg[1], arg[2]
+if work == "ffioff" then jit.off() end
 local mp = require("ljmemprof")
 local cjson = require("cjson")
 local ffi = require("ffi")

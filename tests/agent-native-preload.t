@@ -4,7 +4,8 @@
 # malloc and free through pointers taken when it was loaded
 # (native_mod.early) and ffi.C.malloc resolved before the start, exactly,
 # and counts what both modes see once (native_mod.churn); the program runs
-# as without; ljmemprof run --native=preload sets it up.
+# as without; ljmemprof run --native=preload sets it up, finding the
+# library where make install puts it (lib, or Debian's multiarch lib).
 . tests/lib/tap.sh
 LJ=${LUAJIT:-luajit}
 PRE=$BUILD/libljmemprof_preload.so
@@ -81,4 +82,35 @@ is "$(stacks "$TMPD/run.ljm" | grep early)" "main chunk (run.lua:4);native_mod.e
 run "$BUILD/ljmemprof" run --native=maybe "$TMPD/run.lua"
 is "$rc:$err" "2:ljmemprof run: --native=maybe: 'preload' expected (or --native alone)" \
   "run --native=maybe is an error"
+
+# 4. Where run finds the library once installed: make install's layout
+# (PREFIX/lib) and Debian's multiarch one (LIBDIR=PREFIX/lib/<triplet>),
+# relative to the command, so that a DESTDIR tree works as well; when it
+# is in none of them, an error naming each path tried.
+arch=$(gcc -print-multiarch)
+for lib in lib "lib/$arch"; do
+  P=$TMPD/pfx-$(echo "$lib" | tr / _)
+  run make -s install PREFIX="$P" LIBDIR="$P/$lib" LUA_CMOD="$P/lib/lua/5.1" \
+    LUA_LMOD="$P/share/lua/5.1"
+  is "$rc:$err" "0:" "make install LIBDIR=PREFIX/$lib"
+  rm -f "$TMPD/inst.ljm"
+  run env BUILD="$BUILD" LUA_CPATH="$P/lib/lua/5.1/?.so;;" "$P/bin/ljmemprof" run \
+    -o "$TMPD/inst.ljm" --native=preload --luajit "$LJ" "$TMPD/run.lua"
+  is "$rc:$(printf '%s\n' "$out" | head -n 1)" "0:run ran" \
+    "installed with LIBDIR=PREFIX/$lib: run --native=preload runs the script"
+  is "$(stacks "$TMPD/inst.ljm" | grep early)" \
+    "main chunk (run.lua:4);native_mod.early;malloc [native] 12963" \
+    "installed with LIBDIR=PREFIX/$lib: the library was preloaded (early's mallocs seen)"
+done
+rm "$P/$lib/libljmemprof_preload.so"
+run env BUILD="$BUILD" "$P/bin/ljmemprof" run --native=preload --luajit "$LJ" "$TMPD/run.lua"
+is "$rc:$out:$err" "2::ljmemprof run: --native=preload: libljmemprof_preload.so not found; \
+tried $P/bin/libljmemprof_preload.so, $P/lib/libljmemprof_preload.so, \
+$P/lib/$arch/libljmemprof_preload.so, $P/lib64/libljmemprof_preload.so" \
+  "missing: the error names the paths tried"
+mkdir "$TMPD/a:b" && cp "$BUILD/ljmemprof" "$BUILD/libljmemprof_preload.so" "$TMPD/a:b/"
+run env BUILD="$BUILD" "$TMPD/a:b/ljmemprof" run --native=preload --luajit "$LJ" "$TMPD/run.lua"
+is "$rc:$out:$err" "2::ljmemprof run: --native=preload: $TMPD/a:b/libljmemprof_preload.so: \
+LD_PRELOAD cannot name a path with a space or a colon" \
+  "a path LD_PRELOAD cannot hold: an error, not a run without the library"
 done_testing

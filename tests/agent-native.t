@@ -26,6 +26,8 @@ int native_unload_churn(size_t);
 void *realloc(void *, size_t);
 void *mmap(void *, size_t, int, int, int, long);
 int munmap(void *, size_t);
+int open(const char *, int, ...);
+int close(int);
 ]]
 
 -- The collapsed stacks of a profile (report options opts): stack -> bytes.
@@ -134,10 +136,16 @@ end
 ]])
   local st = collapsed(path)
   if mode == "off" then
-    t.is(bytes(st, "main chunk %(work%.lua:5%);.*malloc %[native%]$") +
-         bytes(st, ";TRACE %[%d+%] started at @work%.lua:%d+;malloc %[native%]$"),
-         100000,
-         "JIT off: 1000 ffi.C.malloc(100) billed to line 5")
+    -- Each call's top frame is the builtin ffi.meta.__call, whose stack
+    -- the memo of stacks met before finds (tests/agent-stacks-check.t):
+    -- every event on the line that made it, with that frame.
+    t.is(bytes(st, ";main chunk %(work%.lua:5%);ffi%.meta%.__call;malloc %[native%]$"),
+         100000, "JIT off: 1000 ffi.C.malloc(100) billed to line 5, under ffi.meta.__call")
+    t.is(bytes(st, "%[native%]$"), 100000, "JIT off: no other native stack")
+    local al, fr = sources(path, "allocations"), sources(path, "deallocations")
+    local a, f = al["@work.lua:5 [native]"] or {}, fr["@work.lua:6 [native]"] or {}
+    t.is(string.format("%s %s %s %s", a.events, a.alloc_bytes, f.events, f.free_bytes),
+         "1000 100000 1000 100000", "JIT off: 1000 frees of 100 bytes on line 6")
   else
     -- Compiled, lines 5 and 6 both call C between two snapshots: the
     -- trace-line map cannot tell which call allocated and bills the trace
@@ -487,6 +495,70 @@ ADDR = tonumber(ffi.cast("uintptr_t", p))
     if label:match("work%.lua:%d") then h = h + e.bytes end
   end
   t.is(h, 2 * page, "the heap summary holds the two pages left")
+  os.remove(path)
+end
+
+-- 11. A MAP_FIXED mmap over recorded mappings replaces what was mapped in
+-- its range: the part it covers is freed, as by munmap, billed to the
+-- mmap's line. Five anonymous pages at A; four pages over the second to
+-- the fifth (anonymous, recorded); one page of /dev/zero (a file mapping,
+-- not recorded) over the first. Then only the four pages of line 4 are
+-- live, and the mapping of line 3 is freed whole, 5 pages: 4 by line 4,
+-- 1 by line 6. Sampled too: each mapping is more than 37 times the
+-- sampling rate, always recorded (see 9), and the file mapping's unmap
+-- is applied though it allocates nothing to sample.
+for _, opts in ipairs({ {}, { sample = 256, seed = 5 } }) do
+  local page = 4096
+  local how = opts.sample and "sampled: " or ""
+  local path = record([[
+local ffi = require("ffi")
+local C = ffi.C
+local p = ffi.cast("char *", C.mmap(nil, 5 * 4096, 3, 0x22, -1, 0))
+local q = C.mmap(p + 4096, 4 * 4096, 3, 0x32, -1, 0)
+local fd = C.open("/dev/zero", 0)
+local z = C.mmap(p, 4096, 3, 0x12, fd, 0)
+C.close(fd)
+ADDR = tonumber(ffi.cast("uintptr_t", p))
+OK = q == ffi.cast("void *", p + 4096) and z == ffi.cast("void *", p)
+]], opts, "mapfixed")
+  t.is(OK, true, how .. "the fixed mappings are where they were asked")
+  local base = ADDR
+  local evs = native_events(path)
+  local live, ev = {}, {}
+  for _, e in ipairs(evs) do
+    local inside = function(a) return a >= base and a < base + 5 * page end
+    if (e.oaddr ~= 0 and inside(e.oaddr)) or (e.naddr ~= 0 and inside(e.naddr)) then
+      if e.oaddr ~= 0 then live[e.oaddr] = nil end
+      if e.naddr ~= 0 then live[e.naddr] = e.nsize end
+      ev[#ev + 1] = string.format("%s %d+%d %d+%d", e.event,
+        e.oaddr ~= 0 and e.oaddr - base or 0, e.osize or 0,
+        e.naddr ~= 0 and e.naddr - base or 0, e.nsize or 0)
+    end
+  end
+  t.is(table.concat(ev, ", "), "alloc 0+0 0+20480, realloc 0+20480 0+4096, " ..
+       "alloc 0+0 4096+16384, free 0+4096 0+0",
+       how .. "the mapping, cut to its first page by the fixed one (then mapped), " ..
+       "freed by the file mapping")
+  local held = 0
+  for a, size in pairs(live) do held = held + size end
+  t.is(held, 4 * page, how .. "four pages live at the end")
+  t.is(live[base + page], 4 * page, how .. "the fixed mapping's")
+  local fr = sources(path, "deallocations", "--heap native")
+  local f6 = fr["@work.lua:6 [native]"] or {}
+  t.is(string.format("%s %s", f6.events, f6.free_bytes), "1 4096",
+       how .. "line 6 (the file mapping) frees the first page")
+  local re = sources(path, "reallocations", "--heap native")
+  local r4 = re["@work.lua:4 [native]"] or {}
+  t.is(string.format("%s %s %s", r4.events, r4.free_bytes, r4.alloc_bytes),
+       "1 20480 4096", how .. "line 4 cuts the mapping to its first page")
+  local lo = sources(path, "heap_summary", "--heap native")
+  local h = {}
+  for label, e in pairs(lo) do
+    if label:match("work%.lua:%d") then h[#h + 1] = label .. " " .. e.bytes end
+  end
+  table.sort(h)
+  t.is(table.concat(h, ", "), "@work.lua:4 [native] 16384",
+       how .. "the heap summary holds line 4's four pages")
   os.remove(path)
 end
 

@@ -86,6 +86,17 @@ for i = 1, 200 do
   s = string.rep("x", i % 20) .. tostring(i) .. table.concat({ "a", "b", i }, ",")
   for w in s:gmatch("%a+") do local t = { w } end
 end
+-- FFI calls into C that allocates, from two lines and two callers at
+-- one slot: with native = true, events whose top frame is a builtin
+-- (ffi.meta.__call) with no pc of its own.
+ffi.cdef[[void *malloc(size_t); void *realloc(void *, size_t); void free(void *);]]
+local function fm(n) local p = ffi.C.malloc(n) p = ffi.C.realloc(p, 2 * n) return p end
+local function f1(n) local p = fm(n) return p end
+local function f2(n) local p = fm(n + 1) return p end
+for i = 1, 200 do
+  local p = (i % 3 == 0 and f1 or f2)(i)
+  if i % 2 == 0 then ffi.C.free(p) else ffi.C.realloc(p, 0) end
+end
 -- FFI callbacks.
 ffi.cdef[[void qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));]]
 local cmp = ffi.cast("int (*)(const void *, const void *)", function(p, q)
@@ -174,6 +185,42 @@ for _, mode in ipairs({ { "-joff", "JIT off" }, { "-jon", "JIT on" } }) do
   t.is(out, "checked 12\nstatus 0\n", name .. ": the benchmarks' workloads, at depths 3 and 64")
   out = check(flag, "4,64", "gen:1-300")
   t.is(out, "checked 600\nstatus 0\n", name .. ": 300 generated programs, at depths 4 and 64")
+  out = check(flag, "2,5,64", "--native " .. file .. " bench/json.lua=3")
+  t.is(out, "checked 6\nstatus 0\n", name ..
+       ": native = true, the tricky shapes and the JSON workload, at depths 2, 5, 64")
 end
+
+-- FFI calls from the interpreter find their stacks in the memo of stacks
+-- met before, as Lua frames do (their top frame, ffi.meta.__call, has no
+-- pc of its own: the memo knew none of them, and every native event and
+-- cdata walked its stack): after a first pass, no event of a pass of
+-- 2000 malloc/free pairs (6000 events: the cdata, the malloc, the free)
+-- misses, counted by the checked build (mp_check_unmet).
+local prog = string.format([=[
+package.cpath = %q .. "/?.so;" .. package.cpath
+local ffi = require("ffi")
+local mp = require("ljmemprof")
+ffi.cdef"void *malloc(size_t); void free(void *); extern uint32_t mp_check_unmet;"
+local lib = ffi.load(%q .. "/ljmemprof.so")
+local C = ffi.C
+local function loop(n) for i = 1, n do local p = C.malloc(100) C.free(p) end end
+local got = { 0, 0, 0, 0 }
+assert(mp.start{ path = %q, native = true })
+for k = 1, 3 do
+  got[k] = lib.mp_check_unmet
+  loop(2000)
+end
+got[4] = lib.mp_check_unmet
+assert(mp.stop())
+io.write(got[3] - got[2], " ", got[4] - got[3], "\n")
+]=], DIR, DIR, file .. ".ljm")
+fh = assert(io.open(file, "w"))
+fh:write(prog)
+fh:close()
+local f = assert(io.popen(t.timeout("luajit -joff " .. file, 120) .. " 2>&1; echo status $?"))
+t.is(f:read("*a"), "0 0\nstatus 0\n",
+     "JIT off: passes 2 and 3 of 2000 ffi.C.malloc/free pairs: 0 events missed the memo")
+f:close()
+os.remove(file .. ".ljm")
 os.remove(file)
 t.done()

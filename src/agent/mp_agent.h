@@ -185,7 +185,8 @@ typedef struct mp_memo {
   const void *top;	/* TValue *: the top frame's slot; NULL: empty. */
   uint64_t link;	/* Its link word... */
   uint64_t fn;		/* ...its function word... */
-  const void *pc;	/* ...and its pc (in its function's bytecode). */
+  const void *pc;	/* ...and its pc (in its function's bytecode;
+			   MP_MEMO_NOPC: it runs none). */
   const void *low;	/* The lowest word below it that is compared. */
   uint32_t id;		/* The stack's node. */
   uint32_t n;		/* Words in w. */

@@ -277,16 +277,10 @@ static int live_put(uint64_t a, uint64_t size)
 /* Take a live block: its size into *size, 1; 0 if it is not one. */
 static int live_take(uint64_t a, uint64_t *size)
 {
-  uint32_t *v = mp_hash_get(&nat.live, a);
-  if (!v) return 0;
-  if (*v == BIG) {
-    uint32_t *i = mp_hash_get(&nat.big, a);
-    *size = i ? nat.bigs[*i] : 0;
-    mp_hash_del(&nat.big, a);
-  } else {
-    *size = *v;
-  }
-  mp_hash_del(&nat.live, a);
+  uint32_t v, i;
+  if (!mp_hash_take(&nat.live, a, &v)) return 0;
+  if (v == BIG) *size = mp_hash_take(&nat.big, a, &i) ? nat.bigs[i] : 0;
+  else *size = v;
   return 1;
 }
 
@@ -379,11 +373,13 @@ static void put_drop(mp_state *s, uint64_t a)
   mp_settle(s);
 }
 
-/* Write the pieces of munmap e (its range page-rounded) at node: a
+/* Write the pieces of the unmapping of e's range (oaddr, osize: a
+** munmap's, or what a MAP_FIXED mmap replaced), page-rounded, at node: a
 ** mapping inside the range is freed, one that it cuts is resized to what
 ** is left (two pieces when the range is inside it: a resize and a new
-** block). */
-static MP_NOINLINE void apply_unmap(mp_state *s, nat_ev *e, uint32_t node)
+** block). A munmap (unseen) of no mapping seen is counted. */
+static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
+				    uint32_t node, int unseen)
 {
   uint64_t a = e->oaddr, end = a + ((e->osize + nat.page - 1) & ~(uint64_t)(nat.page - 1));
   size_t i = map_find(a);
@@ -424,17 +420,24 @@ static MP_NOINLINE void apply_unmap(mp_state *s, nat_ev *e, uint32_t node)
       i++;
     }
   }
-  if (!hit && !sampling()) nat.unseen++;
+  if (!hit && unseen && !sampling()) nat.unseen++;
 }
 
 /* Apply event e to the live blocks and write what it makes, at node (0:
 ** its native caller): a free or resize of a block not seen is not written
 ** (counted when not sampling; a resize of one is an allocation), and a
-** sampled block resized into one not taken leaves the sample. */
+** sampled block resized into one not taken leaves the sample. An mmap
+** with an old range (MAP_FIXED) unmaps it first, and maps only if it is
+** an allocation (anonymous, taken). */
 static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
 {
   int old = 0;
-  if (e->nf == MP_NF_MUNMAP) { apply_unmap(s, e, node); return; }
+  if (e->nf == MP_NF_MUNMAP) { apply_unmap(s, e, node, 1); return; }
+  if (e->nf == MP_NF_MMAP && e->osize) {
+    apply_unmap(s, e, node, 0);
+    if (e->ev != MP_AEV_ALLOC) return;
+    e->oaddr = e->osize = 0;
+  }
   if (e->ev & MP_AEV_FREE) {
     old = live_take(e->oaddr, &e->osize);
     if (old && sampling()) filter_add(e->oaddr, -1);
@@ -868,21 +871,26 @@ static MP_NOINLINE void *w_reallocarray(void *p, size_t k, size_t n)
   return resize_wrap(on_, MP_NF_REALLOCARRAY, p, k, n, CALLER);
 }
 
-/* Anonymous mappings only (files mapped are not memory the program
-** allocated). */
+/* Anonymous mappings are allocations (files mapped are not memory the
+** program allocated); a MAP_FIXED one, of a file or not, replaces what
+** was mapped in its range: the mappings seen there are unmapped first
+** (its old range, see apply()), as by munmap. */
 static MP_NOINLINE void *w_mmap(void *a, size_t n, int prot, int flags,
 				int fd, off_t off)
 {
   void *r;
   nat_ev e;
+  int take, fixed = (flags & MAP_FIXED) != 0;
   WRAP_ON(real.mmap(a, n, prot, flags, fd, off));
-  if (!(flags & MAP_ANONYMOUS) || !taken(on_, n))
-    return real.mmap(a, n, prot, flags, fd, off);
+  take = (flags & MAP_ANONYMOUS) && taken(on_, n);
+  if (!take && !fixed) return real.mmap(a, n, prot, flags, fd, off);
   WRAP_VM(real.mmap(a, n, prot, flags, fd, off));
   depth++;
   r = real.mmap(a, n, prot, flags, fd, off);
   if (r != MAP_FAILED) {
-    ev_set(&e, MP_AEV_ALLOC, MP_NF_MMAP, 0, 0, (uintptr_t)r, n, CALLER);
+    ev_set(&e, take ? MP_AEV_ALLOC : MP_AEV_FREE, MP_NF_MMAP,
+	   fixed ? (uintptr_t)r : 0, fixed ? n : 0, take ? (uintptr_t)r : 0,
+	   take ? n : 0, CALLER);
     WRAP_RECORD(&e);
   }
   depth--;

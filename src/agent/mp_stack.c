@@ -23,10 +23,13 @@
 **   quick paths      a Lua frame called from Lua, the last stack's top or
 **                    one frame above a frame of it, are read without the
 **                    walker's generality (push_one(), quick_stack())
-**   stacks met before  a memo by the top frame (slot, link, function, pc)
-**                    holding the words that validate the frames below it,
-**                    for loops whose stacks repeat without being
-**                    consecutive; it rests when it seldom finds a stack
+**   stacks met before  a memo by the top frame (slot, link, function, pc;
+**                    no pc for a C function or builtin, whose saved pc
+**                    is stale) holding the words that validate the
+**                    frames below it, for loops whose stacks repeat
+**                    without being consecutive (an FFI call from the
+**                    interpreter, ffi.meta.__call on top); it rests when
+**                    it seldom finds a stack
 **   compiled code    a memo by (trace's base, return address into the
 **                    trace, trace) holding the words that validate the
 **                    base frame and the frames below it: an allocation
@@ -203,15 +206,16 @@ static MP_INLINE uint32_t locate_frame(mp_state *s, const mp_where *w,
 				       int slow, int probed)
 {
   mp_stacks *st = &s->st;
+  const BCIns *kpc;
   uint32_t id = 0;
-  if (!slow && w->pc && !st->memo_use.rest) {	/* A stack met before? */
-    if (!probed) {
-      uint32_t met = memo_find(st, w->top, w->pc, tvref(w->L->stack));
+  if (!slow && !st->memo_use.rest && (kpc = memo_pc(w))) {
+    if (!probed) {	/* A stack met before? */
+      uint32_t met = memo_find(st, w->top, kpc, tvref(w->L->stack));
       st->memo_use.probes++;
       if (met) return met;
     }
     if (stack_from(s, w->L, w->top, w->pc, NULL, 0, &id))
-      memo_add(st, w->top, w->pc, id);
+      memo_add(st, w->top, kpc, id);
     return id;
   }
   stack_from(s, w->L, w->top, w->pc, NULL, slow, &id);
@@ -289,10 +293,11 @@ static MP_INLINE uint32_t met_again(mp_state *s, const mp_where *w,
 				    int *probed)
 {
   mp_stacks *st = &s->st;
-  if (st->memo_use.rest || !w->pc) return 0;
+  const BCIns *kpc;
+  if (st->memo_use.rest || !(kpc = memo_pc(w))) return 0;
   *probed = 1;
   st->memo_use.probes++;
-  return memo_find(st, w->top, w->pc, tvref(w->L->stack));
+  return memo_find(st, w->top, kpc, tvref(w->L->stack));
 }
 
 /* locate() with the caches, past traced_again() and met_again(). */
@@ -304,6 +309,10 @@ static MP_NOINLINE uint32_t located(mp_state *s, mp_at at, const mp_where *w,
 }
 
 #ifdef MP_STACK_CHECK
+/* The checked build: events in a frame or a trace whose stack no memo
+** found (tests/agent-stacks-check.t reads it through the FFI). */
+__attribute__((visibility("default"))) uint32_t mp_check_unmet;
+
 /* The checked build: find the stack again without the caches, abort if
 ** it is not node id. */
 static MP_NOINLINE void check_stack(mp_state *s, const void *from,
@@ -341,10 +350,11 @@ static MP_NOINLINE void check_stack(mp_state *s, const void *from,
 #endif
 
 /* The node of the stack of an allocation of nsize bytes (from: the frame
-** of the hook's function that calls this; nsize 0: a native event's); the
+** of the hook's function that calls this; nsize 0: a native event's),
+** and where the VM is into *where (MP_AT_VM for its string table); the
 ** checked build finds every stack again the long way. */
-static MP_INLINE uint32_t capture(mp_state *s, const void *from,
-				  size_t nsize)
+static MP_INLINE uint32_t capture_at(mp_state *s, const void *from,
+				     size_t nsize, mp_at *where)
 {
   global_State *g = (global_State *)s->g;
   mp_where w;
@@ -352,15 +362,27 @@ static MP_INLINE uint32_t capture(mp_state *s, const void *from,
   int probed = 0;
   uintptr_t known = 0;
   uint32_t id = 0;
+  *where = MP_AT_VM;
   if (mp_strtab_grows(g, nsize)) return 0;	/* The VM's own. */
-  at = mp_where_is(g, g->vmstate, &w);
+  *where = at = mp_where_is(g, g->vmstate, &w);
   if (at == MP_AT_TRACE) id = traced_again(s, &w, from, &known);
   else if (at == MP_AT_FRAME) id = met_again(s, &w, &probed);
+#ifdef MP_STACK_CHECK
+  if (!id && (at == MP_AT_TRACE || at == MP_AT_FRAME)) mp_check_unmet++;
+#endif
   if (!id) id = located(s, at, &w, from, probed, known);
 #ifdef MP_STACK_CHECK
   check_stack(s, from, id);
 #endif
   return id;
+}
+
+/* capture_at() for a VM event. */
+static MP_INLINE uint32_t capture(mp_state *s, const void *from,
+				  size_t nsize)
+{
+  mp_at at;
+  return capture_at(s, from, nsize, &at);
 }
 
 /* See mp_stack.h. */
@@ -486,8 +508,11 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
 /* See mp_stack.h. */
 uint32_t mp_stack_here(mp_state *s, const void *from)
 {
-  uint32_t id = capture(s, from, 0);
-  return id && mp_node_at(&s->st, id)->kind == MP_FK_HOST ? 0 : id;
+  mp_at at;
+  uint32_t id = capture_at(s, from, 0, &at);
+  return at == MP_AT_HOST ? 0 : id;	/* Only there is the host on top
+					   (not read from the node: one
+					   cache miss less per event). */
 }
 
 /* See mp_stack.h. */

@@ -39,6 +39,21 @@ static MP_INLINE const void *copy_words(mp_sword *w, const mp_sword *words,
   return low;
 }
 
+/* The memo's pc of a top frame that does not run a Lua function (a C
+** function, a builtin): its node has no line, and the pc the VM saved in
+** the C frame is stale there (a call into C saves none: an FFI call from
+** the interpreter, through ffi.meta.__call, finds the pc of the last
+** metamethod), so that the link and the function alone say the stack. */
+#define MP_MEMO_NOPC	((const BCIns *)(uintptr_t)1)
+
+/* The pc by which the memo knows the stack of the event at w (w->top at
+** w->pc): that pc in a Lua function, MP_MEMO_NOPC in any other (see
+** above), NULL (no memo) for a Lua function with no pc known. */
+static MP_INLINE const BCIns *memo_pc(const mp_where *w)
+{
+  return isluafunc(frame_func(w->top)) ? w->pc : MP_MEMO_NOPC;
+}
+
 /* The set of the memo where a stack with top frame t at pc goes. */
 static MP_INLINE mp_memo *memo_set(mp_stacks *st, const TValue *t,
 				   const BCIns *pc, uint64_t link)
@@ -69,9 +84,10 @@ static MP_INLINE uint32_t memo_find(mp_stacks *st, const TValue *t,
 }
 
 /* Remember the stack just captured, node id, whose top frame t runs at
-** pc, if the cache of the last stack holds it whole (down to its bottom,
-** or to its CUT with the word below: see mp_stacks.cbelow; t at its top
-** at that pc) and its words fit. A vararg frame (every main chunk is
+** pc (memo_pc()'s), if the cache of the last stack holds it whole (down
+** to its bottom, or to its CUT with the word below: see mp_stacks.cbelow;
+** t at its top at that pc, or with none for MP_MEMO_NOPC) and its words
+** fit. A vararg frame (every main chunk is
 ** one) is held by the slot of its call: the link there is compared too
 ** (the function there is not: the walk reads the one above its
 ** arguments, which memo_find() compares). */
@@ -87,7 +103,8 @@ static MP_INLINE void memo_add(mp_stacks *st, const TValue *t,
   if (!st->nc) return;
   e = &st->c[st->nc - 1];
   n = e->nwords;
-  if (e->id != id || e->pc != (const void *)pc || !pc ||
+  if (e->id != id || !pc ||
+      e->pc != (const void *)(pc == MP_MEMO_NOPC ? NULL : pc) ||
       e->slot != (const void *)ls || n + k > MP_MEMO_WORDS)
     return;
   m = memo_set(st, t, pc, *link_word(t));

@@ -23,6 +23,19 @@
 #include <unistd.h>
 
 #include "ljmemprof.h"	/* The agent's limits. */
+
+/* Debian's multiarch triplet of the machines native memory runs on: the
+** preload library's directory under PREFIX/lib there. */
+#if defined(__x86_64__) && defined(__linux__)
+#define PRELOAD_ARCH	"x86_64-linux-gnu"
+#elif defined(__aarch64__) && defined(__linux__)
+#define PRELOAD_ARCH	"aarch64-linux-gnu"
+#endif
+#ifdef PRELOAD_ARCH
+#define PRELOAD_ARCH_HELP	PRELOAD_ARCH
+#else
+#define PRELOAD_ARCH_HELP	"<multiarch>"
+#endif
 #include "cli/mp_cli.h"
 #include "util/mp_size.h"
 
@@ -126,10 +139,12 @@ const char mp_help_run[] =
 "        does: its sources are labelled [native] (--heap selects). Records\n"
 "        call stacks (64 frames unless --stacks says); with --sample,\n"
 "        native allocations are sampled as the VM's are. --native=preload\n"
-"        runs the program with libljmemprof_preload.so (next to this\n"
-"        executable, or in its ../lib) first in LD_PRELOAD: then the calls\n"
-"        that patching cannot reach are seen too (through pointers taken\n"
-"        before the start, bound early, of objects not patched).\n"
+"        runs the program with libljmemprof_preload.so first in LD_PRELOAD\n"
+"        (found next to this executable or in its ../lib,\n"
+"        ../lib/" PRELOAD_ARCH_HELP " or ../lib64: where make install's\n"
+"        LIBDIR puts it); then the calls that patching cannot reach are\n"
+"        seen too (through pointers taken before the start, bound early,\n"
+"        of objects not patched).\n"
 "    --max-size BYTES, --max-size=BYTES\n"
 "        Stop recording before the profile grows past BYTES (at least 64K;\n"
 "        e.g. 100M), as mp.start{max_size = BYTES} does: the profile stays\n"
@@ -201,33 +216,62 @@ static const char *module_dir(char *buf, size_t size)
   return NULL;
 }
 
-/* Put libljmemprof_preload.so (next to this executable, or in ../lib)
-** first in the child's LD_PRELOAD: 0, or -1 with a message said. */
+/* Where libljmemprof_preload.so may be, relative to the directory above
+** this executable's: beside it (the build tree), then where make install
+** puts it with LIBDIR = PREFIX/lib (its default), Debian's multiarch
+** PREFIX/lib/<triplet>, or PREFIX/lib64. */
+static const char *const preload_dirs[] = {
+  NULL, "lib",
+#ifdef PRELOAD_ARCH
+  "lib/" PRELOAD_ARCH,
+#endif
+  "lib64"
+};
+
+/* Put libljmemprof_preload.so (see preload_dirs) first in the child's
+** LD_PRELOAD: 0, or -1 with a message said (naming the paths tried). */
 static int set_preload(void)
 {
-  char dir[PATH_MAX], path[PATH_MAX + 64], *val;
-  const char *old = getenv("LD_PRELOAD");
+  char dir[PATH_MAX], path[PATH_MAX + 64], tried[4 * (PATH_MAX + 64)], *val;
+  const char *old = getenv("LD_PRELOAD"), *up;
   struct stat st;
-  size_t n;
+  size_t i, n;
   int rc;
-  if (exe_dir(dir, sizeof(dir)) == 0) {
-    snprintf(path, sizeof(path), "%s/libljmemprof_preload.so", dir);
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-      snprintf(path, sizeof(path), "%s/../lib/libljmemprof_preload.so", dir);
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-      n = strlen(path) + (old ? strlen(old) : 0) + 2;
-      if (!(val = malloc(n))) return -1;
-      snprintf(val, n, "%s%s%s", path, old && *old ? ":" : "",
-	       old ? old : "");
-      rc = setenv("LD_PRELOAD", val, 1);
-      free(val);
-      if (rc < 0) fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
-      return rc;
-    }
+  if (exe_dir(dir, sizeof(dir)) < 0) {
+    fprintf(stderr, "ljmemprof run: --native=preload: the directory of "
+	    "this executable is unknown (/proc/self/exe)\n");
+    return -1;
   }
-  fprintf(stderr, "ljmemprof run: --native=preload: libljmemprof_preload.so "
-	  "is neither next to this executable nor in its ../lib\n");
-  return -1;
+  up = strrchr(dir, '/');
+  n = up ? (size_t)(up - dir) : 0;	/* dir[0..n): the one above. */
+  tried[0] = '\0';
+  for (i = 0; i < sizeof(preload_dirs) / sizeof(*preload_dirs); i++) {
+    if (preload_dirs[i])
+      snprintf(path, sizeof(path), "%.*s/%s/libljmemprof_preload.so",
+	       (int)n, dir, preload_dirs[i]);
+    else
+      snprintf(path, sizeof(path), "%s/libljmemprof_preload.so", dir);
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) break;
+    snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s",
+	     i ? ", " : "", path);
+  }
+  if (i == sizeof(preload_dirs) / sizeof(*preload_dirs)) {
+    fprintf(stderr, "ljmemprof run: --native=preload: "
+	    "libljmemprof_preload.so not found; tried %s\n", tried);
+    return -1;
+  }
+  if (strpbrk(path, " :")) {	/* LD_PRELOAD's separators. */
+    fprintf(stderr, "ljmemprof run: --native=preload: %s: LD_PRELOAD "
+	    "cannot name a path with a space or a colon\n", path);
+    return -1;
+  }
+  n = strlen(path) + (old ? strlen(old) : 0) + 2;
+  if (!(val = malloc(n))) return -1;
+  snprintf(val, n, "%s%s%s", path, old && *old ? ":" : "", old ? old : "");
+  rc = setenv("LD_PRELOAD", val, 1);
+  free(val);
+  if (rc < 0) fprintf(stderr, "ljmemprof run: %s\n", strerror(errno));
+  return rc;
 }
 
 /* Put the module's directory first in the child's LUA_CPATH. */

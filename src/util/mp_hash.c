@@ -137,10 +137,12 @@ int mp_hash_put(mp_hash *h, uint64_t key, uint32_t val)
   if (h->key && h->val) {
     j = mp_hash_probe_(h, key);
     if (h->key[j]) { h->val[j] = val; return 0; }
+    if ((h->count + 1) * 2 <= h->mask + 1) goto store;	/* j stays. */
   }
   if (room(h) < 0) return -1;
   j = mp_hash_probe_(h, key);
   if (h->key[j]) { h->val[j] = val; return 0; }
+store:
   h->key[j] = key;
   h->val[j] = val;
   h->count++;
@@ -168,6 +170,24 @@ int mp_hash_del(mp_hash *h, uint64_t key)
   if (!h->key) return 0;
   j = mp_hash_probe_(h, key);
   if (!h->key[j]) return 0;
+  vacate(h, j);
+  return 1;
+}
+
+int mp_hash_take(mp_hash *h, uint64_t key, uint32_t *val)
+{
+  size_t j;
+  if (!key) {
+    if (!h->zero) return 0;
+    *val = h->zval;
+    h->zero = 0;
+    h->count--;
+    return 1;
+  }
+  if (!h->key || !h->val) return 0;
+  j = mp_hash_probe_(h, key);
+  if (!h->key[j]) return 0;
+  *val = h->val[j];
   vacate(h, j);
   return 1;
 }

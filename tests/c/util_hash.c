@@ -65,8 +65,17 @@ static void test_exact(void)
       if (!in[k]) count++;
       in[k] = 1;
       want[k] = val;
-    } else if (r & 2) {	/* Delete from both. */
-      got = mp_hash_del(&set, key) * 2 + mp_hash_del(&map, key);
+    } else if (r & 2) {	/* Delete from both (taking the map's value). */
+      uint32_t tv = 0xdeadbeef;
+      got = mp_hash_del(&set, key) * 2;
+      if (r & 4) {
+	got += mp_hash_take(&map, key, &tv);
+	if (tv != (in[k] ? want[k] : 0xdeadbeef) && !bad++)
+	  snprintf(first, sizeof(first), "op %zu take %llx: value %u, want %u",
+		   i, (unsigned long long)key, tv, in[k] ? want[k] : 0xdeadbeef);
+      } else {
+	got += mp_hash_del(&map, key);
+      }
       exp = in[k] ? 3 : 0;
       if (got != exp && !bad++)
 	snprintf(first, sizeof(first), "op %zu del %llx: %d, want %d", i,

@@ -3,10 +3,11 @@
 -- the long way, and a difference aborts the process), for
 -- tests/agent-stacks-check.t.
 --
---   luajit [-joff] tests/lib/stackcheck.lua DIR DEPTHS PROGRAM...
+--   luajit [-joff] tests/lib/stackcheck.lua DIR DEPTHS [--native] PROGRAM...
 --
 -- DIR holds the agent's ljmemprof.so; DEPTHS is a comma-separated list of
--- depth limits; a PROGRAM is a Lua file (run with no arguments), FILE=ARG
+-- depth limits; --native records native memory too (native = true: the
+-- stacks of malloc and free calls are checked as well); a PROGRAM is a Lua file (run with no arguments), FILE=ARG
 -- (a script and its one argument) or gen:A-B (the programs luagen.lua
 -- makes of seeds A to B). Each program runs once per depth, profiled with
 -- stacks = depth. Prints "checked N" (the runs) at the end, after a line
@@ -15,6 +16,7 @@
 -- abort.
 
 local dir, depths = arg[1], arg[2]
+local native, first = arg[3] == "--native", arg[3] == "--native" and 4 or 3
 package.path = "tests/gen/?.lua;tests/lib/?.lua;" .. package.path
 package.cpath = dir .. "/?.so;" .. package.cpath
 local mp = require("ljmemprof")
@@ -24,7 +26,7 @@ local path = string.format("%s/ljmp-stackcheck-%d.bin",
 
 -- The runs: { name, function, hotloop } for each program argument.
 local runs = {}
-for i = 3, #arg do
+for i = first, #arg do
   local a, b = arg[i]:match("^gen:(%d+)%-(%d+)$")
   if a then
     local gen = require("luagen")
@@ -49,7 +51,7 @@ local n = 0
 for depth in depths:gmatch("%d+") do
   for _, r in ipairs(runs) do
     if jit_on then jit.flush(); jit.opt.start("hotloop=" .. r[3]) end
-    assert(mp.start({ path = path, stacks = tonumber(depth) }))
+    assert(mp.start({ path = path, stacks = tonumber(depth), native = native }))
     io.output(null)
     local ok, err = pcall(r[2])
     io.output(out)
