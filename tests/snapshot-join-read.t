@@ -88,7 +88,7 @@ is "$rc" 2 "a profile without the snapshot's mark: status 2"
 case $err in *"no mark of the snapshot"*"it was not taken while this profile was recorded"*) r=0;; *) r=1;; esac
 ok $r "and it says why ($err)"
 run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" --format heapsnapshot "$TMPD/leak.ljh"
-is "$rc:$err" "2:ljmemprof snapshot: --profile joins one snapshot with its recording, in the text or json report (not with --format heapsnapshot)" \
+is "$rc:$err" "2:ljmemprof snapshot: --profile joins one snapshot with its recording, in the text, json or html report (not with --format heapsnapshot)" \
   "--profile with --format heapsnapshot: refused"
 run "$BUILD/ljmemprof" diff --profile "$TMPD/leak.ljm" "$TMPD/leak.ljh" "$TMPD/leak.ljh"
 is "$rc" 2 "--profile with a diff: refused"

@@ -751,3 +751,61 @@ out:
   free(c);
   return rc;
 }
+
+/* -- The dominator tree, as shown -------------------------------------------- */
+
+int mp_heapsnap_domtree(const mp_heapsnap *h, uint32_t max, uint32_t fan,
+			uint64_t min, mp_domnode **out)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t n = sn->n, i, k, got = 0;
+  /* The children of each object (by its dominator), in a counting sort. */
+  uint32_t *first = calloc((size_t)n + 1, sizeof(*first));
+  uint32_t *kids = malloc((size_t)(n ? n : 1) * sizeof(*kids));
+  uint32_t *pick = malloc((size_t)(fan ? fan : 1) * sizeof(*pick));
+  mp_domnode *d = malloc((size_t)(max ? max : 1) * sizeof(*d));
+  *out = NULL;
+  if (!first || !kids || !pick || !d) {
+    free(first); free(kids); free(pick); free(d);
+    return -1;
+  }
+  if (!n || !max) {
+    free(first); free(kids); free(pick);
+    *out = d;
+    return 0;
+  }
+  for (i = 1; i < n; i++) first[h->idom[i] + 1]++;
+  for (i = 0; i < n; i++) first[i + 1] += first[i];
+  for (i = 1; i < n; i++) kids[first[h->idom[i]]++] = i;
+  for (i = n; i > 0; i--) first[i] = first[i - 1];
+  first[0] = 0;
+  d[got].id = 0;
+  d[got].up = NONE;
+  d[got].more = 0;
+  d[got++].more_bytes = 0;
+  for (k = 0; k < got; k++) {
+    uint32_t v = d[k].id, np = 0, j;
+    /* Its biggest children (ties by number), at most fan. */
+    for (i = first[v]; i < first[v + 1]; i++) {
+      uint32_t c = kids[i];
+      if (h->retained[c] < min || !fan) continue;
+      for (j = np < fan ? np++ : fan; j > 0 &&
+	   h->retained[pick[j - 1]] < h->retained[c]; j--)
+	if (j < fan) pick[j] = pick[j - 1];
+      if (j < fan) pick[j] = c;
+    }
+    d[k].more = first[v + 1] - first[v];
+    d[k].more_bytes = h->retained[v] - sn->size[v];
+    for (j = 0; j < np && got < max; j++) {
+      d[got].id = pick[j];
+      d[got].up = k;
+      d[got].more = 0;
+      d[got++].more_bytes = 0;
+      d[k].more--;
+      d[k].more_bytes -= h->retained[pick[j]];
+    }
+  }
+  free(first); free(kids); free(pick);
+  *out = d;
+  return (int)got;
+}

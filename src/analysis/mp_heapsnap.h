@@ -90,4 +90,21 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
 int mp_heapsnap_class_map(const mp_heapsnap *h, unsigned fold,
 			  uint32_t **cls, uint32_t **rep, uint32_t *nclasses);
 
+/* A node of the dominator tree as shown (mp_heapsnap_domtree). */
+typedef struct mp_domnode {
+  uint32_t id;		/* The object. */
+  uint32_t up;		/* Index of its dominator's node (the root: NONE). */
+  uint32_t more;	/* Its children not shown... */
+  uint64_t more_bytes;	/* ...and what they retain. */
+} mp_domnode;
+
+/* The top of the dominator tree, at most max nodes: from the root, the
+** nodes retaining the most first (breadth first, each node's children by
+** retained size), at most fan children of a node, none retaining less
+** than min bytes; the children left out of each node counted in it.
+** Nodes in the order taken (a node after its dominator). Into *out
+** (malloc'd); their number, or -1 out of memory. */
+int mp_heapsnap_domtree(const mp_heapsnap *h, uint32_t max, uint32_t fan,
+			uint64_t min, mp_domnode **out);
+
 #endif

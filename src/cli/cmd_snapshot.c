@@ -25,7 +25,7 @@ const char mp_help_snapshot[] =
 "    ljmemprof snapshot - what is live in a heap snapshot, and what holds it\n"
 "\n"
 "SYNOPSIS\n"
-"    ljmemprof snapshot [--format text|json|heapsnapshot] [--top N]\n"
+"    ljmemprof snapshot [--format text|json|html|heapsnapshot] [--top N]\n"
 "                       [--fold N] [--profile PROF] [-o FILE] FILE\n"
 "    ljmemprof snapshot --diff [--format text|json] [--top N] [--fold N]\n"
 "                       [-o FILE] BASE NEW\n"
@@ -45,6 +45,12 @@ const char mp_help_snapshot[] =
 "    container of more than --fold entries are folded to [*], with what\n"
 "    they retain. References through weak tables retain nothing; what\n"
 "    only they reach is counted apart.\n"
+"\n"
+"    --format html writes one self-contained page of the same numbers as\n"
+"    the JSON report (its data is that report): the summary, the types,\n"
+"    the top retainers with their paths (with --profile, the lines that\n"
+"    made what each holds), the path classes, and the top of the\n"
+"    dominator tree, a click opening a node.\n"
 "\n"
 "    --format heapsnapshot writes it as a Chrome DevTools .heapsnapshot\n"
 "    (load it in the Memory panel): an object a node named by its type\n"
@@ -74,9 +80,10 @@ const char mp_help_snapshot[] =
 "    entries were replaced shows 50 new, 50 gone and no growth.\n"
 "\n"
 "OPTIONS\n"
-"    --format text|json|heapsnapshot\n"
-"                         Text (default), one JSON object, or DevTools'\n"
-"                         .heapsnapshot (not with --diff).\n"
+"    --format text|json|html|heapsnapshot\n"
+"                         Text (default), one JSON object, an HTML page\n"
+"                         (not with --diff), or DevTools' .heapsnapshot\n"
+"                         (not with --diff).\n"
 "    --diff               Compare two snapshots, BASE and NEW.\n"
 "    --top N              Retainers and path classes listed (default 10).\n"
 "    --fold N             Fold the keys of containers of more than N\n"
@@ -99,9 +106,10 @@ const char mp_help_snapshot[] =
 "    ljmemprof snapshot heap.snap\n"
 "    ljmemprof snapshot --format heapsnapshot -o heap.heapsnapshot heap.snap\n"
 "    ljmemprof diff before.snap after.snap\n"
-"    ljmemprof snapshot --profile app.ljm heap.snap\n";
+"    ljmemprof snapshot --profile app.ljm heap.snap\n"
+"    ljmemprof snapshot --format html --profile app.ljm -o heap.html heap.snap\n";
 
-enum { F_TEXT, F_JSON, F_HEAPSNAPSHOT };
+enum { F_TEXT, F_JSON, F_HEAPSNAPSHOT, F_HTML };
 
 typedef struct snap_opts {
   int format;		/* F_*. */
@@ -140,9 +148,10 @@ static int snap_opt(const char *cmd, int argc, char **argv, int *i,
     if (!strcmp(v, "text")) o->format = F_TEXT;
     else if (!strcmp(v, "json")) o->format = F_JSON;
     else if (!strcmp(v, "heapsnapshot")) o->format = F_HEAPSNAPSHOT;
+    else if (!strcmp(v, "html")) o->format = F_HTML;
     else {
       fprintf(stderr, "ljmemprof %s: bad value '%s' for option '--format' "
-	      "(text, json or heapsnapshot; see 'ljmemprof %s --help')\n",
+	      "(text, json, html or heapsnapshot; see 'ljmemprof %s --help')\n",
 	      cmd, v, cmd);
       return MP_OPT_ERROR;
     }
@@ -718,6 +727,57 @@ static void print_joined_json(FILE *f, const mp_snapjoin *j, mp_profile *p,
   fprintf(f, "]}");
 }
 
+#define TREE_NODES	1000	/* The dominator tree's nodes on the page... */
+#define TREE_FAN	30	/* ...at most this many under one node... */
+#define TREE_SHARE	10000	/* ...none retaining less than 1/10000 of
+				   everything. */
+
+/* The HTML view (render_snaphtml.c): its data, the JSON report and the
+** top of the dominator tree, made in memory, then the page. 0, or -1 out
+** of memory or when writing failed. */
+static int print_html(FILE *out, const mp_heapsnap *h, const snap_view *v,
+		      const mp_snapjoin *j, mp_profile *p, const joined *jd,
+		      const snap_opts *o, const char *path)
+{
+  const mp_snapshot *sn = h->sn;
+  char *data = NULL, where[2048];
+  size_t len = 0;
+  mp_domnode *t = NULL;
+  int nt = mp_heapsnap_domtree(h, TREE_NODES, TREE_FAN,
+			       h->retained[0] / TREE_SHARE, &t), i, rc;
+  FILE *m = nt < 0 ? NULL : open_memstream(&data, &len);
+  if (!m) {
+    free(t);
+    return -1;
+  }
+  fputs("{\"kind\":\"snapshot\",\"file\":", m);
+  mp_json_cstr(m, path);
+  fputs(",\"report\":", m);
+  print_json(m, h, v);
+  if (j) {
+    fputs(",\"recording\":", m);
+    print_joined_json(m, j, p, jd, o);
+  }
+  fputs("},\"tree\":[", m);
+  for (i = 0; i < nt; i++) {
+    uint32_t id = t[i].id;
+    mp_heapsnap_path(h, id, 0, where, sizeof(where));
+    fprintf(m, "%s[%d,%u,\"%s\",%llu,%llu,%u,%llu,", i ? "," : "",
+	    t[i].up == MP_SNAP_NONE ? -1 : (int)t[i].up, id,
+	    mp_heapsnap_type(sn->type[id]), (unsigned long long)sn->size[id],
+	    (unsigned long long)h->retained[id], t[i].more,
+	    (unsigned long long)t[i].more_bytes);
+    mp_json_cstr(m, where);
+    fputc(']', m);
+  }
+  fputs("]}", m);
+  free(t);
+  rc = fclose(m) ? -1 : 0;
+  if (rc == 0) rc = mp_render_snapshot_html(out, data, len);
+  free(data);
+  return rc;
+}
+
 /* Read the recording o->profile into *p with a join of h's snapshot
 ** (path: the snapshot's file), and what it made into *jd: MP_EXIT_OK,
 ** MP_EXIT_TRUNCATED (the profile is cut, after its warning), or
@@ -807,9 +867,15 @@ static int run(const char *cmd, int argc, char **argv, int diff)
     free(paths);
     return MP_EXIT_ERROR;
   }
+  if (o.diff && o.format == F_HTML) {
+    fprintf(stderr, "ljmemprof %s: the diff of two snapshots is text or "
+	    "json; the html format is of one snapshot\n", cmd);
+    free(paths);
+    return MP_EXIT_ERROR;
+  }
   if (o.profile && (o.diff || o.format == F_HEAPSNAPSHOT)) {
     fprintf(stderr, "ljmemprof %s: --profile joins one snapshot with its "
-	    "recording, in the text or json report (not with %s)\n", cmd,
+	    "recording, in the text, json or html report (not with %s)\n", cmd,
 	    o.diff ? "--diff" : "--format heapsnapshot");
     free(paths);
     return MP_EXIT_ERROR;
@@ -893,6 +959,13 @@ static int run(const char *cmd, int argc, char **argv, int diff)
       print_joined_json(out.f, &join, &prof, &jd, &o);
     }
     fputs("}\n", out.f);
+  } else if (o.format == F_HTML) {
+    if (print_html(out.f, &h, &v, o.profile ? &join : NULL, &prof, &jd, &o,
+		   paths[0]) < 0 && !ferror(out.f)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the page\n",
+	      paths[0]);
+      status = MP_EXIT_ERROR;
+    }
   } else {
     print_text(out.f, &h, &v, &o, paths[0]);
     if (o.profile) print_joined_text(out.f, &h, &join, &prof, &jd, &o);
