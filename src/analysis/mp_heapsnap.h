@@ -9,7 +9,9 @@
 ** every object it dominates: what would be freed if it went), the live
 ** totals by type, and path classes (a path with a big container's keys
 ** folded to [*]). Arrays of 4 or 8 bytes per object and per edge: about
-** 60 bytes an object with the snapshot.
+** 25 bytes an object besides the snapshot's, and at the peak the
+** dominators' predecessor lists (4 an object and an edge) or the path
+** classes' two arrays of an object (bench/README.md).
 */
 
 #ifndef MP_HEAPSNAP_H
