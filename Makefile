@@ -270,7 +270,8 @@ $(BUILD)/fault/ljmemprof.so: $(BUILD)/fault/mp_native.o $(AGENT_SRC) src/util/mp
 	  $(BUILD)/fault/mp_native.o -ldl -lpthread
 $(BUILD)/fault/ljmemprof: $(CLI_SRC) $(LIB_SRC) src/util/mp_fault.c src/util/mp_fault.h \
                           $(CLI_HDR) $(READER_HDR) include/ljmemprof.h \
-                          $(BUILD)/gen/page_assets.h $(BUILD)/gen/run_start.h
+                          $(BUILD)/gen/page_assets.h $(BUILD)/gen/snap_assets.h \
+                          $(BUILD)/gen/run_start.h
 	@mkdir -p $(@D)
 	$(SAN_CC) $(FAULT_CFLAGS) $(FAULT_INC) -Iinclude -Isrc -I$(BUILD)/gen -o $@ $(CLI_SRC) $(LIB_SRC) \
 	  src/util/mp_fault.c -lz -lm
@@ -290,6 +291,11 @@ $(BUILD)/gen/run_start.h: src/cli/run_start.lua scripts/gen-embed.pl
 	@mkdir -p $(@D)
 	scripts/gen-embed.pl --macros mp_run_start=src/cli/run_start.lua > $@.tmp && mv $@.tmp $@
 $(BUILD)/render/render_html.o: $(BUILD)/gen/page_assets.h
+$(BUILD)/gen/snap_assets.h: src/render/snap_page.html src/render/snap_page.js scripts/gen-embed.pl
+	@mkdir -p $(@D)
+	scripts/gen-embed.pl mp_snap_html=src/render/snap_page.html \
+	  mp_snap_js=src/render/snap_page.js > $@.tmp && mv $@.tmp $@
+$(BUILD)/render/render_snaphtml.o: $(BUILD)/gen/snap_assets.h
 
 $(BUILD)/%.o: src/%.c $$(call no_deps,$(READER_HDR))
 	@mkdir -p $(@D)
@@ -388,7 +394,8 @@ FUZZ_CC      ?= clang
 fuzz: $(BUILD)/fuzz/report_fuzz
 	scripts/fuzz-report.sh $(BUILD)/fuzz/report_fuzz $(FUZZ_SECONDS)
 
-$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR) $(BUILD)/gen/page_assets.h
+$(BUILD)/fuzz/report_fuzz: tests/fuzz/report_fuzz.c $(LIB_SRC) $(READER_HDR) $(BUILD)/gen/page_assets.h \
+                           $(BUILD)/gen/snap_assets.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Isrc -I$(BUILD)/gen -o $@ tests/fuzz/report_fuzz.c \

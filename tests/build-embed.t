@@ -12,6 +12,8 @@ MP=$BUILD/ljmemprof
 if command -v node >/dev/null; then
   run node --check src/render/page.js
   is "$rc:$err" "0:" "page.js parses as JavaScript (node --check)"
+  run node --check src/render/snap_page.js
+  is "$rc:$err" "0:" "snap_page.js (the snapshot's page) parses as JavaScript"
 else
   ok 1 "node is installed (Debian nodejs; make deps)"
 fi

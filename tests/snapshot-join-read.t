@@ -43,6 +43,40 @@ is "$(cat "$TMPD/got")" "$(cat "$TMPD/want")" \
 # The made bytes agree with the snapshot's own path class of the cache.
 grep -q '<local sessions in main chunk of .*leak.lua>\[\*\]: 2000 tables, 484004B' "$TMPD/out"; ok $? \
   "the cache's path class holds the bytes its line made"
+# The JSON form: the same numbers, the retainers by their index in
+# "retainers" (whose paths are the text's).
+run "$BUILD/ljmemprof" snapshot --format json --profile "$TMPD/leak.ljm" "$TMPD/leak.ljh"
+is "$rc:$err" "0:" "snapshot --format json --profile: status 0"
+python3 - "$TMPD/out" "$TMPD/leak.ljm" > "$TMPD/jgot" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["recording"]
+path = lambda k: d["retainers"][k]["path"].split("/")[-1]
+print(r["profile"] == sys.argv[2], r["made_objects"], r["made_bytes"],
+      r["marked_after_event"] > 0)
+for l in r["lines"]:
+    print(l["line"].split("/")[-1], l["bytes"], l["objects"],
+          path(l["held_by"]), l["held_bytes"])
+for t in r["retainers"]:
+    print(path(t["retainer"]), d["retainers"][t["retainer"]]["retained"],
+          t["made_bytes"], [(x["line"].split("/")[-1], x["bytes"])
+                            for x in t["lines"]])
+PY
+cat > "$TMPD/jwant" <<'TXT'
+True 4050 488404 True
+leak.lua:3 484004 4000 leak.lua> 484004
+leak.lua:5 4400 50 leak.lua> 4400
+leak.lua> 500460 484004 [('leak.lua:3', 484004)]
+leak.lua> 4984 4400 [('leak.lua:5', 4400)]
+TXT
+is "$(cat "$TMPD/jgot")" "$(cat "$TMPD/jwant")" "the JSON join: the text's numbers"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("\n".join(d["retainers"][t["retainer"]]["path"] for t in d["recording"]["retainers"]))
+' "$TMPD/out" | sed "s|$TMPD/||g" > "$TMPD/jpaths"
+grep '^  main thread' "$TMPD/got" | sed 's/^  //; s/: retains .*//' > "$TMPD/tpaths"
+is "$(cat "$TMPD/jpaths")" "$(cat "$TMPD/tpaths")" "and the text's retainers, in its order"
 # Errors.
 run env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -joff -e "
 local mp = require('ljmemprof')
@@ -53,8 +87,11 @@ run "$BUILD/ljmemprof" snapshot --profile "$TMPD/other.ljm" "$TMPD/leak.ljh"
 is "$rc" 2 "a profile without the snapshot's mark: status 2"
 case $err in *"no mark of the snapshot"*"it was not taken while this profile was recorded"*) r=0;; *) r=1;; esac
 ok $r "and it says why ($err)"
-run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" --format json "$TMPD/leak.ljh"
-is "$rc" 2 "--profile with --format json: refused"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" --format heapsnapshot "$TMPD/leak.ljh"
+is "$rc:$err" "2:ljmemprof snapshot: --profile joins one snapshot with its recording, in the text, json or html report (not with --format heapsnapshot)" \
+  "--profile with --format heapsnapshot: refused"
+run "$BUILD/ljmemprof" diff --profile "$TMPD/leak.ljm" "$TMPD/leak.ljh" "$TMPD/leak.ljh"
+is "$rc" 2 "--profile with a diff: refused"
 run "$BUILD/ljmemprof" snapshot --profile "$TMPD/nope.ljm" "$TMPD/leak.ljh"
 is "$rc:$err" "2:ljmemprof: $TMPD/nope.ljm: No such file or directory" "a missing profile"
 run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljh" "$TMPD/leak.ljh"

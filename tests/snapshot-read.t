@@ -151,7 +151,7 @@ for _, bad in ipairs({
     "got '" .. A .. "' and '" .. B .. "' (two with --diff; see " ..
     "'ljmemprof snapshot --help')\n" },
   { "--format svg " .. t.shq(A), "ljmemprof snapshot: bad value 'svg' for " ..
-    "option '--format' (text, json or heapsnapshot; see 'ljmemprof " ..
+    "option '--format' (text, json, html or heapsnapshot; see 'ljmemprof " ..
     "snapshot --help')\n" },
   { "-o " .. t.shq(A) .. " " .. t.shq(A), "ljmemprof snapshot: -o " .. A ..
     ": is the input profile " .. A .. " (it would be overwritten)\n" },

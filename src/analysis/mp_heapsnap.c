@@ -67,34 +67,65 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
   }
 }
 
+/* Climb from u to the forest's root of its tree and compress the path
+** (Lengauer and Tarjan's eval): every node on it then hangs from the
+** root's child and carries the label of least semidominator above it.
+** Nodes numbered lo or more are linked. No stack: the path's links are
+** reversed on the way up and restored, compressed, on the way down. */
+static void compress(uint32_t *anc, uint32_t *label, const uint32_t *semi,
+		     uint32_t u, uint32_t lo)
+{
+  uint32_t prev = NONE, x = u, above, y;
+  while (anc[x] >= lo) {	/* Up, reversing: anc[x] is then its child. */
+    uint32_t next = anc[x];
+    anc[x] = prev;
+    prev = x;
+    x = next;
+  }
+  /* x hangs from a root: it stays; below it, each takes the least label
+  ** of the one above and hangs from the root too. */
+  for (above = x, y = prev; y != NONE; above = y, y = prev) {
+    prev = anc[y];
+    if (semi[label[above]] < semi[label[y]]) label[y] = label[above];
+    anc[y] = anc[above];
+  }
+}
+
 /* Dominators of the strong graph (Lengauer and Tarjan, "A Fast Algorithm
 ** for Finding Dominators in a Flowgraph", with path compression: O(E log
 ** V); the iterative algorithm of Cooper, Harvey and Kennedy was tried
 ** first, but a string key shared by a million tables of a list made it
 ** quadratic), and retained sizes. Everything is in depth-first numbers
-** (dfs: 0 the root), without recursion. */
+** (dfs: 0 the root), without recursion.
+**
+** Memory: besides the predecessor lists (4 bytes an object and an edge),
+** nothing of its own. Its five arrays of an object are those of the
+** paths and of the retained sizes (parent, up, depth, and retained as
+** two halves), which are filled after it; the buckets of the algorithm
+** live in the semidominators of vertices not yet processed (whose
+** semidominator is then themselves, not read) and in the dominators of
+** vertices not yet taken out of a bucket. */
 static int dominators(mp_heapsnap *h)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t n = sn->n, i, k, nd = 0, sp = 0;
-  uint32_t *dfn = malloc((size_t)n * sizeof(*dfn));	/* Node -> number. */
-  uint32_t *node = malloc((size_t)n * sizeof(*node));	/* Number -> node. */
-  uint32_t *semi = malloc((size_t)n * sizeof(*semi));
-  /* The forest's ancestor links; until a node is linked (every node
-  ** numbered lo or more is), its DFS tree parent: one array for both. */
-  uint32_t *anc = malloc((size_t)n * sizeof(*anc)), lo;
-  uint32_t *label = malloc((size_t)n * sizeof(*label));
-  uint32_t *dom = malloc((size_t)n * sizeof(*dom));
-  uint32_t *bucket = malloc((size_t)n * sizeof(*bucket));	/* Heads... */
-  uint32_t *bnext = malloc((size_t)n * sizeof(*bnext));	/* ...and links. */
-  uint32_t *stack = malloc((size_t)n * sizeof(*stack));
-  uint32_t *cur = malloc((size_t)n * sizeof(*cur));
+  uint32_t *node = h->parent;		/* Number -> node. */
+  uint32_t *anc = h->up;	/* The forest's ancestor links; until a
+				   node is linked (every node numbered lo
+				   or more is), its DFS tree parent. */
+  uint32_t *semi = h->depth;	/* Processed: its semidominator; not yet:
+				   the head of its bucket. */
+  uint32_t *label = (uint32_t *)h->retained;
+  uint32_t *dom = label + n;	/* In a bucket: the next in it. */
+  /* The DFS's own arrays, in those not used yet. */
+  uint32_t *dfn = semi, *stack = label, *cur = dom, lo;
   uint32_t *pfirst = calloc((size_t)n + 1, sizeof(*pfirst));
   uint32_t *pred = malloc((size_t)(sn->ne ? sn->ne : 1) * sizeof(*pred));
-  int rc = -1;
-  if (!dfn || !node || !semi || !anc || !label || !dom || !bucket ||
-      !bnext || !stack || !cur || !pfirst || !pred)
-    goto out;
+  if (!pfirst || !pred) {
+    free(pfirst);
+    free(pred);
+    return -1;
+  }
   for (i = 0; i < n; i++) dfn[i] = NONE;
   /* Depth-first numbering, iterative: a node is numbered when entered. */
   dfn[0] = nd;
@@ -130,62 +161,51 @@ static int dominators(mp_heapsnap *h)
 	  pred[pfirst[dfn[sn->e[k].to]]++] = dfn[i];
   for (i = nd; i > 0; i--) pfirst[i] = pfirst[i - 1];
   pfirst[0] = 0;
-  /* The numbering and the walk's cursors are done with: their memory
-  ** goes before the arrays below are first touched (the peak). What is
-  ** not numbered is marked NONE in idom. */
+  /* What is not numbered is marked NONE in idom; the numbering is done
+  ** with. */
   for (i = 0; i < n; i++) h->idom[i] = dfn[i] == NONE ? NONE : 0;
-  free(dfn);
-  free(cur);
-  dfn = cur = NULL;
   for (i = 0; i < nd; i++) {
-    semi[i] = label[i] = i;
-    bucket[i] = NONE;
+    semi[i] = NONE;	/* An empty bucket. */
+    label[i] = i;
   }
   for (i = nd; i-- > 1; ) {
-    uint32_t w = i, p = anc[w], v;
+    uint32_t w = i, p = anc[w], v, next, sw;
     lo = w + 1;
+    /* Its bucket was emptied with its last child's: semi[w] is free. */
+    sw = w;
     for (k = pfirst[w]; k < pfirst[w + 1]; k++) {
       uint32_t u = pred[k];
       if (u >= lo) {	/* eval(u), compressing its path. */
-	uint32_t top = 0, x;
-	stack[top++] = u;
-	while (anc[stack[top - 1]] >= lo)
-	  stack[top] = anc[stack[top - 1]], top++;
-	top--;	/* Its ancestor is a root of the forest: no change. */
-	while (top-- > 0) {
-	  x = stack[top];
-	  if (semi[label[anc[x]]] < semi[label[x]]) label[x] = label[anc[x]];
-	  anc[x] = anc[anc[x]];
-	}
+	compress(anc, label, semi, u, lo);
 	u = label[u];
+	if (semi[u] < sw) sw = semi[u];
+      } else if (u < sw) {
+	sw = u;		/* Not processed: its own semidominator. */
       }
-      if (semi[u] < semi[w]) semi[w] = semi[u];
     }
-    bnext[w] = bucket[semi[w]];
-    bucket[semi[w]] = w;
+    semi[w] = sw;
+    /* Into the bucket of sw (not processed: sw < w). */
+    dom[w] = semi[sw];
+    semi[sw] = w;
     lo = w;	/* link(parent, w): anc[w] is p already */
-    for (v = bucket[p]; v != NONE; v = bnext[v]) {
+    for (v = semi[p]; v != NONE; v = next) {
       uint32_t u = v;
+      next = dom[v];
       if (v >= lo) {
-	uint32_t top = 0, x;
-	stack[top++] = v;
-	while (anc[stack[top - 1]] >= lo)
-	  stack[top] = anc[stack[top - 1]], top++;
-	top--;
-	while (top-- > 0) {
-	  x = stack[top];
-	  if (semi[label[anc[x]]] < semi[label[x]]) label[x] = label[anc[x]];
-	  anc[x] = anc[anc[x]];
-	}
+	compress(anc, label, semi, v, lo);
 	u = label[v];
       }
       dom[v] = semi[u] < semi[v] ? u : p;
     }
-    bucket[p] = NONE;
+    semi[p] = NONE;
   }
   dom[0] = 0;
   for (i = 1; i < nd; i++)
     if (dom[i] != semi[i]) dom[i] = dom[dom[i]];
+  free(pfirst);
+  free(pred);
+  /* The dominators, before retained (where label and dom are) is set. */
+  for (i = 1; i < nd; i++) h->idom[node[i]] = node[dom[i]];
   for (i = 0; i < n; i++) h->retained[i] = sn->size[i];
   /* What no strong reference reaches is the root's alone. */
   for (i = 1; i < n; i++)
@@ -195,15 +215,9 @@ static int dominators(mp_heapsnap *h)
       h->nweak++;
       h->weakbytes += sn->size[i];
     }
-  for (i = 1; i < nd; i++) h->idom[node[i]] = node[dom[i]];
   for (i = nd; i-- > 1; )	/* Dominated before dominators. */
-    h->retained[node[dom[i]]] += h->retained[node[i]];
-  rc = 0;
-out:
-  free(dfn); free(node); free(semi); free(anc); free(label);
-  free(dom); free(bucket); free(bnext); free(stack); free(cur); free(pfirst);
-  free(pred);
-  return rc;
+    h->retained[h->idom[node[i]]] += h->retained[node[i]];
+  return 0;
 }
 
 /* The bytes of string object id, or NULL if the file does not give them. */
@@ -250,10 +264,8 @@ int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
   h->weakonly = calloc(n, 1);
   h->idom = malloc((size_t)n * sizeof(*h->idom));
   h->retained = malloc((size_t)n * sizeof(*h->retained));
-  order = malloc((size_t)n * sizeof(*order));
-  if (!h->parent || !h->up || !h->depth || !h->weakonly || !h->idom || !h->retained ||
-      !order) {
-    free(order);
+  if (!h->parent || !h->up || !h->depth || !h->weakonly || !h->idom ||
+      !h->retained) {
     mp_heapsnap_free(h);
     return -1;
   }
@@ -261,13 +273,15 @@ int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
     h->count[sn->type[i]]++;
     h->bytes[sn->type[i]] += sn->size[i];
   }
-  bfs(h, order);
-  free(order);
-  namespaces(h);
-  if (dominators(h) < 0) {
+  /* The dominators first: they work in the paths' arrays. */
+  if (dominators(h) < 0 ||
+      !(order = malloc((size_t)n * sizeof(*order)))) {
     mp_heapsnap_free(h);
     return -1;
   }
+  bfs(h, order);
+  free(order);
+  namespaces(h);
   return 0;
 }
 
@@ -580,17 +594,6 @@ int mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
 
 /* -- Path classes ------------------------------------------------------------ */
 
-/* 24 bytes: a path unfolded all the way (a list) has a class per object.
-** The key of the step is not kept: it is its first member's (rep). */
-typedef struct hclass {
-  uint32_t parent;	/* Class of the path parent (NONE: the root). */
-  uint32_t rep;		/* Its first member. */
-  uint64_t bytes;
-  uint32_t count;
-  uint8_t type;
-  uint8_t folded;
-} hclass;
-
 /* The key of the step to object v, its path parent f: its edge's kind
 ** and argument, or ~0 if the step is folded (*fo says which). */
 static uint64_t class_key(const mp_heapsnap *h, uint32_t v, uint32_t f,
@@ -601,30 +604,42 @@ static uint64_t class_key(const mp_heapsnap *h, uint32_t v, uint32_t f,
   return *fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e);
 }
 
-/* Is the step to v (not folded) the step of class x? */
-static int same_step(const mp_heapsnap *h, const hclass *x, uint64_t key)
-{
-  const mp_snap_edge *e = &h->sn->e[h->parent[x->rep]];
-  return !x->folded && ((uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e)) ==
-	 key;
-}
+#define MULTI		0x80000000u	/* A class's first member: it has
+					   others. */
+#define SCAN_MAX	16	/* Edges of a path parent looked through for
+				   a sibling of the same step. */
 
-/* The class of every object reached (cls, by object; NONE for the root
-** and what is not reached) into the records *cp (*ncp of them); order is
-** scratch of n entries. 0, or -1 out of memory (*cp then freed). */
+/* The class of object x, while classes are made: its first member. */
+#define CLASS_OF(cls, x)	((cls)[x] & ~MULTI)
+
+/* The class of every object reached into cls, by object (NONE for the
+** root and what is not reached): numbered from 0 in the order of their
+** first members in order (which gets the objects reached, by depth:
+** *nobj of them); *ncp classes. 0, or -1 out of memory.
+**
+** A class is the step (its edge's key, or [*] if folded) from a class,
+** the root's for the root's children. No record is kept of a class: it is
+** named by its first member while they are made, and its step and parent
+** class are those of that member. Most classes of a list-shaped heap have
+** one member each; a class whose parent class has one member, f, can
+** only hold children of f: a sibling of the same step is looked for among
+** f's edges (when it has few), so that only the classes of parents with
+** several members (or many edges) go into the hash index. Memory: the two
+** arrays of an object (the caller's) and the index. */
 static int class_map(const mp_heapsnap *h, unsigned fold, uint32_t *cls,
-		     uint32_t *order, hclass **cp, uint32_t *ncp)
+		     uint32_t *order, uint32_t *nobj, uint32_t *ncp)
 {
   const mp_snapshot *sn = h->sn;
-  uint32_t nc = 0, cap = 0, i, j;
-  hclass *c = NULL;
+  uint32_t nc = 0, i, j;
   mp_hash index;
   mp_hash_init_map(&index);
+  if (sn->n > MULTI) return -1;	/* 2^31 objects: no bit for MULTI. */
   for (i = 0; i < sn->n; i++) cls[i] = NONE;
-  /* Objects by depth, so that a parent's class is known first. */
+  /* Objects by depth, so that a parent's class, and how many members it
+  ** has, are known first (members of a class have the same depth). */
   {
     uint32_t *cnt = calloc((size_t)sn->n + 2, sizeof(*cnt));
-    if (!cnt) goto fail;
+    if (!cnt) return -1;
     for (i = 1; i < sn->n; i++)
       if (h->parent[i] != NONE) cnt[h->depth[i] + 1]++;
     for (i = 1; i < sn->n + 1; i++) cnt[i] += cnt[i - 1];
@@ -633,95 +648,130 @@ static int class_map(const mp_heapsnap *h, unsigned fold, uint32_t *cls,
     j = cnt[sn->n];
     free(cnt);
   }
-  /* Room for a class per object at once: no growth of the index while
-  ** the classes are made (it would hold both tables for a while). */
-  if (mp_hash_reserve(&index, j) < 0) goto fail;
   for (i = 0; i < j; i++) {
-    uint32_t v = order[i], f = h->up[v], pc;
+    uint32_t v = order[i], f = h->up[v], pc = f ? CLASS_OF(cls, f) : NONE;
+    uint32_t c = NONE, k;
     int fo;
     uint64_t key = class_key(h, v, f, fold, &fo);
-    uint64_t hk;
-    uint32_t *p;
-    mp_hash_iter it;
-    pc = f ? cls[f] : NONE;
-    hk = mp_hash_mix(key ^ ((uint64_t)pc << 20));
-    for (p = mp_hash_first(&index, hk, &it); p; p = mp_hash_next(&index, &it))
-      if (c[*p].parent == pc && (fo ? c[*p].folded : same_step(h, &c[*p], key)))
-	break;
-    if (!p) {
-      if (nc == cap) {
-	hclass *q;
-	cap = cap ? cap * 2 : 1024;
-	if (!(q = realloc(c, (size_t)cap * sizeof(*c)))) goto fail;
-	c = q;
+    if ((pc == NONE || !(cls[pc] & MULTI)) &&
+	sn->first[f + 1] - sn->first[f] <= SCAN_MAX) {
+      /* One parent: its children of the same step, met before. */
+      for (k = sn->first[f]; k < sn->first[f + 1] && c == NONE; k++) {
+	uint32_t t = sn->e[k].to;
+	int tfo;
+	if (t == NONE || t == v || h->parent[t] != k || cls[t] == NONE)
+	  continue;
+	if (class_key(h, t, f, fold, &tfo) == key && tfo == fo)
+	  c = CLASS_OF(cls, t);
       }
-      memset(&c[nc], 0, sizeof(c[nc]));
-      c[nc].parent = pc;
-      c[nc].rep = v;
-      c[nc].type = sn->type[v];
-      c[nc].folded = (uint8_t)fo;
-      if (mp_hash_insert(&index, hk, nc) < 0) goto fail;
-      cls[v] = nc++;
     } else {
-      cls[v] = *p;
+      uint64_t hk = mp_hash_mix(key ^ ((uint64_t)pc << 20));
+      mp_hash_iter it;
+      uint32_t *p;
+      for (p = mp_hash_first(&index, hk, &it); p && c == NONE;
+	   p = mp_hash_next(&index, &it)) {
+	uint32_t r = *p, rf = h->up[r];
+	int rfo;
+	if ((rf ? CLASS_OF(cls, rf) : NONE) == pc &&
+	    class_key(h, r, rf, fold, &rfo) == key && rfo == fo)
+	  c = r;
+      }
+      if (c == NONE && mp_hash_insert(&index, hk, v) < 0) {
+	mp_hash_free(&index);
+	return -1;
+      }
     }
-    c[cls[v]].count++;
-    c[cls[v]].bytes += h->retained[v];
-    if (c[cls[v]].type != sn->type[v]) c[cls[v]].type = 0;
+    if (c == NONE) {
+      cls[v] = v;
+      nc++;
+    } else {
+      cls[v] = c;
+      cls[c] |= MULTI;
+    }
   }
   mp_hash_free(&index);
-  *cp = c;
+  /* Numbered by first member: the first of each comes before the rest. */
+  for (i = 0, nc = 0; i < j; i++) {
+    uint32_t v = order[i], r = CLASS_OF(cls, v);
+    cls[v] = r == v ? nc++ : cls[r];
+  }
+  *nobj = j;
   *ncp = nc;
   return 0;
-fail:
-  mp_hash_free(&index);
-  free(c);
-  *cp = NULL;
-  return -1;
 }
 
 int mp_heapsnap_class_map(const mp_heapsnap *h, unsigned fold,
 			  uint32_t **cls, uint32_t **rep, uint32_t *nclasses)
 {
-  uint32_t n = h->sn->n, i, nc;
+  uint32_t n = h->sn->n, i, nc, nobj;
   uint32_t *order = malloc((size_t)n * sizeof(*order));
-  hclass *c = NULL;
   *cls = malloc((size_t)n * sizeof(**cls));
   *rep = NULL;
-  if (!order || !*cls || class_map(h, fold, *cls, order, &c, &nc) < 0) {
+  if (!order || !*cls || class_map(h, fold, *cls, order, &nobj, &nc) < 0 ||
+      !(*rep = malloc((size_t)(nc ? nc : 1) * sizeof(**rep)))) {
     free(order);
     free(*cls);
     *cls = NULL;
     return -1;
   }
+  for (i = 0, nc = 0; i < nobj; i++)	/* First members, in order. */
+    if ((*cls)[order[i]] == nc) (*rep)[nc++] = order[i];
   free(order);
-  if (!(*rep = malloc((size_t)(nc ? nc : 1) * sizeof(**rep)))) {
-    free(c);
-    free(*cls);
-    *cls = NULL;
-    return -1;
-  }
-  for (i = 0; i < nc; i++) (*rep)[i] = c[i].rep;
-  free(c);
   *nclasses = nc;
   return 0;
 }
+
+/* A folded path class, as counted for mp_heapsnap_classes(). */
+typedef struct hclass {
+  uint32_t rep;		/* Its first member. */
+  uint32_t count;
+  uint64_t bytes;
+  uint8_t type;		/* Its members' type, or 0 if mixed. */
+} hclass;
 
 int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
 			mp_heapclass **out)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
-  uint32_t nc = 0, i, got = 0, j;
+  uint32_t nc = 0, nobj = 0, i, got = 0, j, nf = 0, cap = 0;
   hclass *c = NULL;
+  mp_hash byclass;	/* Class -> its record in c. */
   int rc = -1;
   *out = NULL;
+  mp_hash_init_map(&byclass);
   if (!cls || !(order = malloc((size_t)sn->n * sizeof(*order))) ||
-      class_map(h, fold, cls, order, &c, &nc) < 0)
+      class_map(h, fold, cls, order, &nobj, &nc) < 0)
     goto out;
-  /* The largest folded classes. */
-  for (i = 0; i < nc; i++) {
-    if (!c[i].folded) continue;
+  /* The folded classes' members, counted; records in the classes'
+  ** order. */
+  for (i = 0; i < nobj; i++) {
+    uint32_t v = order[i], x, *px;
+    int fo;
+    class_key(h, v, h->up[v], fold, &fo);
+    if (!fo) continue;
+    if ((px = mp_hash_get(&byclass, cls[v]))) {
+      x = *px;
+    } else {
+      if (nf == cap) {
+	hclass *q;
+	cap = cap ? cap * 2 : 64;
+	if (!(q = realloc(c, (size_t)cap * sizeof(*c)))) goto out;
+	c = q;
+      }
+      if (mp_hash_put(&byclass, cls[v], nf) < 0) goto out;
+      x = nf++;
+      c[x].rep = v;
+      c[x].count = 0;
+      c[x].bytes = 0;
+      c[x].type = sn->type[v];
+    }
+    c[x].count++;
+    c[x].bytes += h->retained[v];
+    if (c[x].type != sn->type[v]) c[x].type = 0;
+  }
+  /* The largest (ties: the first made). */
+  for (i = 0; i < nf; i++) {
     for (j = got; j > 0 && c[order[j - 1]].bytes < c[i].bytes; j--)
       if (j < n) order[j] = order[j - 1];
     if (j < n) {
@@ -746,8 +796,67 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
   }
   rc = (int)got;
 out:
+  mp_hash_free(&byclass);
   free(cls);
   free(order);
   free(c);
   return rc;
+}
+
+/* -- The dominator tree, as shown -------------------------------------------- */
+
+int mp_heapsnap_domtree(const mp_heapsnap *h, uint32_t max, uint32_t fan,
+			uint64_t min, mp_domnode **out)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t n = sn->n, i, k, got = 0;
+  /* The children of each object (by its dominator), in a counting sort. */
+  uint32_t *first = calloc((size_t)n + 1, sizeof(*first));
+  uint32_t *kids = malloc((size_t)(n ? n : 1) * sizeof(*kids));
+  uint32_t *pick = malloc((size_t)(fan ? fan : 1) * sizeof(*pick));
+  mp_domnode *d = malloc((size_t)(max ? max : 1) * sizeof(*d));
+  *out = NULL;
+  if (!first || !kids || !pick || !d) {
+    free(first); free(kids); free(pick); free(d);
+    return -1;
+  }
+  if (!n || !max) {
+    free(first); free(kids); free(pick);
+    *out = d;
+    return 0;
+  }
+  for (i = 1; i < n; i++) first[h->idom[i] + 1]++;
+  for (i = 0; i < n; i++) first[i + 1] += first[i];
+  for (i = 1; i < n; i++) kids[first[h->idom[i]]++] = i;
+  for (i = n; i > 0; i--) first[i] = first[i - 1];
+  first[0] = 0;
+  d[got].id = 0;
+  d[got].up = NONE;
+  d[got].more = 0;
+  d[got++].more_bytes = 0;
+  for (k = 0; k < got; k++) {
+    uint32_t v = d[k].id, np = 0, j;
+    /* Its biggest children (ties by number), at most fan. */
+    for (i = first[v]; i < first[v + 1]; i++) {
+      uint32_t c = kids[i];
+      if (h->retained[c] < min || !fan) continue;
+      for (j = np < fan ? np++ : fan; j > 0 &&
+	   h->retained[pick[j - 1]] < h->retained[c]; j--)
+	if (j < fan) pick[j] = pick[j - 1];
+      if (j < fan) pick[j] = c;
+    }
+    d[k].more = first[v + 1] - first[v];
+    d[k].more_bytes = h->retained[v] - sn->size[v];
+    for (j = 0; j < np && got < max; j++) {
+      d[got].id = pick[j];
+      d[got].up = k;
+      d[got].more = 0;
+      d[got++].more_bytes = 0;
+      d[k].more--;
+      d[k].more_bytes -= h->retained[pick[j]];
+    }
+  }
+  free(first); free(kids); free(pick);
+  *out = d;
+  return (int)got;
 }

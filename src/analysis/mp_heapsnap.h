@@ -9,7 +9,9 @@
 ** every object it dominates: what would be freed if it went), the live
 ** totals by type, and path classes (a path with a big container's keys
 ** folded to [*]). Arrays of 4 or 8 bytes per object and per edge: about
-** 60 bytes an object with the snapshot.
+** 25 bytes an object besides the snapshot's, and at the peak the
+** dominators' predecessor lists (4 an object and an edge) or the path
+** classes' two arrays of an object (bench/README.md).
 */
 
 #ifndef MP_HEAPSNAP_H
@@ -89,5 +91,22 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
 ** class); both malloc'd. 0, or -1 out of memory. */
 int mp_heapsnap_class_map(const mp_heapsnap *h, unsigned fold,
 			  uint32_t **cls, uint32_t **rep, uint32_t *nclasses);
+
+/* A node of the dominator tree as shown (mp_heapsnap_domtree). */
+typedef struct mp_domnode {
+  uint32_t id;		/* The object. */
+  uint32_t up;		/* Index of its dominator's node (the root: NONE). */
+  uint32_t more;	/* Its children not shown... */
+  uint64_t more_bytes;	/* ...and what they retain. */
+} mp_domnode;
+
+/* The top of the dominator tree, at most max nodes: from the root, the
+** nodes retaining the most first (breadth first, each node's children by
+** retained size), at most fan children of a node, none retaining less
+** than min bytes; the children left out of each node counted in it.
+** Nodes in the order taken (a node after its dominator). Into *out
+** (malloc'd); their number, or -1 out of memory. */
+int mp_heapsnap_domtree(const mp_heapsnap *h, uint32_t max, uint32_t fan,
+			uint64_t min, mp_domnode **out);
 
 #endif

@@ -25,7 +25,7 @@ const char mp_help_snapshot[] =
 "    ljmemprof snapshot - what is live in a heap snapshot, and what holds it\n"
 "\n"
 "SYNOPSIS\n"
-"    ljmemprof snapshot [--format text|json|heapsnapshot] [--top N]\n"
+"    ljmemprof snapshot [--format text|json|html|heapsnapshot] [--top N]\n"
 "                       [--fold N] [--profile PROF] [-o FILE] FILE\n"
 "    ljmemprof snapshot --diff [--format text|json] [--top N] [--fold N]\n"
 "                       [-o FILE] BASE NEW\n"
@@ -45,6 +45,12 @@ const char mp_help_snapshot[] =
 "    container of more than --fold entries are folded to [*], with what\n"
 "    they retain. References through weak tables retain nothing; what\n"
 "    only they reach is counted apart.\n"
+"\n"
+"    --format html writes one self-contained page of the same numbers as\n"
+"    the JSON report (its data is that report): the summary, the types,\n"
+"    the top retainers with their paths (with --profile, the lines that\n"
+"    made what each holds), the path classes, and the top of the\n"
+"    dominator tree, a click opening a node.\n"
 "\n"
 "    --format heapsnapshot writes it as a Chrome DevTools .heapsnapshot\n"
 "    (load it in the Memory panel): an object a node named by its type\n"
@@ -74,16 +80,18 @@ const char mp_help_snapshot[] =
 "    entries were replaced shows 50 new, 50 gone and no growth.\n"
 "\n"
 "OPTIONS\n"
-"    --format text|json|heapsnapshot\n"
-"                         Text (default), one JSON object, or DevTools'\n"
-"                         .heapsnapshot (not with --diff).\n"
+"    --format text|json|html|heapsnapshot\n"
+"                         Text (default), one JSON object, an HTML page\n"
+"                         (not with --diff), or DevTools' .heapsnapshot\n"
+"                         (not with --diff).\n"
 "    --diff               Compare two snapshots, BASE and NEW.\n"
 "    --top N              Retainers and path classes listed (default 10).\n"
 "    --fold N             Fold the keys of containers of more than N\n"
 "                         entries (default 8).\n"
 "    --profile PROF       Join the snapshot with the recording PROF that\n"
-"                         marked it (text only; 2 if PROF has no mark of\n"
-"                         this snapshot).\n"
+"                         marked it (not with --diff or --format\n"
+"                         heapsnapshot; 2 if PROF has no mark of this\n"
+"                         snapshot).\n"
 "    -o FILE, --output FILE\n"
 "                         Write to FILE instead of standard output (not\n"
 "                         to an input: refused, status 2).\n"
@@ -98,9 +106,10 @@ const char mp_help_snapshot[] =
 "    ljmemprof snapshot heap.snap\n"
 "    ljmemprof snapshot --format heapsnapshot -o heap.heapsnapshot heap.snap\n"
 "    ljmemprof diff before.snap after.snap\n"
-"    ljmemprof snapshot --profile app.ljm heap.snap\n";
+"    ljmemprof snapshot --profile app.ljm heap.snap\n"
+"    ljmemprof snapshot --format html --profile app.ljm -o heap.html heap.snap\n";
 
-enum { F_TEXT, F_JSON, F_HEAPSNAPSHOT };
+enum { F_TEXT, F_JSON, F_HEAPSNAPSHOT, F_HTML };
 
 typedef struct snap_opts {
   int format;		/* F_*. */
@@ -139,9 +148,10 @@ static int snap_opt(const char *cmd, int argc, char **argv, int *i,
     if (!strcmp(v, "text")) o->format = F_TEXT;
     else if (!strcmp(v, "json")) o->format = F_JSON;
     else if (!strcmp(v, "heapsnapshot")) o->format = F_HEAPSNAPSHOT;
+    else if (!strcmp(v, "html")) o->format = F_HTML;
     else {
       fprintf(stderr, "ljmemprof %s: bad value '%s' for option '--format' "
-	      "(text, json or heapsnapshot; see 'ljmemprof %s --help')\n",
+	      "(text, json, html or heapsnapshot; see 'ljmemprof %s --help')\n",
 	      cmd, v, cmd);
       return MP_OPT_ERROR;
     }
@@ -286,6 +296,7 @@ static void print_text(FILE *f, const mp_heapsnap *h, const snap_view *v,
   }
 }
 
+/* The JSON report but its closing brace (the caller may add members). */
 static void print_json(FILE *f, const mp_heapsnap *h, const snap_view *v)
 {
   const mp_snapshot *sn = h->sn;
@@ -330,7 +341,7 @@ static void print_json(FILE *f, const mp_heapsnap *h, const snap_view *v)
 	   cl[i].type ? mp_heapsnap_type(cl[i].type) : "mixed",
 	   (unsigned long long)cl[i].bytes);
   }
-  fprintf(f, "]}\n");
+  fprintf(f, "]");
 }
 
 /* A signed number of bytes, "+N" or "-N" (or "0"), into buf. */
@@ -509,12 +520,16 @@ typedef struct joined {
   uint64_t *bytes, *objects;	/* By site. */
   uint64_t *held;		/* [site * (ntop + 1) + k]: k + 1 a retainer,
 				   0 none of them. */
+  uint32_t *lines, nlines;	/* The sites that made most, at most --top,
+				   most bytes first. */
 } joined;
+
+static uint32_t joined_sites(const joined *jd, uint32_t *ids, uint32_t n);
 
 /* Fill *jd from the join j of h with profile p; 0 or -1 (out of memory). */
 static int joined_build(joined *jd, const mp_heapsnap *h,
 			const mp_snapjoin *j, const mp_profile *p,
-			const snap_view *v)
+			const snap_view *v, const snap_opts *o)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t *near = NULL, i, k;
@@ -526,8 +541,9 @@ static int joined_build(joined *jd, const mp_heapsnap *h,
   jd->objects = calloc(jd->nsite + 1, sizeof(*jd->objects));
   jd->held = calloc(((size_t)jd->nsite + 1) * (jd->ntop + 1),
 		    sizeof(*jd->held));
+  jd->lines = malloc((o->top ? o->top : 1) * sizeof(*jd->lines));
   near = calloc(sn->n ? sn->n : 1, sizeof(*near));
-  if (!jd->bytes || !jd->objects || !jd->held || !near) {
+  if (!jd->bytes || !jd->objects || !jd->held || !jd->lines || !near) {
     free(near);
     return -1;
   }
@@ -549,6 +565,7 @@ static int joined_build(joined *jd, const mp_heapsnap *h,
     jd->held[(size_t)(s - 1) * (jd->ntop + 1) + near[i]] += sn->size[i];
   }
   free(near);
+  jd->nlines = joined_sites(jd, jd->lines, o->top);
   return 0;
 }
 
@@ -557,6 +574,7 @@ static void joined_free(joined *jd)
   free(jd->bytes);
   free(jd->objects);
   free(jd->held);
+  free(jd->lines);
 }
 
 /* The sites that made anything, most bytes first, at most n: into ids;
@@ -586,12 +604,41 @@ static uint32_t joined_holder(const joined *jd, uint32_t s)
   return best;
 }
 
+/* The bytes of top retainer k (from 0) that lines of the recording made. */
+static uint64_t joined_made(const joined *jd, uint32_t k)
+{
+  uint64_t made = 0;
+  uint32_t s;
+  for (s = 0; s < jd->nsite; s++)
+    made += jd->held[(size_t)s * (jd->ntop + 1) + k + 1];
+  return made;
+}
+
+#define JOINED_LINES	3	/* The lines shown for a retainer. */
+
+/* The sites that made most of what top retainer k holds, most bytes
+** first (ties by site), at most JOINED_LINES: into ids; how many. */
+static uint32_t joined_lines(const joined *jd, uint32_t k, uint32_t *ids)
+{
+  uint32_t n = 0, s, i;
+  for (s = 0; s < jd->nsite; s++) {
+    uint64_t v = jd->held[(size_t)s * (jd->ntop + 1) + k + 1];
+    if (!v) continue;
+    for (i = n < JOINED_LINES ? n++ : JOINED_LINES; i > 0 &&
+	 jd->held[(size_t)ids[i - 1] * (jd->ntop + 1) + k + 1] < v; i--)
+      if (i < JOINED_LINES) ids[i] = ids[i - 1];
+    if (i < JOINED_LINES) ids[i] = s;
+  }
+  return n;
+}
+
 /* The joined section of the text report. */
 static void print_joined_text(FILE *f, const mp_heapsnap *h,
 			      const mp_snapjoin *j, mp_profile *p,
 			      const joined *jd, const snap_opts *o)
 {
-  uint32_t *ids = malloc((o->top ? o->top : 1) * sizeof(*ids)), n, i, k;
+  const uint32_t *ids = jd->lines, n = jd->nlines;
+  uint32_t i, k;
   char b1[64], b2[64], label[512], where[2048];
   fprintf(f, "\nMADE WITHIN THE RECORDING (%s, marked after event %llu): "
 	  "%u of %llu objects, %s of %s\n", mp_cli_name(o->profile),
@@ -599,7 +646,6 @@ static void print_joined_text(FILE *f, const mp_heapsnap *h,
 	  (unsigned long long)h->sn->objects,
 	  mp_fmt_bytes(b1, sizeof(b1), j->made_bytes, 0),
 	  mp_fmt_bytes(b2, sizeof(b2), h->sn->bytes, 0));
-  n = ids ? joined_sites(jd, ids, o->top) : 0;
   if (!n) fprintf(f, "  none: every object was made before the recording\n");
   else fprintf(f, "%14s %10s  line that made them: the retainer holding "
 	       "most of it\n", "bytes", "objects");
@@ -621,33 +667,115 @@ static void print_joined_text(FILE *f, const mp_heapsnap *h,
   fprintf(f, "\nTOP RETAINERS BY THE LINES THAT MADE WHAT THEY HOLD (of "
 	  "what each is the nearest top retainer of)\n");
   for (k = 0; k < jd->ntop; k++) {
-    uint32_t s, shown = 0;
-    uint64_t made = 0;
-    for (s = 0; s < jd->nsite; s++)
-      made += jd->held[(size_t)s * (jd->ntop + 1) + k + 1];
-    if (!made) continue;	/* All of it made before the recording. */
+    uint32_t lines[JOINED_LINES], nl = joined_lines(jd, k, lines);
+    if (!nl) continue;	/* All of it made before the recording. */
     mp_heapsnap_path(h, jd->top[k], 0, where, sizeof(where));
     fprintf(f, "  %s: retains %s, %s of it made within the recording\n",
 	    where, mp_fmt_bytes(b1, sizeof(b1), h->retained[jd->top[k]], 0),
-	    mp_fmt_bytes(b2, sizeof(b2), made, 0));
-    /* Its three biggest sites. */
-    while (shown < 3) {
-      uint32_t best = UINT32_MAX;
-      uint64_t bb = 0;
-      for (s = 0; s < jd->nsite; s++) {
-	uint64_t v = jd->held[(size_t)s * (jd->ntop + 1) + k + 1];
-	if (v > bb) { bb = v; best = s; }
-      }
-      if (best == UINT32_MAX) break;
-      mp_label(&p->syms.names, &p->site[best].loc, label, sizeof(label));
-      fprintf(f, "%16s  ", mp_fmt_bytes(b1, sizeof(b1), bb, 0));
+	    mp_fmt_bytes(b2, sizeof(b2), joined_made(jd, k), 0));
+    for (i = 0; i < nl; i++) {
+      mp_label(&p->syms.names, &p->site[lines[i]].loc, label, sizeof(label));
+      fprintf(f, "%16s  ", mp_fmt_bytes(b1, sizeof(b1),
+	      jd->held[(size_t)lines[i] * (jd->ntop + 1) + k + 1], 0));
       mp_text_put(f, label, strlen(label), 0);
       fputc('\n', f);
-      jd->held[(size_t)best * (jd->ntop + 1) + k + 1] = 0;	/* Shown. */
-      shown++;
     }
   }
-  free(ids);
+}
+
+/* The joined part of the JSON report: its "recording" member's value. */
+static void print_joined_json(FILE *f, const mp_snapjoin *j, mp_profile *p,
+			      const joined *jd, const snap_opts *o)
+{
+  const uint32_t *ids = jd->lines, n = jd->nlines;
+  uint32_t i, k;
+  int first = 1;
+  char label[512];
+  fprintf(f, "{\"profile\":");
+  mp_json_cstr(f, mp_cli_name(o->profile));
+  fprintf(f, ",\"marked_after_event\":%llu,\"made_objects\":%u,"
+	  "\"made_bytes\":%llu,\"lines\":[", (unsigned long long)j->ev,
+	  j->made, (unsigned long long)j->made_bytes);
+  for (i = 0; i < n; i++) {
+    uint32_t s = ids[i], b = joined_holder(jd, s);
+    mp_label(&p->syms.names, &p->site[s].loc, label, sizeof(label));
+    fprintf(f, "%s{\"line\":", i ? "," : "");
+    mp_json_cstr(f, label);
+    fprintf(f, ",\"bytes\":%llu,\"objects\":%llu,\"held_by\":",
+	    (unsigned long long)jd->bytes[s],
+	    (unsigned long long)jd->objects[s]);
+    if (b) fprintf(f, "%u,\"held_bytes\":%llu}", b - 1,
+		   (unsigned long long)jd->held[(size_t)s * (jd->ntop + 1) + b]);
+    else fprintf(f, "null,\"held_bytes\":0}");
+  }
+  fprintf(f, "],\"retainers\":[");
+  for (k = 0; k < jd->ntop; k++) {
+    uint32_t lines[JOINED_LINES], nl = joined_lines(jd, k, lines);
+    if (!nl) continue;
+    fprintf(f, "%s{\"retainer\":%u,\"made_bytes\":%llu,\"lines\":[",
+	    first ? "" : ",", k, (unsigned long long)joined_made(jd, k));
+    first = 0;
+    for (i = 0; i < nl; i++) {
+      mp_label(&p->syms.names, &p->site[lines[i]].loc, label, sizeof(label));
+      fprintf(f, "%s{\"line\":", i ? "," : "");
+      mp_json_cstr(f, label);
+      fprintf(f, ",\"bytes\":%llu}", (unsigned long long)
+	      jd->held[(size_t)lines[i] * (jd->ntop + 1) + k + 1]);
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "]}");
+}
+
+#define TREE_NODES	1000	/* The dominator tree's nodes on the page... */
+#define TREE_FAN	30	/* ...at most this many under one node... */
+#define TREE_SHARE	10000	/* ...none retaining less than 1/10000 of
+				   everything. */
+
+/* The HTML view (render_snaphtml.c): its data, the JSON report and the
+** top of the dominator tree, made in memory, then the page. 0, or -1 out
+** of memory or when writing failed. */
+static int print_html(FILE *out, const mp_heapsnap *h, const snap_view *v,
+		      const mp_snapjoin *j, mp_profile *p, const joined *jd,
+		      const snap_opts *o, const char *path)
+{
+  const mp_snapshot *sn = h->sn;
+  char *data = NULL, where[2048];
+  size_t len = 0;
+  mp_domnode *t = NULL;
+  int nt = mp_heapsnap_domtree(h, TREE_NODES, TREE_FAN,
+			       h->retained[0] / TREE_SHARE, &t), i, rc;
+  FILE *m = nt < 0 ? NULL : open_memstream(&data, &len);
+  if (!m) {
+    free(t);
+    return -1;
+  }
+  fputs("{\"kind\":\"snapshot\",\"file\":", m);
+  mp_json_cstr(m, path);
+  fputs(",\"report\":", m);
+  print_json(m, h, v);
+  if (j) {
+    fputs(",\"recording\":", m);
+    print_joined_json(m, j, p, jd, o);
+  }
+  fputs("},\"tree\":[", m);
+  for (i = 0; i < nt; i++) {
+    uint32_t id = t[i].id;
+    mp_heapsnap_path(h, id, 0, where, sizeof(where));
+    fprintf(m, "%s[%d,%u,\"%s\",%llu,%llu,%u,%llu,", i ? "," : "",
+	    t[i].up == MP_SNAP_NONE ? -1 : (int)t[i].up, id,
+	    mp_heapsnap_type(sn->type[id]), (unsigned long long)sn->size[id],
+	    (unsigned long long)h->retained[id], t[i].more,
+	    (unsigned long long)t[i].more_bytes);
+    mp_json_cstr(m, where);
+    fputc(']', m);
+  }
+  fputs("]}", m);
+  free(t);
+  rc = fclose(m) ? -1 : 0;
+  if (rc == 0) rc = mp_render_snapshot_html(out, data, len);
+  free(data);
+  return rc;
 }
 
 /* Read the recording o->profile into *p with a join of h's snapshot
@@ -684,7 +812,7 @@ static int join_profile(mp_snapjoin *j, mp_profile *p, joined *jd,
     mp_snapjoin_free(j);
     return MP_EXIT_ERROR;
   }
-  if (joined_build(jd, h, j, p, v) < 0) {
+  if (joined_build(jd, h, j, p, v, o) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory\n", mp_cli_name(path));
     joined_free(jd);
     mp_profile_free(p);
@@ -739,11 +867,16 @@ static int run(const char *cmd, int argc, char **argv, int diff)
     free(paths);
     return MP_EXIT_ERROR;
   }
-  if (o.profile && (o.diff || o.format != F_TEXT)) {
+  if (o.diff && o.format == F_HTML) {
+    fprintf(stderr, "ljmemprof %s: the diff of two snapshots is text or "
+	    "json; the html format is of one snapshot\n", cmd);
+    free(paths);
+    return MP_EXIT_ERROR;
+  }
+  if (o.profile && (o.diff || o.format == F_HEAPSNAPSHOT)) {
     fprintf(stderr, "ljmemprof %s: --profile joins one snapshot with its "
-	    "recording, in the text report (not with --diff or --format "
-	    "%s)\n", cmd, o.diff ? "text of a diff" : o.format == F_JSON ?
-	    "json" : "heapsnapshot");
+	    "recording, in the text, json or html report (not with %s)\n", cmd,
+	    o.diff ? "--diff" : "--format heapsnapshot");
     free(paths);
     return MP_EXIT_ERROR;
   }
@@ -821,6 +954,18 @@ static int run(const char *cmd, int argc, char **argv, int diff)
     }
   } else if (o.format == F_JSON) {
     print_json(out.f, &h, &v);
+    if (o.profile) {
+      fputs(",\"recording\":", out.f);
+      print_joined_json(out.f, &join, &prof, &jd, &o);
+    }
+    fputs("}\n", out.f);
+  } else if (o.format == F_HTML) {
+    if (print_html(out.f, &h, &v, o.profile ? &join : NULL, &prof, &jd, &o,
+		   paths[0]) < 0 && !ferror(out.f)) {
+      fprintf(stderr, "ljmemprof: %s: out of memory for the page\n",
+	      paths[0]);
+      status = MP_EXIT_ERROR;
+    }
   } else {
     print_text(out.f, &h, &v, &o, paths[0]);
     if (o.profile) print_joined_text(out.f, &h, &join, &prof, &jd, &o);

@@ -86,6 +86,17 @@ int mp_render_pprof(FILE *out, const mp_sections *sec,
 		    const mp_render_opts *o);
 int mp_render_html(FILE *out, const mp_sections *sec, const mp_render_opts *o);
 
+/* Write a page (render_html.c): template html (page.html's markers
+** @STYLE@, @DATA@, @SCRIPT@) with page.css, data (len bytes of JSON, '<'
+** in it as \u003c) and script js. 0, or -1 (writing failed, or the
+** template lacks a marker). */
+int mp_render_page(FILE *out, const char *html, const char *js,
+		   const char *data, size_t len);
+
+/* The HTML view of a heap snapshot (render_snaphtml.c): snap_page.html
+** and snap_page.js around data, the JSON that cmd_snapshot.c makes. */
+int mp_render_snapshot_html(FILE *out, const char *data, size_t len);
+
 /* The diffs (render_diff.c, render_html.c). */
 int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o);
 int mp_render_diff_json(FILE *out, const mp_diff *d, const mp_render_opts *o);

@@ -414,11 +414,10 @@ static int upto(FILE *out, const char **at, const char *m)
   return 0;
 }
 
-/* Write the page (page.html) around data (len bytes of JSON), '<' in it
-** as \u003c, its markers replaced by the style, the data and the script. */
-static int page(FILE *out, const char *data, size_t len)
+int mp_render_page(FILE *out, const char *html, const char *js,
+		   const char *data, size_t len)
 {
-  const char *at = mp_page_html;
+  const char *at = html;
   size_t i, j;
   if (upto(out, &at, "@STYLE@") < 0) return -1;
   fputs(mp_page_css, out);
@@ -431,7 +430,7 @@ static int page(FILE *out, const char *data, size_t len)
     }
   fwrite(data + j, 1, len - j, out);
   if (upto(out, &at, "@SCRIPT@") < 0) return -1;
-  fputs(mp_page_js, out);
+  fputs(js, out);
   fputs(at, out);
   return ferror(out) ? -1 : 0;
 }
@@ -448,7 +447,7 @@ static int with_data(FILE *out, int (*fn)(FILE *, const void *,
   if (!m) return -1;
   rc = fn(m, what, o);
   if (fclose(m) != 0) rc = -1;
-  if (rc == 0) rc = page(out, data, len);
+  if (rc == 0) rc = mp_render_page(out, mp_page_html, mp_page_js, data, len);
   free(data);
   return rc;
 }
