@@ -203,9 +203,17 @@ int mp_cmd_info(int argc, char **argv)
     if (p.nmark)
       printf("duration:   %s (%llu time marks)\n",
 	     mp_fmt_ns(b, sizeof(b), p.mark.ns), (unsigned long long)p.nmark);
-    printf("collected:  %s\n", p.collect ? "yes (a full garbage collection "
+    printf("collected:  %s", p.collect ? "yes (a full garbage collection "
 	   "ran before the end: what is live is reachable)" : "no (what is "
 	   "live may be garbage not yet collected)");
+    {	/* As the report's NOTES says it. */
+      mp_cost all;
+      if (mp_profile_gc_top(&p, &all) != UINT32_MAX)
+	printf("; it freed %lluB in %llu block%s made within the profile%s",
+	       (unsigned long long)all.plus, (unsigned long long)all.n,
+	       all.n == 1 ? "" : "s", p.sample ? " (estimated)" : "");
+    }
+    fputc('\n', stdout);
     if (p.stopped[0]) printf("stopped:    %s\n", p.stopped);
     for (unsigned i = 0; i < p.nsnap && i < MP_SNAPMARKS; i++) {
       const struct mp_snapmark *m = &p.snaps[i];

@@ -161,6 +161,21 @@ void mp_render_json_memory(FILE *out, const mp_memory *m);
 ** "collected", and "stopped" and "sampled" when they apply. */
 void mp_render_json_summary(FILE *out, const mp_profile *p);
 
+/* The notes that end a report (text NOTES, JSON "notes"), one line each
+** without a newline, through fn(ctx, line): that a full collection ran
+** before the end, or mp_note_uncollected; what the final collection freed
+** of the blocks the program made (garbage, or what only the main chunk's
+** locals held: they end when it returns), with the source that made the
+** most of it; why recording stopped early. Sizes as -H if human. Returns
+** the site named, or UINT32_MAX (its alias, if any, is the caller's to
+** list). */
+uint32_t mp_render_notes(const mp_sections *sec, int human,
+			 void (*fn)(void *ctx, const char *line), void *ctx);
+
+/* The note of a profile that says of no full collection before its end
+** (`report`, `check`). */
+extern const char mp_note_uncollected[];
+
 /* Rows of a section of n to show under o. */
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)
 {

@@ -299,6 +299,19 @@ static int json_report(FILE *out, const mp_sections *sec,
 				mp_profile_peak_ns(p));
   json_maybe(out, "duration_ns", p->nmark && p->merged < 2 ? p->mark.ns :
 				    UINT64_MAX);
+  {	/* What the final collection freed, as NOTES says it. */
+    mp_cost all;
+    uint32_t top = mp_profile_gc_top(p, &all);
+    if (top != UINT32_MAX) {
+      fprintf(out, ",\"final_collection\":{\"freed_bytes\":%llu,"
+	      "\"freed_blocks\":%llu,\"top\":", (unsigned long long)all.plus,
+	      (unsigned long long)all.n);
+      mp_json_cstr(out, sec->label[top]);
+      fprintf(out, ",\"top_bytes\":%llu,\"top_blocks\":%llu}",
+	      (unsigned long long)p->gcfree[top].plus,
+	      (unsigned long long)p->gcfree[top].n);
+    }
+  }
   fprintf(out, ",\"collected\":%s,\"stopped\":", p->collect ? "true" : "false");
   if (p->stopped[0]) mp_json_cstr(out, p->stopped);
   else fputs("null", out);
