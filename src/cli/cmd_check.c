@@ -50,7 +50,9 @@ const char mp_help_check[] =
 "    garbage never collected). When a figure is over its limit, the\n"
 "    sources that made it follow with their call stacks (as the CALL\n"
 "    STACKS view of `report`: bytes not freed, or bytes at the peak),\n"
-"    heaviest first. A sampled profile is checked on its estimates.\n"
+"    heaviest first; in a profile recorded without call stacks, the\n"
+"    sources alone, a line each (SOURCES). A sampled profile is checked\n"
+"    on its estimates.\n"
 "\n"
 "OPTIONS\n"
 "    --max-leak SIZE\n"
@@ -159,7 +161,8 @@ static int show(const mp_sections *sec, const mp_stacktree *t, mp_metric m,
   ro.human = c->human;
   ro.metric = m;
   ro.stacks = STACKS_SHOWN;
-  rc = mp_render_text_stacks(stdout, sec, t, &ro, used);
+  rc = t->stacks ? mp_render_text_stacks(stdout, sec, t, &ro, used)
+		 : mp_render_text_sources(stdout, sec, t, &ro, used);
   if (rc == 0) mp_render_text_aliases(stdout, &sec->p->syms.names, used);
   free(used);
   return rc;

@@ -110,6 +110,12 @@ int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
 int mp_render_text_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used);
+/* For a profile without call stacks (t one level deep): the sources
+** under metric o->metric, heaviest first (o->top of them), one line each
+** with their cost, as the CALL STACKS view's first lines (`check`). */
+int mp_render_text_sources(FILE *out, const mp_sections *sec,
+			   const mp_stacktree *t, const mp_render_opts *o,
+			   uint8_t *used);
 int mp_render_json_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used);

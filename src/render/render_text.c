@@ -176,6 +176,34 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
   return 0;
 }
 
+int mp_render_text_sources(FILE *out, const mp_sections *sec,
+			   const mp_stacktree *t, const mp_render_opts *o,
+			   uint8_t *used)
+{
+  mp_sview v;
+  uint32_t i;
+  if (mp_sview_build(&v, t, o->metric, o->top, 1) < 0) return -1;
+  fprintf(out, "SOURCES (%s; the profile has no call stacks: each source "
+	  "is its own frame):\n", mp_metric_what[o->metric]);
+  for (i = 0; i < v.ngroup; i++) {
+    const mp_sgroup *g = &v.group[i];
+    if (g->site < sec->p->nsite) {
+      label(out, sec, g->site);
+      mark_alias(sec, g->site, used);
+    } else {
+      const char *l = t->node[g->node].label;
+      mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
+    }
+    fputs(": ", out);
+    stack_cost(out, &g->alloc, &g->live, &g->peak, o->metric, o->human);
+    fputc('\n', out);
+  }
+  more_rows(out, v.ngroup, v.nall);
+  fputc('\n', out);
+  mp_sview_free(&v);
+  return 0;
+}
+
 int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 {
   const mp_profile *p = sec->p;
