@@ -82,6 +82,20 @@ is "$rc" 3 "info on a cut stream: status 3"
 
 run $MP report --leak-only "$good"
 is "$rc:$out:$err" "0:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them$NOTES_NONE:" "complete stream: status 0, nothing held"
+# --heap native on a profile recorded without native memory: every format
+# would be empty; one error line instead, status 2, no output file.
+for f in text json collapsed; do
+  run $MP report --heap native --format $f -o "$TMPD/nat.out" "$good"
+  is "$rc:$out:$err:$(ls "$TMPD/nat.out" 2>/dev/null)" "2::ljmemprof: $good: --heap native: the profile has no native memory (it was not recorded with native = true: mp.start{native = true}, or 'ljmemprof run --native'):" \
+    "report --heap native --format $f of a profile without native memory: one error, no output"
+done
+run $MP diff --heap native "$good" "$good"
+is "$rc:$out" "2:" "diff --heap native: the same error, status 2"
+run $MP report --heap vm --leak-only "$good"
+is "$rc:$out" "0:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them$NOTES_NONE" "--heap vm of it: its report"
+run $MP run --heap native "$TMPD/nonexist.lua"
+is "$rc:$out:$err" "2::ljmemprof run: --heap native needs --native: without it no native memory is recorded" \
+  "run --heap native without --native: refused before anything runs"
 run $MP report --leak-only - <"$TMPD/cut.ljm"
 is "$rc:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
 INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "'-' reads standard input"

@@ -144,6 +144,7 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
   m->peak_bytes += s->peak_bytes;
   m->peak_blocks += s->peak_blocks;
   m->collect = m->merged ? m->collect && s->collect : s->collect;
+  m->native |= s->native;
   if (!m->stopped[0]) memcpy(m->stopped, s->stopped, sizeof(m->stopped));
   if (s->stacks > m->stacks) m->stacks = s->stacks;
   if (s->sample) m->sample = s->sample;

@@ -185,6 +185,8 @@ static int info_add(mp_profile *p, const mp_item *it)
     if (p->nev || !info_number(it)) return MP_OK;
     p->sample = (double)info_number(it);
     return go_full(p);
+  } else if (info_is(it, "native")) {
+    p->native = info_number(it) != 0;
   } else if (info_is(it, "collect")) {
     p->collect = it->value_len == 1 && it->value[0] == '1';
   } else if (info_is(it, "snapshot")) {	/* "OBJECTS BYTES TOTAL CUT NAME" */

@@ -170,6 +170,8 @@ typedef struct mp_profile {
   double *rates;	/* A merge: the "sample" of each profile (0: not
 			   sampled), in the order merged; else NULL. */
   /* Notes at the end (mp_ext.h). */
+  int native;		/* 1: recorded with native memory (the setting
+			   "native"; a merge: any profile was). */
   int collect;		/* 1: a full collection ran before the end. */
   int gcstart;		/* 1: past the start of that collection (its
 			   frees are no temporaries). */

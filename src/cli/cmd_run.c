@@ -645,6 +645,11 @@ int mp_cmd_run(int argc, char **argv)
 	    "native events carry call stacks\n");
     return MP_EXIT_ERROR;
   }
+  if (o.heapsel == MP_HEAPSEL_NATIVE && !native) {
+    fprintf(stderr, "ljmemprof run: --heap native needs --native: without "
+	    "it no native memory is recorded\n");
+    return MP_EXIT_ERROR;
+  }
   if (native && !stacks_given) stacks = LJMP_STACKS_DEFAULT;
   if (native == 2 && set_preload() < 0) return MP_EXIT_ERROR;
   if ((native ? setenv(ENV_NATIVE, "1", 1) : unsetenv(ENV_NATIVE)) < 0) {
