@@ -170,7 +170,8 @@ int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
     if (x->site != site || !x->alloc.n) continue;
     for (k = i, hops = 0; k && hops++ < t->n; k = t->node[k].parent) {
       if (t->node[k].kind == MP_FK_TRACE) { in = 1; break; }
-      if (!line && t->node[k].kind == MP_FK_LUA) line = t->node[k].label;
+      if (!line && t->node[k].kind == MP_FK_LUA)	/* As its source row. */
+	line = t->node[k].source ? t->node[k].source : t->node[k].label;
     }
     if (!in) continue;
     if (!line) line = "(the trace alone: no line told)";

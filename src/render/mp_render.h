@@ -211,7 +211,8 @@ extern const uint8_t mp_section_order[3];
 
 /* A line inside a trace's code and what the trace made there. */
 typedef struct mp_tline {
-  const char *label;	/* The line's frame label, or "(the trace alone:
+  const char *label;	/* The line labelled as a source (the rows of
+			   the report: "@app.lua:1 (vec)"), or "(the trace alone:
 			   no line told)". */
   mp_cost c;		/* Allocations and reallocations (n, plus). */
 } mp_tline;
