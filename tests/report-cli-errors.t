@@ -303,6 +303,27 @@ run $MP --version
 mod=$(cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "${LUAJIT:-luajit}" -e 'io.write(require("ljmemprof")._VERSION)' 2>&1)
 is "$rc:$out:$err" "0:$mod:" "--version prints what the module's _VERSION says ($mod)"
 is "$(printf '%s' "$out" | sed -n 's/^ljmemprof [0-9][0-9.]*$/ok/p')" "ok" "--version: 'ljmemprof' and a number"
+# The manual's synopsis has every command of its COMMANDS list.
+run $MP --help
+for c in run report diff check info events snapshot help; do
+  echo "$out" | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | grep -q "^    ljmemprof $c "
+  ok $? "--help: the synopsis has $c"
+done
+# A LuaJIT option before the script: an error that says where it goes.
+run $MP run -joff "$TMPD/none.lua"
+is "$rc:$out:$err" "2::ljmemprof run: unknown option '-joff': LuaJIT's own options go after --, with the luajit command: 'ljmemprof run [OPTIONS] -- luajit -joff SCRIPT [ARGS...]'" \
+  "run -joff SCRIPT: LuaJIT's option, said so, with the command that works"
+run $MP run -O3 "$TMPD/none.lua"
+is "$rc:$(echo "$err" | cut -c1-56)" "2:ljmemprof run: unknown option '-O3': LuaJIT's own option" "run -O3: the same"
+run $MP run -x "$TMPD/none.lua"
+is "$rc:$err" "2:ljmemprof run: unknown option '-x' (see 'ljmemprof run --help')" "run -x: a plain unknown option"
+# events on a file that is not a profile: the error line alone.
+printf 'not a profile at all' >"$TMPD/text.txt"
+run $MP events "$TMPD/text.txt"
+is "$rc:$out:$err" "2::ljmemprof: $TMPD/text.txt: not a memprof profile: bad data at byte 0: expected magic \"ljs\" of a memprof symtab" \
+  "events on a file that is not a profile: one error line, status 2, nothing on standard output"
+run $MP events "$TMPD/cut.ljm"
+is "$rc:$(echo "$out" | tail -n 1)" '3:{"complete":false}' "events on a cut profile: its events, then complete false"
 run $MP --version extra
 is "$rc:$out:$err" "2::ljmemprof: --version takes no arguments" "--version with an argument: an error"
 

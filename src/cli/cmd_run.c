@@ -150,7 +150,11 @@ const char mp_help_run[] =
 "        on a terminal before the script runs.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
-"    Options end at SCRIPT, or at --.\n"
+"    Options end at SCRIPT, or at --. LuaJIT's own options (-joff, -O3,\n"
+"    -l MODULE, -e CODE) are not run's: they go after --, with the\n"
+"    luajit command (`ljmemprof run -- luajit -joff app.lua`); before\n"
+"    SCRIPT they are an error that says so, after it they are the\n"
+"    script's arguments.\n"
 "\n"
 "ENVIRONMENT\n"
 "    The child gets LUA_CPATH with the module's directory first,\n"
@@ -528,6 +532,14 @@ static int open_outputs(const char *out, const char *report,
   return 0;
 }
 
+/* Whether a, not an option of run, is one of luajit's (-joff, -O3, -l,
+** -e, -b, -i, -v, -E): said so, with where it goes. */
+static int luajit_opt(const char *a)
+{
+  return a[0] == '-' && a[1] && strchr("jOlebivE", a[1]) &&
+	 (a[2] || strchr("lebivE", a[1]));
+}
+
 int mp_cmd_run(int argc, char **argv)
 {
   mp_cli_opts o;
@@ -622,6 +634,13 @@ int mp_cmd_run(int argc, char **argv)
     r = mp_cli_report_opt("run", argc, argv, &i, &o);
     if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
     if (r == MP_OPT_TAKEN) continue;
+    if (luajit_opt(a)) {
+      fprintf(stderr, "ljmemprof run: unknown option '%s': LuaJIT's own "
+	      "options go after --, with the luajit command: 'ljmemprof run "
+	      "[OPTIONS] -- luajit %s SCRIPT [ARGS...]'\n", mp_cli_name(a),
+	      mp_cli_name(a));
+      return MP_EXIT_ERROR;
+    }
     return mp_cli_unknown_opt("run", a);
   }
   if (i >= argc) {
