@@ -52,8 +52,13 @@ run $MP report --format json --peak "$P"
 is "$(num "$out" after_event):$(echo "$out" | grep -c '^ {"source":{"kind":"lua","label":"@peak.lua:4".*"bytes":'"$F"',"blocks":2}')" \
   "2:1" "json --peak: peak.after_event 2, peak_sources has f's line with its bytes and blocks"
 run $MP info "$P"
-echo "$out" | grep -q "^peak:       ${F}B in 2 blocks, after event 2 of $N"
-ok $? "info prints the peak and when"
+echo "$out" | grep -q "^peak:       ${F}B in 2 blocks, after event 2 of $N: the most bytes allocated within the profile live at once (report --peak)$"
+ok $? "info prints the peak and when, and what that peak is"
+js=$($MP info --format json "$P")
+net=$(printf '%s\n' "$js" | sed -n 's/.*"net_bytes":\(-\{0,1\}[0-9]*\).*/\1/p')
+hi=$(printf '%s\n' "$js" | sed -n 's/.*"peak_net_bytes":\(-\{0,1\}[0-9]*\).*/\1/p')
+is "$(echo "$out" | grep '^net:')" "net:        $(printf '%+d' "$net")B, at its highest $(printf '%+d' "$hi")B (allocated less freed over every event, frees of blocks older than the profile included)" \
+  "info: net and its highest, saying what they count (not the peak: line)"
 run $MP report --format collapsed --metric peak-bytes "$P"
 is "$rc:$out" "0:@peak.lua:4 $F" "collapsed --metric peak-bytes: f's line holds the peak"
 run $MP report --stacks-per-source --metric peak-count --leak-only "$P"
