@@ -280,6 +280,17 @@ ok $? "the file holds the report of the profile, byte for byte"
 run with_timeout 60 "$MP" run --output-report=say2.txt --top 1 say.lua
 is "$rc:$out:$(head -n 1 say2.txt)" "0:from the script:ALLOCATIONS" "--output-report=FILE: the text report in FILE"
 
+# The HTML page and the SVG name what ran, not the temporary profile.
+run with_timeout 60 "$MP" run --html say.html --format svg --output-report say.svg say.lua 'a<b'
+is "$rc:$(grep -o '<title>[^<]*</title>' say.html):$(grep -o '<h1 id="title">[^<]*</h1>' say.html)" \
+  '0:<title>ljmemprof: say.lua a&lt;b</title>:<h1 id="title">ljmemprof: say.lua a&lt;b</h1>' \
+  "run --html: the page's title and heading name the script and its arguments"
+grep -q '>Flame graph of allocated bytes: say.lua a&lt;b</text>' say.svg
+ok $? "run --format svg: the flame graph's title too"
+"$MP" report --format html -o say2.html say.ljm
+is "$(grep -o '<title>[^<]*</title>' say2.html)" '<title>ljmemprof: say.ljm</title>' \
+  "report --format html: the title names the profile"
+
 # A report that cannot be written: status 2, and the profile is not lost.
 mkdir keep
 TMPDIR="$TMPD/keep" with_timeout 60 "$MP" run --leak-only mark.lua >/dev/full 2>err

@@ -532,6 +532,26 @@ static int open_outputs(const char *out, const char *report,
   return 0;
 }
 
+/* What ran, for the reports' titles: the words w[0..n) (the script and
+** its arguments, or the LuaJIT command after --) joined by spaces into
+** buf, cut with "..." if they do not fit; buf, or NULL if n is 0. */
+static const char *program_name(char **w, int n, char *buf, size_t size)
+{
+  size_t k = 0;
+  int i;
+  if (n < 1) return NULL;
+  buf[0] = '\0';
+  for (i = 0; i < n; i++) {
+    int m = snprintf(buf + k, size - k, "%s%s", i ? " " : "", w[i]);
+    if (m < 0 || (size_t)m >= size - k) {
+      strcpy(buf + size - 4, "...");
+      break;
+    }
+    k += (size_t)m;
+  }
+  return buf;
+}
+
 /* Whether a, not an option of run, is one of luajit's (-joff, -O3, -l,
 ** -e, -b, -i, -v, -E): said so, with where it goes. */
 static int luajit_opt(const char *a)
@@ -545,7 +565,7 @@ int mp_cmd_run(int argc, char **argv)
   mp_cli_opts o;
   mp_cli_out html, text;	/* The HTML report's, the report's. */
   const char *out = NULL, *luajit = NULL, *path;
-  char tmp[PATH_MAX] = "", note[PATH_MAX], **cmd;
+  char tmp[PATH_MAX] = "", note[PATH_MAX], prog[256], **cmd;
   int i, n, status, rstatus, dashdash = 0, keep, rescued;
   uint32_t stacks = 0;
   int stacks_given = 0;	/* --stacks 0 means one frame, not 64. */
@@ -688,6 +708,9 @@ int mp_cmd_run(int argc, char **argv)
   }
   if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
   memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
+  if (program_name(dashdash ? cmd : cmd + 1, dashdash ? n : n - 1, prog,
+		   sizeof(prog)))
+    o.render.program = prog;	/* The reports' titles (HTML, SVG). */
   if (o.output && !strcmp(o.output, "-")) o.output = NULL;	/* stdout */
   if (open_outputs(out, o.output, o.html, cmd, n, &text, &html, tmp,
 		   sizeof(tmp)) < 0) {

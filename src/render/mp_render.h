@@ -36,6 +36,8 @@ typedef struct mp_render_opts {
   const char *file;	/* The profile's name, for formats that show it. */
   const char *const *files;	/* All of them (a merge: several)... */
   int nfiles;		/* ...and how many (0: just file). */
+  const char *program;	/* What ran, for titles (run: the script and its
+			   arguments); NULL: the profiles' names. */
   mp_metric metric;	/* What stack formats and views weigh. */
   uint32_t stacks;	/* Text and JSON: show call stacks, this many per
 			   site (UINT32_MAX: all); 0: no stack view. */

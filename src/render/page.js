@@ -34,9 +34,6 @@ function pct(a, b) { return b ? (100 * a / b).toFixed(1) + '%' : '0.0%'; }
 function summary() {
   var s = D.summary, t = $('summary'), rows = [];
   function row(k, v) { rows.push([k, v]); }
-  document.title = 'ljmemprof: ' + D.files.join(', ');
-  $('title').textContent = (DIFF ? 'ljmemprof diff: ' : 'ljmemprof: ') +
-    D.files.join(DIFF ? ' -> ' : ', ');
   if (DIFF) {
     row('Changed sources', num(s.changed) + ' (' + num(s.unchanged) + ' unchanged)');
     [0, 1].forEach(function (i) {

@@ -37,6 +37,7 @@
 #include "render/mp_json.h"
 #include "render/mp_render.h"
 #include "render/mp_sview.h"
+#include "render/mp_text.h"
 #include "render/mp_walk.h"
 #include "page_assets.h"	/* mp_page_html, _css, _js (generated). */
 
@@ -427,14 +428,39 @@ static int upto(FILE *out, const char **at, const char *m)
   return 0;
 }
 
+/* The page's title, escaped for HTML: "ljmemprof: " and what ran (run:
+** the script and its arguments), else the profiles, "ljmemprof diff: BASE
+** -> NEW" for a diff. */
+static void title(FILE *out, const mp_render_opts *o, int diff)
+{
+  int i;
+  fputs(diff ? "ljmemprof diff: " : "ljmemprof: ", out);
+  if (o->program) {
+    mp_text_put(out, o->program, strlen(o->program), MP_TEXT_XML);
+    return;
+  }
+  if (o->nfiles < 1 && o->file)
+    mp_text_put(out, o->file, strlen(o->file), MP_TEXT_XML);
+  for (i = 0; i < o->nfiles; i++) {
+    if (i) fputs(diff ? " -&gt; " : ", ", out);
+    mp_text_put(out, o->files[i], strlen(o->files[i]), MP_TEXT_XML);
+  }
+}
+
 /* Write the page (page.html) around data (len bytes of JSON), '<' in it
-** as \u003c, its markers replaced by the style, the data and the script. */
-static int page(FILE *out, const char *data, size_t len)
+** as \u003c, its markers replaced by the title, the style, the data and
+** the script. */
+static int page(FILE *out, const char *data, size_t len,
+		const mp_render_opts *o, int diff)
 {
   const char *at = mp_page_html;
   size_t i, j;
+  if (upto(out, &at, "@TITLE@") < 0) return -1;
+  title(out, o, diff);
   if (upto(out, &at, "@STYLE@") < 0) return -1;
   fputs(mp_page_css, out);
+  if (upto(out, &at, "@TITLE@") < 0) return -1;
+  title(out, o, diff);
   if (upto(out, &at, "@DATA@") < 0) return -1;
   for (i = j = 0; i < len; i++)
     if (data[i] == '<') {
@@ -452,7 +478,7 @@ static int page(FILE *out, const char *data, size_t len)
 /* Write the data with fn into memory, then the page; 0 or -1. */
 static int with_data(FILE *out, int (*fn)(FILE *, const void *,
 					  const mp_render_opts *),
-		     const void *what, const mp_render_opts *o)
+		     const void *what, const mp_render_opts *o, int diff)
 {
   char *data = NULL;
   size_t len = 0;
@@ -461,7 +487,7 @@ static int with_data(FILE *out, int (*fn)(FILE *, const void *,
   if (!m) return -1;
   rc = fn(m, what, o);
   if (fclose(m) != 0) rc = -1;
-  if (rc == 0) rc = page(out, data, len);
+  if (rc == 0) rc = page(out, data, len, o, diff);
   free(data);
   return rc;
 }
@@ -478,10 +504,10 @@ static int diff_data(FILE *m, const void *d, const mp_render_opts *o)
 
 int mp_render_html(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 {
-  return with_data(out, report_data, sec, o);
+  return with_data(out, report_data, sec, o, 0);
 }
 
 int mp_render_diff_html(FILE *out, const mp_diff *d, const mp_render_opts *o)
 {
-  return with_data(out, diff_data, d, o);
+  return with_data(out, diff_data, d, o, 1);
 }
