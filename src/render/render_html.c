@@ -27,8 +27,9 @@
 ** The page is src/render/page.html, its style src/render/page.css and its
 ** script page.js, made C strings at build time (scripts/gen-embed.pl, into
 ** page_assets.h): edit them there. Their bytes are the page's: they have
-** no header comment. page.html's markers @STYLE@, @DATA@ and @SCRIPT@ are
-** where the style, the data and the script go.
+** no header comment. page.html's markers @TITLE@ (twice: <title>, <h1>),
+** @STYLE@, @DATA@ and @SCRIPT@ are where the title, the style, the data
+** and the script go.
 */
 
 #include <stdlib.h>
