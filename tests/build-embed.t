@@ -49,13 +49,14 @@ ok $? "the page's script is page.js byte for byte"
 # The whole page: page.html, its markers replaced by the files and the data.
 perl -0ne 'print $1 if /<script id="data" type="application\/json">(.*?)<\/script>/s' \
   "$TMPD/p.html" > "$TMPD/data"
-D="$TMPD/data" perl -0pe 'BEGIN { local $/; for my $k (qw(css js)) { open(my $f, "<", "src/render/page.$k") or die;
+# (The title, twice: the profile's name.)
+D="$TMPD/data" T="ljmemprof: $TMPD/p.ljm" perl -0pe 'BEGIN { local $/; for my $k (qw(css js)) { open(my $f, "<", "src/render/page.$k") or die;
     $x{$k} = <$f> } open(my $d, "<", $ENV{D}) or die; $x{data} = <$d> }
-  s/\@STYLE\@/$x{css}/; s/\@DATA\@/$x{data}/; s/\@SCRIPT\@/$x{js}/' src/render/page.html > "$TMPD/want.html"
+  s/\@TITLE\@/$ENV{T}/g; s/\@STYLE\@/$x{css}/; s/\@DATA\@/$x{data}/; s/\@SCRIPT\@/$x{js}/' src/render/page.html > "$TMPD/want.html"
 is "$(head -c 16 "$TMPD/data"):$(grep -c '@[A-Z]*@' "$TMPD/p.html")" '{"kind":"report":0' \
   "the page has its data, and no marker is left"
 cmp -s "$TMPD/want.html" "$TMPD/p.html"
-ok $? "the page is page.html with its markers replaced by page.css, the data and page.js"
+ok $? "the page is page.html with its markers replaced by the title, page.css, the data and page.js"
 
 # The generator on a file of every awkward byte: the C string is the file.
 printf 'a "quoted" \\back\\slash ??= ??/ ?\n\ttab \001\177\200\377 end 0\n\n7' > "$TMPD/odd"

@@ -44,7 +44,7 @@ P="$TMPD/peak.ljm"
 N=$(with_timeout 60 $MP info --format json "$P" | sed -n 's/.*"events":{"alloc":\([0-9]*\),"realloc":\([0-9]*\),"free":\([0-9]*\)}.*/\1 \2 \3/p' |
   awk '{ print $1 + $2 + $3 }')
 run $MP report --peak --leak-only "$P"
-peak=$(echo "$out" | sed -n '/^PEAK/,$p' | sed 's/, at [0-9.]* m\{0,1\}s of [0-9.]* m\{0,1\}s$//')
+peak=$(echo "$out" | sed -n '/^PEAK/,/^$/p' | sed 's/, at [0-9.]* m\{0,1\}s of [0-9.]* m\{0,1\}s$//')
 is "$rc:$peak" "0:PEAK: ${F}B in 2 blocks, after event 2 of $N
 @peak.lua:4 holds ${F}B in 2 blocks (100.0%)" \
   "--peak: f's ${F} bytes (table and array) after event 2 of $N; g's $G bytes came later"
@@ -52,8 +52,13 @@ run $MP report --format json --peak "$P"
 is "$(num "$out" after_event):$(echo "$out" | grep -c '^ {"source":{"kind":"lua","label":"@peak.lua:4".*"bytes":'"$F"',"blocks":2}')" \
   "2:1" "json --peak: peak.after_event 2, peak_sources has f's line with its bytes and blocks"
 run $MP info "$P"
-echo "$out" | grep -q "^peak:       ${F}B in 2 blocks, after event 2 of $N"
-ok $? "info prints the peak and when"
+echo "$out" | grep -q "^peak:       ${F}B in 2 blocks, after event 2 of $N: the most bytes allocated within the profile live at once (report --peak)$"
+ok $? "info prints the peak and when, and what that peak is"
+js=$($MP info --format json "$P")
+net=$(printf '%s\n' "$js" | sed -n 's/.*"net_bytes":\(-\{0,1\}[0-9]*\).*/\1/p')
+hi=$(printf '%s\n' "$js" | sed -n 's/.*"peak_net_bytes":\(-\{0,1\}[0-9]*\).*/\1/p')
+is "$(echo "$out" | grep '^net:')" "net:        $(printf '%+d' "$net")B, at its highest $(printf '%+d' "$hi")B (allocated less freed over every event, frees of blocks older than the profile included)" \
+  "info: net and its highest, saying what they count (not the peak: line)"
 run $MP report --format collapsed --metric peak-bytes "$P"
 is "$rc:$out" "0:@peak.lua:4 $F" "collapsed --metric peak-bytes: f's line holds the peak"
 run $MP report --stacks-per-source --metric peak-count --leak-only "$P"
@@ -107,7 +112,7 @@ for w in default:100 100:50 150:100 149:99 10:0; do
   win=${w%%:*} k=${w#*:}
   if [ "$win" = default ]; then opt=--temporary; win=10000; else opt="--temporary $win"; fi
   run $MP report $opt --leak-only "$P"
-  got=$(echo "$out" | sed -n '/^TEMPORARY/,$p')
+  got=$(echo "$out" | sed -n '/^TEMPORARY/,/^$/p')
   pc=$(awk -v k=$k 'BEGIN { printf "%.1f", 100 * k / 150 }')
   want="TEMPORARY: $k of 150 blocks ($pc%), $((k * T))B of $((C + H))B, freed within $win allocations after their own"
   [ "$k" -gt 0 ] && want="$want
@@ -360,6 +365,50 @@ ok $? "json: collected and stopped"
 run $MP info "$TMPD/peak.ljm"
 echo "$out" | grep -q '^collected:  no (what is live may be garbage not yet collected)'
 ok $? "info: no note, no collection"
+# A profile without the note says so in one line of NOTES (text, json,
+# check), what is held there may be garbage; one with it does not.
+U="the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)"
+run $MP report --leak-only "$TMPD/peak.ljm"
+is "$(echo "$out" | sed -n '/^NOTES:/,$p')" "NOTES:
+$U" "text: NOTES says that no full collection is noted before the end"
+run $MP report --format json --leak-only "$TMPD/peak.ljm"
+echo "$out" | grep -qF '"notes":["'"$U"'"]'
+ok $? "json: notes has the same line"
+run $MP check --max-leak none "$TMPD/peak.ljm"
+is "$rc:$(echo "$out" | sed -n 2p)" "0:note: $U" "check: the same note after its verdict"
+run $MP check --max-leak none "$TMPD/notes.ljm"
+is "$rc:$(echo "$out" | wc -l)" "0:1" "check of a collected profile: the verdict alone"
+run $MP report --format json "$TMPD/notes.ljm"
+echo "$out" | grep -qF '"notes":["a full garbage collection ran before the end: what is held is reachable","recording stopped early: size limit"]'
+ok $? "json: the notes of a collected profile, without that line"
+
+# What the final collection frees is said: a leak held by a local of the
+# main chunk is freed by it (the chunk has returned when run collects), so
+# HEAP SUMMARY cannot hold it; NOTES says how much, and where it was made
+# most: exactly what the same program holds at the end when its cache is a
+# global (line 2's table, line 3's tables and the table's array part).
+printf 'jit.off() collectgarbage("stop")\nlocal cache = {}\nfor i = 1, 10 do cache[i] = {} end\n' >"$TMPD/loc.lua"
+sed 's/^local cache/cache/' "$TMPD/loc.lua" >"$TMPD/glob.lua"
+(cd "$TMPD" && with_timeout 60 $MP run -o loc.ljm --leak-only loc.lua >loc.txt &&
+  with_timeout 60 $MP run -o glob.ljm --leak-only glob.lua >glob.txt)
+ok $? "the local and the global cache run"
+g2=$(sed -n 's/^@glob.lua:2 holds \([0-9]*\)B in \([0-9]*\) blocks\{0,1\} .*/\1 \2/p' "$TMPD/glob.txt")
+g3=$(sed -n 's/^@glob.lua:3 holds \([0-9]*\)B in \([0-9]*\) blocks\{0,1\} .*/\1 \2/p' "$TMPD/glob.txt")
+set -- $g2 $g3
+is "$(grep -c '^@loc' "$TMPD/loc.txt"):$(grep '^the final collection' "$TMPD/loc.txt")" \
+  "0:the final collection freed $(($1 + $3))B in $(($2 + $4)) blocks made within the profile (the most by @loc.lua:3: $3B in $4): garbage, or what only the main chunk's locals held, which ends when the chunk returns" \
+  "NOTES: the final collection freed what the global cache holds ($g2, $g3): the local one's"
+run $MP info --format json "$TMPD/loc.ljm"
+echo "$out" | grep -q '"collected":true,"final_collection":{"freed_bytes":'$(($1 + $3))',"freed_blocks":'$(($2 + $4))'}'
+ok $? "info --format json: final_collection, the same figures"
+run $MP info "$TMPD/loc.ljm"
+echo "$out" | grep -q "^collected:  yes (.*); it freed $(($1 + $3))B in $(($2 + $4)) blocks made within the profile$"
+ok $? "info: the same figures on the collected: line"
+run $MP report --format html "$TMPD/loc.ljm"
+echo "$out" | grep -qF '"final_collection":{"freed_bytes":'$(($1 + $3))',"freed_blocks":'$(($2 + $4))',"top":"@loc.lua:3","top_bytes":'$3',"top_blocks":'$4'}'
+ok $? "html: the summary's data has the same figures and source"
+grep -q "^the final collection" "$TMPD/glob.txt"
+ok $((!$?)) "held by a global, nothing of the program's is freed by it: no such note"
 w=$(luajit -e 'print(math.floor(1000 / (1 - math.exp(-1000 / 4096)) + 0.5))')
 run $MP report "$TMPD/sampled.ljm"
 is "$rc:$(echo "$out" | sed -n '1p;4p' | sed 's/^INTERNAL: [45] events/INTERNAL: 4 or 5 events/')" "0:SAMPLED: one sample every 4096 bytes allocated on average; the counts and bytes below are estimates from 1 events recorded

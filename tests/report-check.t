@@ -16,7 +16,7 @@ local mp = require("ljmemprof")
 local keep, stop = {}, { collect = true }
 local function make(n) local t = {} for i = 1, n do t[i] = i end return t end
 collectgarbage(); collectgarbage("stop")
-assert(mp.start{path = arg[1], stacks = 8})
+assert(mp.start{path = arg[1], stacks = arg[3] == "flat" and 0 or 8})
 for i = 1, 5 do keep[i] = make(20) end
 for i = 1, 50 do local g = make(100) end
 if arg[2] ~= "keep" then keep = nil end
@@ -90,6 +90,21 @@ LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua i.ljm inline
 run "$MP" check i.ljm
 is "$rc:${out%%,*}" "0:ok: leaked 0B in 0 blocks (limit 0B)" \
   "stop{collect = true} written inline: nothing leaked, not even its table"
+
+# Recorded without call stacks: the sources over the limit are named,
+# each its own frame, with what the heap summary says they hold.
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" det.lua f.ljm keep flat
+ok $? "the profile without call stacks is recorded"
+held=$("$MP" report --leak-only f.ljm | sed -n 's/^@det.lua:4 holds \([0-9]*\)B in 10 blocks .*/\1/p')
+run "$MP" check f.ljm
+is "$rc:$(echo "$out" | sed -n '2,3p')" "1:SOURCES (bytes not freed; the profile has no call stacks: each source is its own frame):
+@det.lua:4: 10 blocks	${held}B not freed" \
+  "no stacks: the source that leaked is named, line 4's 10 blocks as the heap summary says (${held}B)"
+echo "$out" | grep -q "INTERNAL\|CALL STACKS"
+ok $((!$?)) "neither the VM's blocks nor a CALL STACKS line"
+run "$MP" check --max-leak none --max-peak 1 f.ljm
+is "$rc:$(echo "$out" | sed -n 2p)" "1:SOURCES (bytes live at the peak; the profile has no call stacks: each source is its own frame):" \
+  "over the peak: the sources at the peak"
 
 # Errors and damaged input.
 run "$MP" check --max-leak 1X d.ljm

@@ -40,7 +40,7 @@ is "$rc:$out:$err" "2::ljmemprof: $TMPD/v5.ljm: not a memprof profile: bad data 
 printf 'ljs\003\000\000\000\200ljm\003\000\000\000\005\200\002\040\037\200\002\040\200' >"$TMPD/badev.ljm"
 run $MP report --leak-only "$TMPD/badev.ljm"
 is "$rc:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)" "bad event: what came before it is reported, status 3"
+INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "bad event: what came before it is reported, status 3"
 is "$err" "ljmemprof: $TMPD/badev.ljm: warning: bad data at byte 19 (expected event header valid in version 3, found 0x1f); reporting what came before" \
   "bad event header: one warning with offset and expectation"
 run $MP info "$TMPD/badev.ljm"
@@ -63,7 +63,7 @@ head -c 20 "$good" >"$TMPD/cut.ljm"
 run $MP report --leak-only "$TMPD/cut.ljm"
 is "$rc" 3 "cut stream: status 3"
 is "$out" "HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)" "cut stream: the alloc before the cut is reported"
+INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "cut stream: the alloc before the cut is reported"
 is "$err" "ljmemprof: $TMPD/cut.ljm: warning: data ends at byte 20 before the end of the profile (expected ULEB128 old address, found end of data); reporting what came before" \
   "cut stream: one warning line with the offset"
 : >"$TMPD/empty.ljm"
@@ -81,17 +81,31 @@ run $MP info "$TMPD/cut.ljm"
 is "$rc" 3 "info on a cut stream: status 3"
 
 run $MP report --leak-only "$good"
-is "$rc:$out:$err" "0:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them:" "complete stream: status 0, nothing held"
+is "$rc:$out:$err" "0:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them$NOTES_NONE:" "complete stream: status 0, nothing held"
+# --heap native on a profile recorded without native memory: every format
+# would be empty; one error line instead, status 2, no output file.
+for f in text json collapsed; do
+  run $MP report --heap native --format $f -o "$TMPD/nat.out" "$good"
+  is "$rc:$out:$err:$(ls "$TMPD/nat.out" 2>/dev/null)" "2::ljmemprof: $good: --heap native: the profile has no native memory (it was not recorded with native = true: mp.start{native = true}, or 'ljmemprof run --native'):" \
+    "report --heap native --format $f of a profile without native memory: one error, no output"
+done
+run $MP diff --heap native "$good" "$good"
+is "$rc:$out" "2:" "diff --heap native: the same error, status 2"
+run $MP report --heap vm --leak-only "$good"
+is "$rc:$out" "0:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them$NOTES_NONE" "--heap vm of it: its report"
+run $MP run --heap native "$TMPD/nonexist.lua"
+is "$rc:$out:$err" "2::ljmemprof run: --heap native needs --native: without it no native memory is recorded" \
+  "run --heap native without --native: refused before anything runs"
 run $MP report --leak-only - <"$TMPD/cut.ljm"
 is "$rc:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)" "'-' reads standard input"
+INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "'-' reads standard input"
 
 out=$(cat "$TMPD/cut.ljm" | with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)" "'-' reads a pipe"
+INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "'-' reads a pipe"
 out=$(cat "$TMPD/cut.ljm" | TMPDIR="$TMPD/none" with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)" "a pipe is read as a stream: no temporary file, TMPDIR unused"
+INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "a pipe is read as a stream: no temporary file, TMPDIR unused"
 
 # Usage errors.
 run $MP report --bogus "$good"
@@ -181,7 +195,7 @@ is "$rc:$out:$err" "2::ljmemprof report: -o $TMPD/sym.ljm: is the input profile 
 cmp -s "$good" "$TMPD/in.ljm"
 ok $? "the profile on standard input is intact"
 run $MP report --leak-only -o "$TMPD/new.txt" "$TMPD/in.ljm"
-is "$rc:$out:$err:$(cat "$TMPD/new.txt")" "0:::HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them" \
+is "$rc:$out:$err:$(cat "$TMPD/new.txt")" "0:::HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them$NOTES_NONE" \
   "an output that does not exist yet is written"
 
 # An input given twice: refused by the file's identity (the same name,
@@ -238,7 +252,7 @@ test -e "$TMPD/none.html"
 ok $(( $? == 0 )) "a bad input makes no new -o file"
 seq 1 1000 >"$TMPD/long.txt"
 run $MP report --leak-only -o "$TMPD/long.txt" "$good"
-is "$rc:$(cat "$TMPD/long.txt")" "0:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them" \
+is "$rc:$(cat "$TMPD/long.txt")" "0:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them$NOTES_NONE" \
   "report: a longer existing -o file is truncated when written"
 seq 1 1000 >"$TMPD/long.txt"
 run $MP diff -o "$TMPD/long.txt" "$good" "$TMPD/other.ljm"
@@ -289,6 +303,27 @@ run $MP --version
 mod=$(cd "$TMPD" && LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "${LUAJIT:-luajit}" -e 'io.write(require("ljmemprof")._VERSION)' 2>&1)
 is "$rc:$out:$err" "0:$mod:" "--version prints what the module's _VERSION says ($mod)"
 is "$(printf '%s' "$out" | sed -n 's/^ljmemprof [0-9][0-9.]*$/ok/p')" "ok" "--version: 'ljmemprof' and a number"
+# The manual's synopsis has every command of its COMMANDS list.
+run $MP --help
+for c in run report diff check info events snapshot help; do
+  echo "$out" | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | grep -q "^    ljmemprof $c "
+  ok $? "--help: the synopsis has $c"
+done
+# A LuaJIT option before the script: an error that says where it goes.
+run $MP run -joff "$TMPD/none.lua"
+is "$rc:$out:$err" "2::ljmemprof run: unknown option '-joff': LuaJIT's own options go after --, with the luajit command: 'ljmemprof run [OPTIONS] -- luajit -joff SCRIPT [ARGS...]'" \
+  "run -joff SCRIPT: LuaJIT's option, said so, with the command that works"
+run $MP run -O3 "$TMPD/none.lua"
+is "$rc:$(echo "$err" | cut -c1-56)" "2:ljmemprof run: unknown option '-O3': LuaJIT's own option" "run -O3: the same"
+run $MP run -x "$TMPD/none.lua"
+is "$rc:$err" "2:ljmemprof run: unknown option '-x' (see 'ljmemprof run --help')" "run -x: a plain unknown option"
+# events on a file that is not a profile: the error line alone.
+printf 'not a profile at all' >"$TMPD/text.txt"
+run $MP events "$TMPD/text.txt"
+is "$rc:$out:$err" "2::ljmemprof: $TMPD/text.txt: not a memprof profile: bad data at byte 0: expected magic \"ljs\" of a memprof symtab" \
+  "events on a file that is not a profile: one error line, status 2, nothing on standard output"
+run $MP events "$TMPD/cut.ljm"
+is "$rc:$(echo "$out" | tail -n 1)" '3:{"complete":false}' "events on a cut profile: its events, then complete false"
 run $MP --version extra
 is "$rc:$out:$err" "2::ljmemprof: --version takes no arguments" "--version with an argument: an error"
 

@@ -49,6 +49,8 @@ refused "ljmemprof run: --html d.txt: is the standard output, where the script's
   "</dev/null >>d.txt" --html d.txt
 refused "ljmemprof run: -o d.txt: is the standard output, where the script's output and the report go (it would be overwritten)" \
   "</dev/null >>d.txt" -o d.txt
+refused "ljmemprof run: --output-report d.txt: is the standard output, where the script's output and the report go (it would be overwritten)" \
+  "</dev/null >>d.txt" --output-report d.txt
 cp d.txt e.txt
 redirected "</dev/null 2>>d.txt" -o d.txt
 is "$rc:$out:$(ls ran.txt 2>/dev/null)" "2::" "run -o d.txt s.lua 2>>d.txt: refused"

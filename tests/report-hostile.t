@@ -41,7 +41,7 @@ run with_timeout 20 sh -c 'yes | "$0" report -' "$MP"
 is "$rc:$out:$err" "2::ljmemprof: -: not a memprof profile: bad data at byte 0: expected magic \"ljs\" of a memprof symtab" \
   "yes | ljmemprof report -: refused at once"
 run with_timeout 20 sh -c '{ printf "ljs\003\000\000\000\200ljm\003\000\000\000"; cat /dev/zero; } | "$0" report --leak-only -' "$MP"
-is "$rc:$out:$err" "3:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them:ljmemprof: -: warning: bad data at byte 15 (expected event header valid in version 3, found 0x00); reporting what came before" \
+is "$rc:$out:$err" "3:HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them$NOTES_NONE:ljmemprof: -: warning: bad data at byte 15 (expected event header valid in version 3, found 0x00); reporting what came before" \
   "a profile's prologue, then endless zeros: stops at the first bad byte"
 is "$(ls "$TMPD/tmp")" "" "nothing was written to TMPDIR"
 
@@ -62,7 +62,7 @@ mk 'io.write(P.head(), P.sym_lua(0x1000, "@" .. ("x"):rep(3 * 2^20), 1),
              P.alloc_lua(0x1000, 2, 0x100, 16), P.final())' >"$TMPD/name.ljm"
 run with_timeout 20 sh -c 'cat "$1" | "$0" report --leak-only -' "$MP" "$TMPD/name.ljm"
 is "$rc:$out" "0:HEAP SUMMARY: 16B in 1 block live at the end, by the source that allocated or last resized them
-@$(printf '%04095d' 0 | tr 0 x)... (3145729 bytes):2 holds 16B in 1 block (100.0%)" \
+@$(printf '%04095d' 0 | tr 0 x)... (3145729 bytes):2 holds 16B in 1 block (100.0%)$NOTES_NONE" \
   "a 3 MiB name through a pipe: read whole, cut to 4 KiB in the label"
 piped=$out
 run with_timeout 20 $MP report --leak-only "$TMPD/name.ljm"
@@ -79,10 +79,10 @@ cp "$TMPD/whole.ljm" "$TMPD/bad.ljm"
 printf '\377' | dd of="$TMPD/bad.ljm" bs=1 seek=300015 conv=notrunc 2>/dev/null
 run with_timeout 20 $MP report --leak-only "$TMPD/whole.ljm"
 is "$rc:$out" "0:HEAP SUMMARY: 1600000B in 100000 blocks live at the end, by the source that allocated or last resized them
-INTERNAL holds 1600000B in 100000 blocks (100.0%)" "the whole profile"
+INTERNAL holds 1600000B in 100000 blocks (100.0%)$NOTES_NONE" "the whole profile"
 run with_timeout 20 $MP report --leak-only "$TMPD/bad.ljm"
 is "$rc:$out" "3:HEAP SUMMARY: 800000B in 50000 blocks live at the end, by the source that allocated or last resized them
-INTERNAL holds 800000B in 50000 blocks (100.0%)" \
+INTERNAL holds 800000B in 50000 blocks (100.0%)$NOTES_NONE" \
   "one corrupt byte: the 50000 events before it are reported, status 3"
 is "$err" "ljmemprof: $TMPD/bad.ljm: warning: bad data at byte 300015 (expected event header valid in version 3, found 0xff); reporting what came before" \
   "a warning names the offset and what was expected"
@@ -128,7 +128,7 @@ function_alias_1:1 holds 4B in 1 block (14.3%)
 
 ALIASES:
 function_alias_1:
-1	| return {}\x1b[2J' "text: control characters, C1 controls and bytes that are not UTF-8 escaped"
+1	| return {}\x1b[2J'"$NOTES_NONE" "text: control characters, C1 controls and bytes that are not UTF-8 escaped"
 run with_timeout 20 $MP report --format json --leak-only "$TMPD/ctl.ljm"
 case "$out" in
   *'"label":"=\u001b[31mred\u000d:1"'*'"name":"bad\u00ffname\t\u009b"'*'"text":"return {}\u001b[2J"'*) s=0 ;;

@@ -46,9 +46,13 @@ t.is(rc, 0, "the phantom program runs")
 local info = cjson.decode((sh(MP .. " info --format json ph.ljm")))
 local out = sh(MP .. " report --leak-only ph.ljm")
 local lb, ln = info.live.bytes, info.live.blocks
+local fc = info.final_collection or {}
 -- Only the VM's own blocks are live (a buffer the final collection
--- resized): no line of the program holds anything.
-t.is(out, string.format([[
+-- resized): no line of the program holds anything; NOTES says what the
+-- final collection freed of the program's blocks, as info does, and the
+-- line (2 or 3) whose blocks it freed the most bytes of.
+local notes = out:match("\nNOTES:\n.-\n(the final collection freed [^\n]*)\n\n$")
+t.is(out:gsub("the final collection freed [^\n]*\n", ""), string.format([[
 HEAP SUMMARY: %dB in %d blocks live at the end, by the source that allocated or last resized them
 INTERNAL holds %dB in %d blocks (100.0%%)
 
@@ -57,6 +61,16 @@ a full garbage collection ran before the end: what is held is reachable
 
 ]], lb, ln, lb, ln), "--leak-only: the program's lines hold nothing; " ..
      "what is live (" .. lb .. "B in " .. ln .. " blocks) is the VM's")
+t.ok(notes and fc.freed_bytes and
+     notes:find(("the final collection freed %dB in %d blocks made within " ..
+                 "the profile (the most by @phantom.lua:"):format(fc.freed_bytes,
+                 fc.freed_blocks), 1, true) == 1 and
+     notes:match("%(the most by @phantom%.lua:[23] %(%a+%): %d+B in %d+%): " ..
+                 "garbage, or what only the main chunk's locals held, which " ..
+                 "ends when the chunk returns$"),
+     "NOTES: the final collection freed what info says (" ..
+     tostring(fc.freed_bytes) .. "B in " .. tostring(fc.freed_blocks) ..
+     " blocks), the most by line 2 or 3", notes)
 t.ok(ln > 0 and lb > 0, "info: something is live (the VM's)")
 out = sh(MP .. " report --leak-only --accounting tarantool ph.ljm")
 t.ok(out:match("^HEAP SUMMARY:\n@phantom%.lua:2 %(mk%) " ..

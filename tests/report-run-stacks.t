@@ -130,13 +130,23 @@ ok $([ "${tr:-0}" -ge 1800 ] && [ "${l3:-0}" -le 200 ] && echo 0 || echo 1) \
 blk=$(sed -n '/^ALLOCATIONS/,/^$/p' c3.txt | sed -n '/^TRACE \[[0-9]*\] started at @chain3.lua:9:/,/^[^	]/p')
 echo "$blk" | grep -q '^	Lines in the trace (allocations and reallocations):$'
 ok $? "run --stacks: the trace's row lists the lines inside it"
-l3t=$(echo "$blk" | sed -n 's/^		vec (chain3.lua:3): \([0-9]*\) events.*/\1/p')
+l3t=$(echo "$blk" | sed -n 's/^		@chain3.lua:3: \([0-9]*\) events.*/\1/p')
 sum=$(echo "$blk" | sed -n 's/^		.*: \([0-9]*\) events.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
 rtr=$(sed -n '/^REALLOCATIONS/,/^DEALLOCATIONS/s/^TRACE \[[0-9]*\] started at @chain3.lua:9: \([0-9]*\) events.*/\1/p' c3.txt)
 ok $([ "${l3t:-0}" -ge 1800 ] && [ "$sum" -eq $(( ${tr:-0} + ${rtr:-0} )) ] && echo 0 || echo 1) \
   "its lines: line 3 with ${l3t:-0} events; they add up to the trace's ($sum)"
+# A line inside a trace reads as the rows of its source do (one labeler):
+# on a one-line script, whose line two functions share, `@one.lua:1
+# (vec)` under the trace and as vec's own row, not `vec (one.lua:1)`.
+echo 'local function vec() return {1, 2, 3} end local keep = {} for i = 1, 3000 do keep[i % 100 + 1] = vec() end' >one.lua
+with_timeout 60 "$MP" run --stacks --top 0 one.lua >one.txt 2>&1
+ok $? "run --stacks of a one-line script"
+is "$(sed -n '/^ALLOCATIONS/,/^$/p' one.txt | grep -c '^		@one.lua:1 (vec): [0-9]* events')$(grep -c '(one.lua:1):' one.txt)" "10" \
+  "its trace's line reads @one.lua:1 (vec), vec's row's label, and no row reads vec (one.lua:1)"
+sed -n '/^ALLOCATIONS/,/^$/p' one.txt | grep -q '^@one.lua:1 (vec): '
+ok $? "vec's own row has that label"
 "$MP" report --format html -o c3.html c3.ljm
-grep -q '^"TRACE \[[0-9]*\] started at @chain3.lua:9":\[\["vec (chain3.lua:3)",[0-9]*,'"$l3t"'\]' c3.html
+grep -q '^"TRACE \[[0-9]*\] started at @chain3.lua:9":\[\["@chain3.lua:3",[0-9]*,'"$l3t"'\]' c3.html
 ok $? "the HTML page has the same lines under the trace (trace_lines)"
 
 done_testing

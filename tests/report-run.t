@@ -63,7 +63,10 @@ rc=$?
 is "$rc" 137 "killed by SIGKILL: status 128 + 9"
 grep -q "warning: data ends at byte" err
 ok $? "a warning says the profile is cut short"
-is "$out" "HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them" "an empty report"
+is "$out" "HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them
+
+NOTES:
+the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)" "an empty report, which notes no final collection"
 
 # Killed after writing several MiB: the part written is reported.
 cat >"$TMPD/killbig.lua" <<'EOF'
@@ -247,6 +250,16 @@ refused "ljmemprof run: -o ./script.lua: is script.lua, a file of the command to
   -o ./script.lua script.lua
 refused "ljmemprof run: --html data.txt: is data.txt, a file of the command to run (it would be overwritten)" \
   --html data.txt -- luajit mark.lua data.txt
+refused "ljmemprof run: --output-report x.ljm: is the profile's file -o x.ljm (it would be overwritten)" \
+  -o x.ljm --output-report x.ljm mark.lua
+refused "ljmemprof run: --html ./r.txt: is the report's file --output-report r.txt (it would be overwritten)" \
+  --output-report r.txt --html ./r.txt mark.lua
+test -e r.txt
+ok $(( $? == 0 )) "and the report's file made for it is removed"
+refused "ljmemprof run: --output-report script.lua: is script.lua, a file of the command to run (it would be overwritten)" \
+  --output-report script.lua script.lua
+refused "ljmemprof: $TMPD/none/r.txt: No such file or directory" \
+  --output-report "$TMPD/none/r.txt" mark.lua
 cmp -s mark.lua script.lua && [ "$(cat data.txt)" = data ]
 ok $? "the script and its argument are intact"
 rm -f ran.txt
@@ -255,6 +268,28 @@ is "$rc:$out:$err:$(ls ran.txt 2>/dev/null)" "2::ljmemprof run: -o script.lua: i
   "run -o FILE - <FILE: refused before the script runs"
 refused "ljmemprof run: -o fifo: not a regular file (the profile is read back for the report)" \
   -o fifo mark.lua
+
+# --output-report FILE: the report in FILE, the script's output alone on
+# standard output; FILE is the report of the profile, byte for byte.
+printf 'print("from the script")\nlocal keep = {}\nfor i = 1, 10 do keep[i] = {} end\n' >say.lua
+run with_timeout 60 "$MP" run -o say.ljm --format collapsed --output-report say.txt say.lua
+is "$rc:$out:$err" "0:from the script:" "run --output-report: the script's output alone on standard output"
+"$MP" report --format collapsed say.ljm >want.txt
+cmp -s want.txt say.txt && [ -s say.txt ]
+ok $? "the file holds the report of the profile, byte for byte"
+run with_timeout 60 "$MP" run --output-report=say2.txt --top 1 say.lua
+is "$rc:$out:$(head -n 1 say2.txt)" "0:from the script:ALLOCATIONS" "--output-report=FILE: the text report in FILE"
+
+# The HTML page and the SVG name what ran, not the temporary profile.
+run with_timeout 60 "$MP" run --html say.html --format svg --output-report say.svg say.lua 'a<b'
+is "$rc:$(grep -o '<title>[^<]*</title>' say.html):$(grep -o '<h1 id="title">[^<]*</h1>' say.html)" \
+  '0:<title>ljmemprof: say.lua a&lt;b</title>:<h1 id="title">ljmemprof: say.lua a&lt;b</h1>' \
+  "run --html: the page's title and heading name the script and its arguments"
+grep -q '>Flame graph of allocated bytes: say.lua a&lt;b</text>' say.svg
+ok $? "run --format svg: the flame graph's title too"
+"$MP" report --format html -o say2.html say.ljm
+is "$(grep -o '<title>[^<]*</title>' say2.html)" '<title>ljmemprof: say.ljm</title>' \
+  "report --format html: the title names the profile"
 
 # A report that cannot be written: status 2, and the profile is not lost.
 mkdir keep

@@ -84,6 +84,9 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
       y->minus[k] += x->minus[k];
     }
     if (s->slive) live_add(&m->slive[site[i]], &s->slive[i]);
+    if (i < s->ngcfree && s->gcfree[i].n &&
+	mp_profile_gc_freed(m, site[i], s->gcfree[i].n, s->gcfree[i].plus) < 0)
+      goto done;
   }
   for (i = 0; i < s->nlink; i++) {
     const mp_link *x = &s->link[i];
@@ -141,6 +144,7 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
   m->peak_bytes += s->peak_bytes;
   m->peak_blocks += s->peak_blocks;
   m->collect = m->merged ? m->collect && s->collect : s->collect;
+  m->native |= s->native;
   if (!m->stopped[0]) memcpy(m->stopped, s->stopped, sizeof(m->stopped));
   if (s->stacks > m->stacks) m->stacks = s->stacks;
   if (s->sample) m->sample = s->sample;

@@ -185,6 +185,8 @@ static int info_add(mp_profile *p, const mp_item *it)
     if (p->nev || !info_number(it)) return MP_OK;
     p->sample = (double)info_number(it);
     return go_full(p);
+  } else if (info_is(it, "native")) {
+    p->native = info_number(it) != 0;
   } else if (info_is(it, "collect")) {
     p->collect = it->value_len == 1 && it->value[0] == '1';
   } else if (info_is(it, "snapshot")) {	/* "OBJECTS BYTES TOTAL CUT NAME" */
@@ -355,6 +357,7 @@ void mp_profile_free(mp_profile *p)
   free(p->nlive);
   free(p->tl);
   free(p->rates);
+  free(p->gcfree);
   memset(p, 0, sizeof(*p));
 }
 
@@ -520,6 +523,9 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
 	l->tbytes += w.bytes;
       }
     }
+    if (__builtin_expect(p->gcstart, 0) && k == MP_AEV_FREE &&
+	mp_profile_gc_freed(p, mp_owner_site(p, owner), w.n, w.bytes) < 0)
+      return MP_ERR_NOMEM;
     if (link_note(p, k, si, mp_owner_site(p, owner), w.n, nb, w.bytes) < 0)
       return MP_ERR_NOMEM;
   } else if (full == 2 && k == MP_AEV_REALLOC) {
@@ -550,6 +556,33 @@ int on_event(mp_profile *p, const mp_event *e, const int full)
     new_peak(p, p->heap.bytes, p->heap.count);
   }
   return MP_OK;
+}
+
+int mp_profile_gc_freed(mp_profile *p, uint32_t site, uint64_t n,
+			uint64_t bytes)
+{
+  while (site >= p->ngcfree) {
+    if (mp_array_grow((void **)&p->gcfree, p->ngcfree, &p->capgcfree,
+		      sizeof(*p->gcfree)) < 0)
+      return -1;
+    memset(&p->gcfree[p->ngcfree++], 0, sizeof(*p->gcfree));
+  }
+  p->gcfree[site].n += n;
+  p->gcfree[site].plus += bytes;
+  return 0;
+}
+
+uint32_t mp_profile_gc_top(const mp_profile *p, mp_cost *all)
+{
+  uint32_t i, top = UINT32_MAX;
+  memset(all, 0, sizeof(*all));
+  for (i = 0; i < p->ngcfree && i < p->nsite; i++) {
+    const mp_cost *c = &p->gcfree[i];
+    if (!c->n || p->site[i].loc.src == MP_SRC_INTERNAL) continue;
+    mp_cost_add(all, c);
+    if (top == UINT32_MAX || c->plus > p->gcfree[top].plus) top = i;
+  }
+  return top;
 }
 
 /* A sampled block left the sample (MP_X_DROP): it is no longer live, and

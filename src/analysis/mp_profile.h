@@ -170,10 +170,18 @@ typedef struct mp_profile {
   double *rates;	/* A merge: the "sample" of each profile (0: not
 			   sampled), in the order merged; else NULL. */
   /* Notes at the end (mp_ext.h). */
+  int native;		/* 1: recorded with native memory (the setting
+			   "native"; a merge: any profile was). */
   int collect;		/* 1: a full collection ran before the end. */
   int gcstart;		/* 1: past the start of that collection (its
 			   frees are no temporaries). */
   char stopped[64];	/* Why recording stopped early, or "". */
+  /* What the final collection freed (the frees after its start) of the
+  ** blocks made within the profile, by the site that made them: what was
+  ** no longer reachable at the end, the main chunk's locals among it. */
+  mp_cost *gcfree;	/* n blocks, plus bytes; by site, ngcfree of them
+			   (sites past it freed none). */
+  uint32_t ngcfree, capgcfree;
   /* Heap snapshots taken while recording (MP_X_INFO "snapshot"): after
   ** which event, and the numbers of the snapshot's trailer. */
   struct mp_snapmark {
@@ -271,6 +279,16 @@ uint32_t mp_profile_site(mp_profile *p, const mp_loc *l);
 ** owner (a site), made if new; 0, or -1 when out of memory. */
 int mp_profile_add_link(mp_profile *p, int kind, uint32_t site,
 			uint32_t owner, const mp_cost *c);
+
+/* Note that the final collection freed n blocks of bytes made by site;
+** 0, or -1 when out of memory. */
+int mp_profile_gc_freed(mp_profile *p, uint32_t site, uint64_t n,
+			uint64_t bytes);
+
+/* What the final collection freed of the blocks the program made (every
+** site's but INTERNAL's) into *all, and the site that made the most bytes
+** of them; UINT32_MAX when it freed none. */
+uint32_t mp_profile_gc_top(const mp_profile *p, mp_cost *all);
 
 /* Bytes allocated (new sizes of allocations and reallocations) and freed
 ** (old sizes of reallocations and frees), after the pass. */

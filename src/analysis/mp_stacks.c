@@ -61,7 +61,7 @@ static int name_site(mp_stacktree *t, mp_tnode *n, const mp_sections *sec,
   const char *label = sec->label[i];
   char buf[MP_LABEL_MAX];
   n->label = keep(t, label, strlen(label));
-  n->func = n->label;
+  n->func = n->source = n->label;
   if (l->src == MP_SRC_LFUNC && l->name) {	/* Labelled as its source. */
     size_t m = mp_chunk_label(names, l->name, buf, sizeof(buf));
     n->file = keep(t, buf, m);
@@ -125,9 +125,11 @@ static uint32_t child_of(mp_stacktree *t, mp_hash *index, uint32_t parent,
   c->kind = n->kind;
   c->site = n->site;
   c->label = keep(t, buf, len);
-  c->func = c->label;
+  c->func = c->source = c->label;
   if (n->kind == MP_FK_LUA && n->loc.name) {	/* File and function. */
     mp_strtab *names = (mp_strtab *)&p->syms.names;
+    len = mp_label(names, &n->loc, buf, sizeof(buf));
+    if (strcmp(buf, c->label) && !(c->source = keep(t, buf, len))) return 0;
     len = mp_chunk_label(names, n->loc.name, buf, sizeof(buf));
     c->file = keep(t, buf, len);
     len = mp_func_label(names, &n->loc, buf, sizeof(buf));
@@ -266,6 +268,8 @@ int mp_stacktree_graft(mp_stacktree *t, const mp_stacktree *a, uint32_t *map)
       y->label = keep_str(t, x->label, &nomem);
       y->file = keep_str(t, x->file, &nomem);
       y->func = x->func == x->label ? y->label : keep_str(t, x->func, &nomem);
+      y->source = x->source == x->label ? y->label :
+		  keep_str(t, x->source, &nomem);
       if (nomem) goto done;
     }
     map[i] = k;

@@ -41,6 +41,10 @@ typedef struct mp_tnode {
 			   "@app.lua:12", "string.rep", "cjson.encode",
 			   "TRACE [3] started at @app.lua:40", "HOST (nvim)",
 			   "[deeper than 64 frames]", "INTERNAL". */
+  const char *source;	/* Lua: the line as a source of the report is
+			   labelled (mp_label(): "@app.lua:12", "@app.lua:1
+			   (vec)"), for the lines inside a trace; else
+			   label. */
   const char *file;	/* Lua: the chunk as labels name it ("@app.lua",
 			   "[string \"tbl\"]", "function_alias_N");
 			   else NULL. */

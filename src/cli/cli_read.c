@@ -258,6 +258,14 @@ static int read_in(const char *path, mp_input *in, mp_profile *p,
 	    "differences are not exact\n", mp_cli_name(path));
     status = MP_EXIT_TRUNCATED;
   }
+  if (status != MP_EXIT_ERROR && o && o->heapsel == MP_HEAPSEL_NATIVE &&
+      !p->native) {	/* Every format would be empty: say why instead. */
+    fprintf(stderr, "ljmemprof: %s: --heap native: the profile has no "
+	    "native memory (it was not recorded with native = true: "
+	    "mp.start{native = true}, or 'ljmemprof run --native')\n",
+	    mp_cli_name(path));
+    status = MP_EXIT_ERROR;
+  }
   if (status == MP_EXIT_ERROR) {
     mp_profile_free(p);
     mp_input_close(in);

@@ -45,10 +45,14 @@ const char mp_help_check[] =
 "             freed at one moment (the PEAK of `report --peak`).\n"
 "\n"
 "    Prints one line, `ok: ...` or `over the limit: ...`, with both\n"
-"    figures and their limits. When a figure is over its limit, the\n"
+"    figures and their limits, then `note: ...` if the profile notes no\n"
+"    full collection before its end (what is counted as leaked may be\n"
+"    garbage never collected). When a figure is over its limit, the\n"
 "    sources that made it follow with their call stacks (as the CALL\n"
 "    STACKS view of `report`: bytes not freed, or bytes at the peak),\n"
-"    heaviest first. A sampled profile is checked on its estimates.\n"
+"    heaviest first; in a profile recorded without call stacks, the\n"
+"    sources alone, a line each (SOURCES). A sampled profile is checked\n"
+"    on its estimates.\n"
 "\n"
 "OPTIONS\n"
 "    --max-leak SIZE\n"
@@ -157,7 +161,8 @@ static int show(const mp_sections *sec, const mp_stacktree *t, mp_metric m,
   ro.human = c->human;
   ro.metric = m;
   ro.stacks = STACKS_SHOWN;
-  rc = mp_render_text_stacks(stdout, sec, t, &ro, used);
+  rc = t->stacks ? mp_render_text_stacks(stdout, sec, t, &ro, used)
+		 : mp_render_text_sources(stdout, sec, t, &ro, used);
   if (rc == 0) mp_render_text_aliases(stdout, &sec->p->syms.names, used);
   free(used);
   return rc;
@@ -210,6 +215,7 @@ int mp_cmd_check(int argc, char **argv)
 	 limit(b2, sizeof(b2), c.max_leak, c.human),
 	 mp_fmt_bytes(b3, sizeof(b3), p.peak_bytes, c.human),
 	 limit(b4, sizeof(b4), c.max_peak, c.human));
+  if (!p.collect) printf("note: %s\n", mp_note_uncollected);
   if ((over_leak && show(&sec, &t, MP_METRIC_LEAK_BYTES, &c) < 0) ||
       (over_peak && show(&sec, &t, MP_METRIC_PEAK_BYTES, &c) < 0)) {
     fprintf(stderr, "ljmemprof check: %s: out of memory\n", path);

@@ -30,7 +30,8 @@ const char mp_help_events[] =
 "    start_chunk (traces), node (the innermost node of a call stack, in a\n"
 "    profile recorded with stacks: see docs/FORMAT.md), oaddr, osize,\n"
 "    naddr, nsize; then a last line\n"
-"    {\"complete\":true} or {\"complete\":false}. Labels are those of the\n"
+"    {\"complete\":true} or {\"complete\":false} (none for a file that is\n"
+"    not a profile: one error line, status 2). Labels are those of the\n"
 "    report (the same resolver: C addresses inside a symbol as name+0xoff,\n"
 "    code loaded from strings as [string \"tbl\"] or function_alias_N);\n"
 "    names are cut at 4096 bytes. An event of a profile recorded with\n"
@@ -41,7 +42,9 @@ const char mp_help_events[] =
 "\n"
 "EXIT STATUS\n"
 "    0 complete; 3 cut short or damaged (events up to the cut or the\n"
-"    damage); 2 error.\n";
+"    damage); 2 error: usage, unreadable file, not a profile (one error\n"
+"    line: file, byte offset, what was expected; nothing on standard\n"
+"    output).\n";
 
 _Static_assert(MP_NAME_SHOWN == 4096, "the manual above gives the cut");
 
@@ -300,10 +303,12 @@ int mp_cmd_events(int argc, char **argv)
   mp_cli_progress(&in, path, count_events, &a.n);
   rc = mp_input_guard(&in, events_pass, &a);
   mp_cli_progress_end(&in);
-  fprintf(a.out, "{\"complete\":%s}\n", rc == MP_END && !in.shrunk ?
-	  "true" : "false");
   mp_cli_shrunk(path, &in);
   status = mp_cli_outcome(path, rc, &a.r, &in);
+  if (status != MP_EXIT_ERROR || mp_reader_is_profile(&a.r))	/* Not
+      after "not a profile": its error line says it all. */
+    fprintf(a.out, "{\"complete\":%s}\n", rc == MP_END && !in.shrunk ?
+	    "true" : "false");
   if (status == MP_EXIT_OK && in.shrunk) status = MP_EXIT_TRUNCATED;
   if (a.held) fclose(a.held);
   free(a.buf);

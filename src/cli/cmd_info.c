@@ -24,10 +24,11 @@ const char mp_help_info[] =
 "    kind (in the symtab header and met inside the stream), the number\n"
 "    of distinct sources, the bytes allocated (new sizes of alloc and\n"
 "    realloc events) and freed (old sizes of realloc and free events),\n"
-"    the net change and its peak during the run, the blocks allocated\n"
-"    within the profile that were still live at its end, and the peak\n"
-"    of those (after which event, and when if the profile has time\n"
-"    marks), the duration, whether a full collection ran before the\n"
+"    the net change over every event (frees of blocks older than the\n"
+"    profile included) and its highest during the run, the blocks\n"
+"    allocated within the profile that were still live at its end, and\n"
+"    the peak of those (peak:, the PEAK of report --peak: after which\n"
+"    event, and when if the profile has time marks), the duration, whether a full collection ran before the\n"
 "    end, why recording stopped early, and the sampling rate of a\n"
 "    sampled profile. When the sizes add up to 2^63 bytes or more\n"
 "    (absurd data), it says so: the byte figures are then not exact.\n"
@@ -186,8 +187,9 @@ int mp_cmd_info(int argc, char **argv)
       printf("overflow:   the sizes add up to 2^63 bytes or more: the byte "
 	     "figures are not exact\n");
     if (!p.sample)
-      printf("net:        %+lldB, peak %+lldB\n", (long long)(int64_t)p.net,
-	     (long long)p.peak);
+      printf("net:        %+lldB, at its highest %+lldB (allocated less "
+	     "freed over every event, frees of blocks older than the profile "
+	     "included)\n", (long long)(int64_t)p.net, (long long)p.peak);
     else	/* Two estimates of different blocks: no heap to subtract. */
       printf("net:        not estimated: allocated and freed are each "
 	     "estimated with weights of their own, and their difference can "
@@ -198,14 +200,24 @@ int mp_cmd_info(int argc, char **argv)
 	   "weights of the recorded blocks still live)" : "");
     fputs("peak:       ", stdout);
     mp_render_peak_line(stdout, &p, 0);
+    fputs(": the most bytes allocated within the profile live at once "
+	  "(report --peak)", stdout);
     if (p.sample) fputs(" (estimated: live at its highest)", stdout);
     fputc('\n', stdout);
     if (p.nmark)
       printf("duration:   %s (%llu time marks)\n",
 	     mp_fmt_ns(b, sizeof(b), p.mark.ns), (unsigned long long)p.nmark);
-    printf("collected:  %s\n", p.collect ? "yes (a full garbage collection "
+    printf("collected:  %s", p.collect ? "yes (a full garbage collection "
 	   "ran before the end: what is live is reachable)" : "no (what is "
 	   "live may be garbage not yet collected)");
+    {	/* As the report's NOTES says it. */
+      mp_cost all;
+      if (mp_profile_gc_top(&p, &all) != UINT32_MAX)
+	printf("; it freed %lluB in %llu block%s made within the profile%s",
+	       (unsigned long long)all.plus, (unsigned long long)all.n,
+	       all.n == 1 ? "" : "s", p.sample ? " (estimated)" : "");
+    }
+    fputc('\n', stdout);
     if (p.stopped[0]) printf("stopped:    %s\n", p.stopped);
     for (unsigned i = 0; i < p.nsnap && i < MP_SNAPMARKS; i++) {
       const struct mp_snapmark *m = &p.snaps[i];

@@ -52,10 +52,11 @@ const char mp_help_run[] =
 "\n"
 "SYNOPSIS\n"
 "    ljmemprof run [-o FILE] [--luajit PATH] [--stacks [N]] [--sample [BYTES]]\n"
-"                  [--native] [--max-size BYTES] [--html FILE] [REPORT OPTIONS]\n"
-"                  SCRIPT [ARGS...]\n"
+"                  [--native] [--max-size BYTES] [--html FILE]\n"
+"                  [--output-report FILE] [REPORT OPTIONS] SCRIPT [ARGS...]\n"
 "    ljmemprof run [-o FILE] [--stacks [N]] [--sample [BYTES]]\n"
-"                  [--native] [--max-size BYTES] [--html FILE] [REPORT OPTIONS]\n"
+"                  [--native] [--max-size BYTES] [--html FILE]\n"
+"                  [--output-report FILE] [REPORT OPTIONS]\n"
 "                  -- LUAJIT [LUAJIT OPTIONS] [SCRIPT [ARGS...]]\n"
 "\n"
 "DESCRIPTION\n"
@@ -65,9 +66,10 @@ const char mp_help_run[] =
 "    report of the profile to standard output (see 'ljmemprof report\n"
 "    --help'). The script is not modified: its arguments, standard input,\n"
 "    output and error pass through unchanged, and the report follows its\n"
-"    output. The code that starts the agent records nothing of its own:\n"
-"    the report shows the program's allocations. Interrupting with Ctrl-C\n"
-"    interrupts the script; the profile of what ran is still reported.\n"
+"    output (--output-report FILE writes it to FILE instead). The code\n"
+"    that starts the agent records nothing of its own: the report shows\n"
+"    the program's allocations. Interrupting with Ctrl-C interrupts the\n"
+"    script; the profile of what ran is still reported.\n"
 "    SIGTERM or SIGHUP to run (timeout(1), a closing terminal) is passed\n"
 "    on to the script, which ends as it would without run; what it\n"
 "    recorded until then is reported, and no temporary file is left.\n"
@@ -111,10 +113,16 @@ const char mp_help_run[] =
 "        opened before the script runs, so that a bad path is said\n"
 "        first and nothing runs; an existing FILE is truncated only when\n"
 "        the report is written.\n"
-"    -o and --html may not name the same file, nor a file of the command\n"
-"    (the script, its arguments, the file its standard input, output or\n"
-"    error is redirected to), by any name or link: refused with status 2\n"
-"    before anything runs.\n"
+"    --output-report FILE, --output-report=FILE\n"
+"        Write the report to FILE instead of standard output, where the\n"
+"        script's own output goes (`run --format svg --output-report\n"
+"        app.svg app.lua`: an SVG without the script's prints in it).\n"
+"        Opened before the script runs, as --html FILE is; an existing\n"
+"        FILE is truncated only when the report is written.\n"
+"    -o, --html and --output-report may not name the same file, nor a\n"
+"    file of the command (the script, its arguments, the file its\n"
+"    standard input, output or error is redirected to), by any name or\n"
+"    link: refused with status 2 before anything runs.\n"
 "    --luajit PATH\n"
 "        The LuaJIT executable to run (default: luajit, found in PATH). It\n"
 "        must be the LuaJIT the module was built for; the agent refuses\n"
@@ -151,12 +159,17 @@ const char mp_help_run[] =
 "        complete and notes that it stopped at the limit.\n"
 "    --format, --sort, --top, --leak-only, -H/--human-readable, --metric,\n"
 "    --peak, --temporary [N], --stacks-per-source [N], --accounting A,\n"
-"    --heap vm|native|all\n""        As for 'ljmemprof report'. The report goes to standard output\n"
+"    --heap vm|native|all\n""        As for 'ljmemprof report'. The report goes to standard output,\n"
+"        after the script's output, unless --output-report names a file\n"
 "        (-o names the profile here); pprof, a binary format, is refused\n"
 "        on a terminal before the script runs.\n"
 "    -h, --help\n"
 "        Print this manual.\n"
-"    Options end at SCRIPT, or at --.\n"
+"    Options end at SCRIPT, or at --. LuaJIT's own options (-joff, -O3,\n"
+"    -l MODULE, -e CODE) are not run's: they go after --, with the\n"
+"    luajit command (`ljmemprof run -- luajit -joff app.lua`); before\n"
+"    SCRIPT they are an error that says so, after it they are the\n"
+"    script's arguments.\n"
 "\n"
 "ENVIRONMENT\n"
 "    The child gets LUA_CPATH with the module's directory first,\n"
@@ -176,7 +189,7 @@ const char mp_help_run[] =
 "    ljmemprof run app.lua --port 8080\n"
 "    ljmemprof run -o app.ljm --leak-only --top 20 app.lua\n"
 "    ljmemprof run --top 10 -- luajit -joff -e 'N = 100' app.lua\n"
-"    ljmemprof run --stacks --format svg app.lua >app.svg\n"
+"    ljmemprof run --stacks --format svg --output-report app.svg app.lua\n"
 "    ljmemprof run --html app.html app.lua\n";
 
 /* The Lua code that `luajit -e` runs first, mp_run_start: see
@@ -482,29 +495,43 @@ static int in_command(const char *opt, const char *path, char **cmd, int n)
   return 0;
 }
 
-/* Say that --html names the profile's file; returns -1. */
-static int html_is_profile(const char *html, const char *out)
+/* Say that output opt path names the file of output what (e.g. "the
+** profile's file -o"); returns -1. */
+static int same_output(const char *opt, const char *path, const char *what,
+		       const char *other)
 {
-  fprintf(stderr, "ljmemprof run: --html %s: is the profile's file -o %s "
-	  "(it would be overwritten)\n", mp_cli_name(html), mp_cli_name(out));
+  fprintf(stderr, "ljmemprof run: %s %s: is %s %s (it would be "
+	  "overwritten)\n", opt, mp_cli_name(path), what, mp_cli_name(other));
   return -1;
 }
 
+/* Drop the outputs opened (the report's and the HTML report's). */
+static void drop_outputs(mp_cli_out *r, mp_cli_out *h)
+{
+  mp_cli_out_drop(r);
+  mp_cli_out_drop(h);
+}
+
 /* Open the outputs of run before anything runs, so that a bad path is
-** said first: the HTML report's into *h (left as it is until the report
-** is written) and, for the profile's file out (a regular file: it is read
+** said first: the report's (report: NULL for standard output) into *r
+** and the HTML report's into *h (each left as it is until the report is
+** written) and, for the profile's file out (a regular file: it is read
 ** back for the report), a new empty file beside it into tmp, which the
 ** profile is recorded into and which replaces out once a profile exists:
-** a script that does not start leaves out as it was. Neither output may
-** be a file of the command cmd[0..n), nor the other. 0, or -1 after
+** a script that does not start leaves out as it was. No output may be a
+** file of the command cmd[0..n), nor another output. 0, or -1 after
 ** saying why, nothing left behind. */
-static int open_outputs(const char *out, const char *html, char **cmd,
-			int n, mp_cli_out *h, char *tmp, size_t size)
+static int open_outputs(const char *out, const char *report,
+			const char *html, char **cmd, int n, mp_cli_out *r,
+			mp_cli_out *h, char *tmp, size_t size)
 {
   struct stat st;
   int fd;
   memset(h, 0, sizeof(*h));
+  memset(r, 0, sizeof(*r));
+  r->f = stdout;
   if ((out && in_command("-o", out, cmd, n)) ||
+      (report && in_command("--output-report", report, cmd, n)) ||
       (html && in_command("--html", html, cmd, n)))
     return -1;
   if (out && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -512,34 +539,77 @@ static int open_outputs(const char *out, const char *html, char **cmd,
 	    "profile is read back for the report)\n", mp_cli_name(out));
     return -1;
   }
-  if (html && mp_cli_out_open(h, html) < 0) return -1;
+  if (report && mp_cli_out_open(r, report) < 0) return -1;
+  if (html && mp_cli_out_open(h, html) < 0) {
+    mp_cli_out_drop(r);
+    return -1;
+  }
+  /* Opened or made just now: the same file is found by any name. */
+  if (report && html && mp_cli_same_file(html, report)) {
+    drop_outputs(r, h);
+    return same_output("--html", html, "the report's file --output-report",
+		       report);
+  }
   if (!out) return 0;
-  if (html && mp_cli_same_file(html, out)) {	/* Opened or made just now. */
-    mp_cli_out_drop(h);
-    return html_is_profile(html, out);
+  if (html && mp_cli_same_file(html, out)) {
+    drop_outputs(r, h);
+    return same_output("--html", html, "the profile's file -o", out);
+  }
+  if (report && mp_cli_same_file(report, out)) {
+    drop_outputs(r, h);
+    return same_output("--output-report", report, "the profile's file -o",
+		       out);
   }
   if ((size_t)snprintf(tmp, size, "%s.XXXXXX", out) >= size) {
     fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(out),
 	    strerror(ENAMETOOLONG));
-    mp_cli_out_drop(h);
+    drop_outputs(r, h);
     return -1;
   }
   if ((fd = mkstemp(tmp)) < 0) {
     fprintf(stderr, "ljmemprof: %s: %s\n", mp_cli_name(out),
 	    strerror(errno));
-    mp_cli_out_drop(h);
+    drop_outputs(r, h);
     return -1;
   }
   close(fd);
   return 0;
 }
 
+/* What ran, for the reports' titles: the words w[0..n) (the script and
+** its arguments, or the LuaJIT command after --) joined by spaces into
+** buf, cut with "..." if they do not fit; buf, or NULL if n is 0. */
+static const char *program_name(char **w, int n, char *buf, size_t size)
+{
+  size_t k = 0;
+  int i;
+  if (n < 1) return NULL;
+  buf[0] = '\0';
+  for (i = 0; i < n; i++) {
+    int m = snprintf(buf + k, size - k, "%s%s", i ? " " : "", w[i]);
+    if (m < 0 || (size_t)m >= size - k) {
+      strcpy(buf + size - 4, "...");
+      break;
+    }
+    k += (size_t)m;
+  }
+  return buf;
+}
+
+/* Whether a, not an option of run, is one of luajit's (-joff, -O3, -l,
+** -e, -b, -i, -v, -E): said so, with where it goes. */
+static int luajit_opt(const char *a)
+{
+  return a[0] == '-' && a[1] && strchr("jOlebivE", a[1]) &&
+	 (a[2] || strchr("lebivE", a[1]));
+}
+
 int mp_cmd_run(int argc, char **argv)
 {
   mp_cli_opts o;
-  mp_cli_out html;
+  mp_cli_out html, text;	/* The HTML report's, the report's. */
   const char *out = NULL, *luajit = NULL, *path;
-  char tmp[PATH_MAX] = "", note[PATH_MAX], **cmd;
+  char tmp[PATH_MAX] = "", note[PATH_MAX], prog[256], **cmd;
   int i, n, status, rstatus, dashdash = 0, keep, rescued;
   uint32_t stacks = 0;
   int stacks_given = 0;	/* --stacks 0 means one frame, not 64. */
@@ -553,6 +623,12 @@ int mp_cmd_run(int argc, char **argv)
     if (!strcmp(a, "--")) { i++; dashdash = 1; break; }
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return mp_cli_help("run", stdout);
+    if ((r = mp_cli_opt_value("run", argc, argv, &i, "--output-report", NULL,
+			      &v))) {
+      if (r < 0) return MP_EXIT_ERROR;
+      o.output = v;
+      continue;
+    }
     if ((r = mp_cli_opt_value("run", argc, argv, &i, "--output", "-o", &v))) {
       if (r < 0) return MP_EXIT_ERROR;
       out = v;
@@ -622,6 +698,13 @@ int mp_cmd_run(int argc, char **argv)
     r = mp_cli_report_opt("run", argc, argv, &i, &o);
     if (r == MP_OPT_ERROR) return MP_EXIT_ERROR;
     if (r == MP_OPT_TAKEN) continue;
+    if (luajit_opt(a)) {
+      fprintf(stderr, "ljmemprof run: unknown option '%s': LuaJIT's own "
+	      "options go after --, with the luajit command: 'ljmemprof run "
+	      "[OPTIONS] -- luajit %s SCRIPT [ARGS...]'\n", mp_cli_name(a),
+	      mp_cli_name(a));
+      return MP_EXIT_ERROR;
+    }
     return mp_cli_unknown_opt("run", a);
   }
   if (i >= argc) {
@@ -645,6 +728,11 @@ int mp_cmd_run(int argc, char **argv)
 	    "native events carry call stacks\n");
     return MP_EXIT_ERROR;
   }
+  if (o.heapsel == MP_HEAPSEL_NATIVE && !native) {
+    fprintf(stderr, "ljmemprof run: --heap native needs --native: without "
+	    "it no native memory is recorded\n");
+    return MP_EXIT_ERROR;
+  }
   if (native && !stacks_given) stacks = LJMP_STACKS_DEFAULT;
   if (native == 2 && set_preload() < 0) return MP_EXIT_ERROR;
   if ((native ? setenv(ENV_NATIVE, "1", 1) : unsetenv(ENV_NATIVE)) < 0) {
@@ -664,14 +752,19 @@ int mp_cmd_run(int argc, char **argv)
   }
   if (!dashdash) cmd[0] = (char *)(luajit ? luajit : "luajit");
   memcpy(cmd + !dashdash, argv + i, (size_t)(argc - i) * sizeof(char *));
-  if (open_outputs(out, o.html, cmd, n, &html, tmp, sizeof(tmp)) < 0) {
+  if (program_name(dashdash ? cmd : cmd + 1, dashdash ? n : n - 1, prog,
+		   sizeof(prog)))
+    o.render.program = prog;	/* The reports' titles (HTML, SVG). */
+  if (o.output && !strcmp(o.output, "-")) o.output = NULL;	/* stdout */
+  if (open_outputs(out, o.output, o.html, cmd, n, &text, &html, tmp,
+		   sizeof(tmp)) < 0) {
     free(cmd);
     return MP_EXIT_ERROR;
   }
   if ((!out && temp_file(tmp, sizeof(tmp), "ljmemprof-XXXXXX.ljm") < 0) ||
       temp_file(note, sizeof(note), "ljmemprof-XXXXXX.not") < 0) {
     if (out || tmp[0]) unlink(tmp);
-    mp_cli_out_drop(&html);
+    drop_outputs(&text, &html);
     free(cmd);
     return MP_EXIT_ERROR;
   }
@@ -694,13 +787,13 @@ int mp_cmd_run(int argc, char **argv)
     rescued = rescue(keep, out, tmp, sizeof(tmp)) == 0 ? 1 : -1;
   if (keep >= 0) close(keep);
   if (rescued < 0) {	/* Said by rescue(). */
-    mp_cli_out_drop(&html);
+    drop_outputs(&text, &html);
     rstatus = MP_EXIT_ERROR;
   } else if (stat(tmp, &st) < 0) {
     fprintf(stderr, "ljmemprof run: no profile was recorded: its file %s "
 	    "was removed while the script ran\n", mp_cli_name(tmp));
     tmp[0] = '\0';
-    mp_cli_out_drop(&html);
+    drop_outputs(&text, &html);
     rstatus = MP_EXIT_ERROR;
   } else if (st.st_size == 0) {
     /* No Lua code was called (the script could not be loaded: luajit's
@@ -709,10 +802,9 @@ int mp_cmd_run(int argc, char **argv)
     fprintf(stderr, "ljmemprof run: no profile was recorded: the script did "
 	    "not start\n");
     unlink(tmp);
-    mp_cli_out_drop(&html);
+    drop_outputs(&text, &html);
     rstatus = MP_EXIT_ERROR;
   } else {
-    mp_cli_out text = { NULL, stdout, 0, 0 };	/* The report's. */
     if (out && rename(tmp, out) == 0) {
       path = out;
       tmp[0] = '\0';

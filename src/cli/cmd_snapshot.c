@@ -271,10 +271,22 @@ static void print_text(FILE *f, const mp_heapsnap *h, const snap_view *v,
     fprintf(f, "  reached only through weak references: %u objects, %s\n",
 	   h->nweak, mp_fmt_bytes(b1, sizeof(b1), h->weakbytes, 0));
   fprintf(f, "\nLIVE BY TYPE\n%14s %10s  type\n", "bytes", "objects");
-  for (i = MP_HT_STR; i < MP_HT__MAX; i++)
-    if (h->count[i])
-      fprintf(f, "%14s %10llu  %s\n", mp_fmt_bytes(b1, sizeof(b1), h->bytes[i], 0),
-	     (unsigned long long)h->count[i], mp_heapsnap_type(i));
+  {	/* Most bytes first, ties by name (an insertion sort: a few types). */
+    uint32_t ty[MP_HT__MAX], nt = 0, j;
+    for (i = MP_HT_STR; i < MP_HT__MAX; i++) {
+      if (!h->count[i]) continue;
+      for (j = nt++; j > 0 && (h->bytes[ty[j - 1]] < h->bytes[i] ||
+			       (h->bytes[ty[j - 1]] == h->bytes[i] &&
+				strcmp(mp_heapsnap_type(ty[j - 1]),
+				       mp_heapsnap_type(i)) > 0)); j--)
+	ty[j] = ty[j - 1];
+      ty[j] = i;
+    }
+    for (j = 0; j < nt; j++)
+      fprintf(f, "%14s %10llu  %s\n",
+	      mp_fmt_bytes(b1, sizeof(b1), h->bytes[ty[j]], 0),
+	      (unsigned long long)h->count[ty[j]], mp_heapsnap_type(ty[j]));
+  }
   fprintf(f, "\nTOP RETAINERS (retained: what would be freed if it went)\n"
 	 "%14s %10s  %-12s path\n", "retained", "self", "type");
   for (i = 0; i < n; i++) {

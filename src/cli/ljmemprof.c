@@ -7,6 +7,7 @@
 **   ljmemprof diff [OPTIONS] BASE NEW
 **   ljmemprof info [--format text|json] FILE
 **   ljmemprof events FILE
+**   ljmemprof snapshot [OPTIONS] FILE
 **
 ** The command table below and the manuals in cmd_*.c are the reference;
 ** docs/REPORT.md has worked examples.
@@ -57,10 +58,11 @@ static const char help_head[] =
 "    ljmemprof run [-o FILE] [--luajit PATH] [REPORT OPTIONS] SCRIPT [ARGS...]\n"
 "    ljmemprof run [-o FILE] [REPORT OPTIONS] -- LUAJIT [OPTIONS] SCRIPT ...\n"
 "    ljmemprof report [REPORT OPTIONS] FILE...\n"
-"    ljmemprof diff [OPTIONS] BASE NEW\n"
+"    ljmemprof diff [OPTIONS] BASE NEW    (two profiles, or two snapshots)\n"
 "    ljmemprof info [--format text|json] FILE\n"
 "    ljmemprof check [--max-leak SIZE] [--max-peak SIZE] FILE\n"
 "    ljmemprof events FILE\n"
+"    ljmemprof snapshot [OPTIONS] FILE\n"
 "    ljmemprof help [COMMAND]\n"
 "    ljmemprof --version\n"
 "\n"

@@ -170,7 +170,8 @@ int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
     if (x->site != site || !x->alloc.n) continue;
     for (k = i, hops = 0; k && hops++ < t->n; k = t->node[k].parent) {
       if (t->node[k].kind == MP_FK_TRACE) { in = 1; break; }
-      if (!line && t->node[k].kind == MP_FK_LUA) line = t->node[k].label;
+      if (!line && t->node[k].kind == MP_FK_LUA)	/* As its source row. */
+	line = t->node[k].source ? t->node[k].source : t->node[k].label;
     }
     if (!in) continue;
     if (!line) line = "(the trace alone: no line told)";
@@ -190,4 +191,41 @@ int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
   if (*n) qsort(a, *n, sizeof(*a), tline_cmp);
   *lines = a;
   return 0;
+}
+
+const char mp_note_uncollected[] =
+  "the profile notes no full garbage collection before its end: what is "
+  "held may be garbage never collected (record with mp.stop{collect = "
+  "true}, or 'ljmemprof run', to see only what is reachable)";
+
+uint32_t mp_render_notes(const mp_sections *sec, int human,
+			 void (*fn)(void *ctx, const char *line), void *ctx)
+{
+  const mp_profile *p = sec->p;
+  char line[MP_LABEL_MAX + 512], b1[64], b2[64];
+  mp_cost all;
+  uint32_t top = mp_profile_gc_top(p, &all);
+  if (p->collect)
+    fn(ctx, "a full garbage collection ran before the end: what is held is "
+	 "reachable");
+  else
+    fn(ctx, mp_note_uncollected);
+  if (top != UINT32_MAX) {
+    const mp_cost *c = &p->gcfree[top];
+    snprintf(line, sizeof(line), "the final collection freed %s in %llu "
+	     "block%s made within the profile%s (the most by %s: %s in "
+	     "%llu): garbage, or what only the main chunk's locals held, "
+	     "which ends when the chunk returns",
+	     mp_fmt_bytes(b1, sizeof(b1), all.plus, human),
+	     (unsigned long long)all.n, all.n == 1 ? "" : "s",
+	     p->sample ? " (estimated)" : "", sec->label[top],
+	     mp_fmt_bytes(b2, sizeof(b2), c->plus, human),
+	     (unsigned long long)c->n);
+    fn(ctx, line);
+  }
+  if (p->stopped[0]) {
+    snprintf(line, sizeof(line), "recording stopped early: %s", p->stopped);
+    fn(ctx, line);
+  }
+  return top;
 }

@@ -36,6 +36,8 @@ typedef struct mp_render_opts {
   const char *file;	/* The profile's name, for formats that show it. */
   const char *const *files;	/* All of them (a merge: several)... */
   int nfiles;		/* ...and how many (0: just file). */
+  const char *program;	/* What ran, for titles (run: the script and its
+			   arguments); NULL: the profiles' names. */
   mp_metric metric;	/* What stack formats and views weigh. */
   uint32_t stacks;	/* Text and JSON: show call stacks, this many per
 			   site (UINT32_MAX: all); 0: no stack view. */
@@ -87,11 +89,13 @@ int mp_render_pprof(FILE *out, const mp_sections *sec,
 int mp_render_html(FILE *out, const mp_sections *sec, const mp_render_opts *o);
 
 /* Write a page (render_html.c): template html (page.html's markers
-** @STYLE@, @DATA@, @SCRIPT@) with page.css, data (len bytes of JSON, '<'
+** @STYLE@, @DATA@, @SCRIPT@, and @TITLE@ where o is not NULL: the title
+** o names, a diff's if diff) with page.css, data (len bytes of JSON, '<'
 ** in it as \u003c) and script js. 0, or -1 (writing failed, or the
 ** template lacks a marker). */
 int mp_render_page(FILE *out, const char *html, const char *js,
-		   const char *data, size_t len);
+		   const char *data, size_t len, const mp_render_opts *o,
+		   int diff);
 
 /* The HTML view of a heap snapshot (render_snaphtml.c): snap_page.html
 ** and snap_page.js around data, the JSON that cmd_snapshot.c makes. */
@@ -121,6 +125,12 @@ int mp_render_pprof_tree(FILE *out, const mp_stacktree *t,
 int mp_render_text_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used);
+/* For a profile without call stacks (t one level deep): the sources
+** under metric o->metric, heaviest first (o->top of them), one line each
+** with their cost, as the CALL STACKS view's first lines (`check`). */
+int mp_render_text_sources(FILE *out, const mp_sections *sec,
+			   const mp_stacktree *t, const mp_render_opts *o,
+			   uint8_t *used);
 int mp_render_json_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used);
@@ -172,6 +182,21 @@ void mp_render_json_memory(FILE *out, const mp_memory *m);
 ** "collected", and "stopped" and "sampled" when they apply. */
 void mp_render_json_summary(FILE *out, const mp_profile *p);
 
+/* The notes that end a report (text NOTES, JSON "notes"), one line each
+** without a newline, through fn(ctx, line): that a full collection ran
+** before the end, or mp_note_uncollected; what the final collection freed
+** of the blocks the program made (garbage, or what only the main chunk's
+** locals held: they end when it returns), with the source that made the
+** most of it; why recording stopped early. Sizes as -H if human. Returns
+** the site named, or UINT32_MAX (its alias, if any, is the caller's to
+** list). */
+uint32_t mp_render_notes(const mp_sections *sec, int human,
+			 void (*fn)(void *ctx, const char *line), void *ctx);
+
+/* The note of a profile that says of no full collection before its end
+** (`report`, `check`). */
+extern const char mp_note_uncollected[];
+
 /* Rows of a section of n to show under o. */
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)
 {
@@ -201,7 +226,8 @@ extern const uint8_t mp_section_order[3];
 
 /* A line inside a trace's code and what the trace made there. */
 typedef struct mp_tline {
-  const char *label;	/* The line's frame label, or "(the trace alone:
+  const char *label;	/* The line labelled as a source (the rows of
+			   the report: "@app.lua:1 (vec)"), or "(the trace alone:
 			   no line told)". */
   mp_cost c;		/* Allocations and reallocations (n, plus). */
 } mp_tline;

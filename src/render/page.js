@@ -34,9 +34,6 @@ function pct(a, b) { return b ? (100 * a / b).toFixed(1) + '%' : '0.0%'; }
 function summary() {
   var s = D.summary, t = $('summary'), rows = [];
   function row(k, v) { rows.push([k, v]); }
-  document.title = 'ljmemprof: ' + D.files.join(', ');
-  $('title').textContent = (DIFF ? 'ljmemprof diff: ' : 'ljmemprof: ') +
-    D.files.join(DIFF ? ' -> ' : ', ');
   if (DIFF) {
     row('Changed sources', num(s.changed) + ' (' + num(s.unchanged) + ' unchanged)');
     [0, 1].forEach(function (i) {
@@ -74,7 +71,10 @@ function summary() {
           'mapped files, and what was allocated before the start)');
     }
     if (s.duration_ns != null) row('Duration', dur(s.duration_ns));
-    row('Collected before the end', s.collected ? 'yes: what is live is reachable' :
+    var g = s.final_collection;	/* What it freed, as NOTES says it: on the same line. */
+    row('Collected before the end', s.collected ? 'yes: what is live is reachable' +
+        (g ? '; it freed ' + num(g.freed_bytes) + ' B in ' + num(g.freed_blocks) +
+         ' blocks made within the profile (most by ' + g.top + '): garbage, or what main-chunk locals held' : '') :
         'no: what is live may be garbage not yet collected');
     if (s.stopped) row('Stopped', s.stopped);
     row('Call stacks', s.stacks ? 'recorded, up to ' + s.stacks + ' frames' : 'not recorded (one frame per event)');

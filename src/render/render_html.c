@@ -27,8 +27,9 @@
 ** The page is src/render/page.html, its style src/render/page.css and its
 ** script page.js, made C strings at build time (scripts/gen-embed.pl, into
 ** page_assets.h): edit them there. Their bytes are the page's: they have
-** no header comment. page.html's markers @STYLE@, @DATA@ and @SCRIPT@ are
-** where the style, the data and the script go.
+** no header comment. page.html's markers @TITLE@ (twice: <title>, <h1>),
+** @STYLE@, @DATA@ and @SCRIPT@ are where the title, the style, the data
+** and the script go.
 */
 
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 #include "render/mp_json.h"
 #include "render/mp_render.h"
 #include "render/mp_sview.h"
+#include "render/mp_text.h"
 #include "render/mp_walk.h"
 #include "page_assets.h"	/* mp_page_html, _css, _js (generated). */
 
@@ -299,6 +301,19 @@ static int json_report(FILE *out, const mp_sections *sec,
 				mp_profile_peak_ns(p));
   json_maybe(out, "duration_ns", p->nmark && p->merged < 2 ? p->mark.ns :
 				    UINT64_MAX);
+  {	/* What the final collection freed, as NOTES says it. */
+    mp_cost all;
+    uint32_t top = mp_profile_gc_top(p, &all);
+    if (top != UINT32_MAX) {
+      fprintf(out, ",\"final_collection\":{\"freed_bytes\":%llu,"
+	      "\"freed_blocks\":%llu,\"top\":", (unsigned long long)all.plus,
+	      (unsigned long long)all.n);
+      mp_json_cstr(out, sec->label[top]);
+      fprintf(out, ",\"top_bytes\":%llu,\"top_blocks\":%llu}",
+	      (unsigned long long)p->gcfree[top].plus,
+	      (unsigned long long)p->gcfree[top].n);
+    }
+  }
   fprintf(out, ",\"collected\":%s,\"stopped\":", p->collect ? "true" : "false");
   if (p->stopped[0]) mp_json_cstr(out, p->stopped);
   else fputs("null", out);
@@ -414,14 +429,49 @@ static int upto(FILE *out, const char **at, const char *m)
   return 0;
 }
 
+/* The page's title, escaped for HTML: "ljmemprof: " and what ran (run:
+** the script and its arguments), else the profiles, "ljmemprof diff: BASE
+** -> NEW" for a diff. */
+static void title(FILE *out, const mp_render_opts *o, int diff)
+{
+  int i;
+  fputs(diff ? "ljmemprof diff: " : "ljmemprof: ", out);
+  if (o->program) {
+    mp_text_put(out, o->program, strlen(o->program), MP_TEXT_XML);
+    return;
+  }
+  if (o->nfiles < 1 && o->file)
+    mp_text_put(out, o->file, strlen(o->file), MP_TEXT_XML);
+  for (i = 0; i < o->nfiles; i++) {
+    if (i) fputs(diff ? " -&gt; " : ", ", out);
+    mp_text_put(out, o->files[i], strlen(o->files[i]), MP_TEXT_XML);
+  }
+}
+
+/* upto() marker m, writing the title (o, diff) at each @TITLE@ before it. */
+static int upto_title(FILE *out, const char **at, const char *m,
+		      const mp_render_opts *o, int diff)
+{
+  const char *e = strstr(*at, m), *t;
+  if (!e) return -1;
+  while (o && (t = strstr(*at, "@TITLE@")) && t < e) {
+    fwrite(*at, 1, (size_t)(t - *at), out);
+    title(out, o, diff);
+    *at = t + strlen("@TITLE@");
+  }
+  return upto(out, at, m);
+}
+
+/* See mp_render.h. */
 int mp_render_page(FILE *out, const char *html, const char *js,
-		   const char *data, size_t len)
+		   const char *data, size_t len, const mp_render_opts *o,
+		   int diff)
 {
   const char *at = html;
   size_t i, j;
-  if (upto(out, &at, "@STYLE@") < 0) return -1;
+  if (upto_title(out, &at, "@STYLE@", o, diff) < 0) return -1;
   fputs(mp_page_css, out);
-  if (upto(out, &at, "@DATA@") < 0) return -1;
+  if (upto_title(out, &at, "@DATA@", o, diff) < 0) return -1;
   for (i = j = 0; i < len; i++)
     if (data[i] == '<') {
       fwrite(data + j, 1, i - j, out);
@@ -438,7 +488,7 @@ int mp_render_page(FILE *out, const char *html, const char *js,
 /* Write the data with fn into memory, then the page; 0 or -1. */
 static int with_data(FILE *out, int (*fn)(FILE *, const void *,
 					  const mp_render_opts *),
-		     const void *what, const mp_render_opts *o)
+		     const void *what, const mp_render_opts *o, int diff)
 {
   char *data = NULL;
   size_t len = 0;
@@ -447,7 +497,8 @@ static int with_data(FILE *out, int (*fn)(FILE *, const void *,
   if (!m) return -1;
   rc = fn(m, what, o);
   if (fclose(m) != 0) rc = -1;
-  if (rc == 0) rc = mp_render_page(out, mp_page_html, mp_page_js, data, len);
+  if (rc == 0) rc = mp_render_page(out, mp_page_html, mp_page_js, data, len, o,
+				  diff);
   free(data);
   return rc;
 }
@@ -464,10 +515,10 @@ static int diff_data(FILE *m, const void *d, const mp_render_opts *o)
 
 int mp_render_html(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 {
-  return with_data(out, report_data, sec, o);
+  return with_data(out, report_data, sec, o, 0);
 }
 
 int mp_render_diff_html(FILE *out, const mp_diff *d, const mp_render_opts *o)
 {
-  return with_data(out, diff_data, d, o);
+  return with_data(out, diff_data, d, o, 1);
 }

@@ -142,6 +142,20 @@ int mp_render_json_stacks(FILE *out, const mp_sections *sec,
   return 0;
 }
 
+/* Where the "notes" array goes, and how many it has. */
+typedef struct notes {
+  FILE *out;
+  int n;
+} notes;
+
+/* A note as a string of the "notes" array. */
+static void note_string(void *ctx, const char *line)
+{
+  notes *n = ctx;
+  if (n->n++) fputc(',', n->out);
+  mp_json_cstr(n->out, line);
+}
+
 void mp_render_json_summary(FILE *out, const mp_profile *p)
 {
   uint64_t ns = mp_profile_peak_ns(p);
@@ -161,6 +175,13 @@ void mp_render_json_summary(FILE *out, const mp_profile *p)
   fprintf(out, ",\"live\":{\"bytes\":%llu,\"blocks\":%llu}",
 	  (unsigned long long)p->live_bytes, (unsigned long long)p->live_n);
   fprintf(out, ",\"collected\":%s", p->collect ? "true" : "false");
+  {	/* What the final collection freed of the program's blocks. */
+    mp_cost all;
+    if (mp_profile_gc_top(p, &all) != UINT32_MAX)
+      fprintf(out, ",\"final_collection\":{\"freed_bytes\":%llu,"
+	      "\"freed_blocks\":%llu}", (unsigned long long)all.plus,
+	      (unsigned long long)all.n);
+  }
   if (p->stopped[0]) {
     fputs(",\"stopped\":", out);
     mp_json_cstr(out, p->stopped);
@@ -330,6 +351,15 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     k = mp_render_json_stacks(out, sec, &t, o, used);
     mp_stacktree_free(&t);
     if (k < 0) { free(used); return -1; }
+  }
+  {	/* The notes of the text, each a string; the site named lists its
+	** alias too. */
+    notes n = { out, 0 };
+    uint32_t top;
+    fputs(",\n\"notes\":[", out);
+    if ((top = mp_render_notes(sec, 0, note_string, &n)) != UINT32_MAX)
+      used[mp_site_alias(sec, top)] = 1;
+    fputc(']', out);
   }
   mp_render_json_aliases(out, names, used);
   fputs("}\n", out);

@@ -25,5 +25,5 @@
 
 int mp_render_snapshot_html(FILE *out, const char *data, size_t len)
 {
-  return mp_render_page(out, mp_snap_html, mp_snap_js, data, len);
+  return mp_render_page(out, mp_snap_html, mp_snap_js, data, len, NULL, 0);
 }

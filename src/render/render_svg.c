@@ -275,7 +275,10 @@ static void header(FILE *out, const mp_render_opts *o)
   int k, x = 260;
   fprintf(out, "<text class=\"title\" x=\"%d\" y=\"22\" text-anchor=\"middle\">"
 	  "Flame graph of %s", WIDTH / 2, mp_metric_what[o->metric]);
-  if (o->file) {	/* Its base name: where it was is not the point. */
+  if (o->program) {	/* What ran (run). */
+    fputs(": ", out);
+    mp_text_put(out, o->program, strlen(o->program), MP_TEXT_XML);
+  } else if (o->file) {	/* Its base name: where it was is not the point. */
     const char *b = strrchr(o->file, '/');
     b = b && b[1] ? b + 1 : o->file;
     fputs(": ", out);

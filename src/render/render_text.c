@@ -107,6 +107,24 @@ static int trace_lines(FILE *out, const mp_stacktree *t, uint32_t site,
   return 0;
 }
 
+/* Where NOTES goes, and whether its heading is out. */
+typedef struct notes {
+  FILE *out;
+  int tarantool;	/* Byte for byte Tarantool's parser's output
+			   where it has nothing to say. */
+  int shown;
+} notes;
+
+/* A line of NOTES (the heading before the first). */
+static void note_line(void *ctx, const char *line)
+{
+  notes *n = ctx;
+  if (n->tarantool && line == mp_note_uncollected) return;
+  if (!n->shown++) fputs("NOTES:\n", n->out);
+  mp_text_put(n->out, line, strlen(line), 0);
+  fputc('\n', n->out);
+}
+
 int mp_render_text_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used)
@@ -150,6 +168,34 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
 	fputc('\n', out);
       }
     }
+    fputc('\n', out);
+  }
+  more_rows(out, v.ngroup, v.nall);
+  fputc('\n', out);
+  mp_sview_free(&v);
+  return 0;
+}
+
+int mp_render_text_sources(FILE *out, const mp_sections *sec,
+			   const mp_stacktree *t, const mp_render_opts *o,
+			   uint8_t *used)
+{
+  mp_sview v;
+  uint32_t i;
+  if (mp_sview_build(&v, t, o->metric, o->top, 1) < 0) return -1;
+  fprintf(out, "SOURCES (%s; the profile has no call stacks: each source "
+	  "is its own frame):\n", mp_metric_what[o->metric]);
+  for (i = 0; i < v.ngroup; i++) {
+    const mp_sgroup *g = &v.group[i];
+    if (g->site < sec->p->nsite) {
+      label(out, sec, g->site);
+      mark_alias(sec, g->site, used);
+    } else {
+      const char *l = t->node[g->node].label;
+      mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
+    }
+    fputs(": ", out);
+    stack_cost(out, &g->alloc, &g->live, &g->peak, o->metric, o->human);
     fputc('\n', out);
   }
   more_rows(out, v.ngroup, v.nall);
@@ -314,18 +360,16 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     mp_stacktree_free(&t);
     if (k < 0) { free(used); free(links); return -1; }
   }
+  {	/* The site a note names lists its alias too. */
+    mp_cost all;
+    uint32_t top = mp_profile_gc_top(p, &all);
+    if (top != UINT32_MAX) mark_alias(sec, top, used);
+  }
   mp_render_text_aliases(out, names, used);
-  if (p->collect || p->stopped[0]) {	/* After Tarantool's layout. */
-    fputs("NOTES:\n", out);
-    if (p->collect)
-      fputs("a full garbage collection ran before the end: what is held "
-	    "is reachable\n", out);
-    if (p->stopped[0]) {
-      fputs("recording stopped early: ", out);
-      mp_text_put(out, p->stopped, strlen(p->stopped), 0);
-      fputc('\n', out);
-    }
-    fputc('\n', out);
+  {	/* After Tarantool's layout. */
+    notes n = { out, o->tarantool, 0 };
+    mp_render_notes(sec, o->human, note_line, &n);
+    if (n.shown) fputc('\n', out);
   }
   free(used);
   free(links);

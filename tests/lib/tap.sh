@@ -52,5 +52,11 @@ run() {
 lj() { LUA_CPATH="$BUILD/?.so;;" luajit "$@"; }
 # "true" if `ljmemprof events` says FILE is complete, else "false".
 complete() { "$BUILD/ljmemprof" events "$1" 2>/dev/null | tail -n 1 | sed -n 's/.*"complete":\([a-z]*\).*/\1/p'; }
+# The end of a text report of a profile that notes no full collection
+# before its end (render/mp_render.c, mp_note_uncollected).
+NOTES_NONE="
+
+NOTES:
+the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)"
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/ljmp-test.XXXXXX")
 trap 'rm -rf "$TMPD"' EXIT
