@@ -357,4 +357,46 @@ t.ok(deepest and deepest.path:find(" ... (999977 steps) ...", 1, true),
 jo = nil
 os.remove(script)
 
+-- Small cdata (9 bytes with 32-bit references: closer than the address
+-- map's 16-byte granule) reached as values, keys, upvalues and a
+-- prototype's constant, between tables: each one object, written once,
+-- and the sums exact.
+do
+  local ffi = require("ffi")
+  local cd_cost = cost(function()
+    local vals, keys, mix = {}, {}, {}
+    for i = 1, 50 do
+      local c = ffi.new("uint8_t", i)
+      vals[i] = c
+      keys[c] = true
+      mix[#mix + 1] = { c }
+    end
+    local first = vals[1]
+    local konst = function() return 7ULL end	-- a constant of its proto
+    vals[51] = konst()
+    cdholder = { vals, keys, mix, function() return first end, konst }
+  end)
+  local _, cobjs, cbypath = snap("cdata")
+  collectgarbage("restart")
+  local ncd, cdbytes = 0, 0
+  for _, o in ipairs(cobjs) do
+    if o.type:find("^cdata") then
+      ncd = ncd + 1
+      cdbytes = cdbytes + o.self
+    end
+  end
+  t.is(cbypath["_G.cdholder"] and cbypath["_G.cdholder"].retained, cd_cost,
+       "a holder of small cdata retains exactly what it allocated")
+  t.same({ ncd, cdbytes }, { 51, 50 * cbypath["_G.cdholder[1][1]"].self +
+	 cbypath["_G.cdholder[1][51]"].self },
+	 "each cdata is one object, written once (a constant too)")
+  local cpath = T.tmpname("cdata2")	-- made before: it makes garbage
+  collectgarbage()
+  collectgarbage()
+  local ch = snap("cdata2", cpath)
+  t.same({ ch.unreached, ch.bytes + ch.vmbytes }, { 0, ch.gctotal },
+	 "after a full collection: objects + VM internals = the VM's count")
+  cdholder = nil
+end
+
 t.done()
