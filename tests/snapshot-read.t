@@ -129,6 +129,15 @@ t.same({ rc, line and line:gsub("%s+", " ") },
        "snapshot --diff, text: the class line", out)
 t.ok(out:find("  ... and 1 more path classes changed\n", 1, true),
      "--top 1: the rest counted", out)
+-- --top 0 is all of them, as in the profile reports.
+local all = select(2, run(MP .. " snapshot --diff --top 1000000 " .. t.shq(A) ..
+			  " " .. t.shq(B)))
+rc, out = run(MP .. " snapshot --diff --top 0 " .. t.shq(A) .. " " .. t.shq(B))
+t.same({ rc, out, out:find("more path classes") },
+       { 0, all, nil }, "snapshot --diff --top 0: every class, as --top 1000000", out)
+all = select(2, run(MP .. " snapshot --top 1000000 " .. t.shq(B)))
+rc, out = run(MP .. " snapshot --top 0 " .. t.shq(B))
+t.same({ rc, out }, { 0, all }, "snapshot --top 0: every retainer and class", out)
 rc, out, err = run(MP .. " diff " .. t.shq(A) .. " " .. t.shq(A))
 t.same({ rc, err }, { 2, "ljmemprof diff: " .. A .. " is given twice " ..
        "(give each profile once)\n" }, "the same snapshot twice: refused")

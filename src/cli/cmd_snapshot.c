@@ -85,7 +85,8 @@ const char mp_help_snapshot[] =
 "                         (not with --diff), or DevTools' .heapsnapshot\n"
 "                         (not with --diff).\n"
 "    --diff               Compare two snapshots, BASE and NEW.\n"
-"    --top N              Retainers and path classes listed (default 10).\n"
+"    --top N              Retainers and path classes listed (default 10;\n"
+"                         0: all).\n"
 "    --fold N             Fold the keys of containers of more than N\n"
 "                         entries (default 8).\n"
 "    --profile PROF       Join the snapshot with the recording PROF that\n"
@@ -900,6 +901,9 @@ static int run(const char *cmd, int argc, char **argv, int diff)
   last = n - 1;
   if (load(paths[0], &sn[0]) || (o.diff && load(paths[1], &sn[1])))
     goto out;
+  /* --top 0: all of them, as in the profile reports. */
+  if (!o.top)
+    o.top = sn[0].n + (o.diff && sn[1].n < UINT32_MAX - sn[0].n ? sn[1].n : 0);
   if (mp_heapsnap_build(&h, &sn[last]) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory\n", paths[last]);
     goto out;
