@@ -442,4 +442,16 @@ end
 os.remove(NV)
 os.remove(script)
 
+-- One string left unreached (made with the collector stopped): "1 object".
+do
+  local one, char = T.tmpname("one"), string.char
+  collectgarbage(); collectgarbage(); collectgarbage("stop")
+  do local s = char(81, 82, 83, 84, 85) end
+  assert(mp.snapshot(one))
+  collectgarbage("restart")
+  local _, out1 = run(MP .. " snapshot " .. t.shq(one))
+  t.is(out1:match("not reached %S+ in [^(]*"), "not reached 32B in 1 object ",
+       "one object not reached: singular", out1)
+  os.remove(one)
+end
 t.done()

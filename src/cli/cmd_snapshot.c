@@ -257,11 +257,11 @@ static void print_text(FILE *f, const mp_heapsnap *h, const snap_view *v,
 	 (unsigned long long)sn->objects,
 	 mp_fmt_bytes(b1, sizeof(b1), sn->bytes, 0));
   fprintf(f, "  the VM counts %s: objects %s + VM internals %s + not reached "
-	 "%s in %llu objects", mp_fmt_bytes(b1, sizeof(b1), sn->gctotal, 0),
+	 "%s in %llu object%s", mp_fmt_bytes(b1, sizeof(b1), sn->gctotal, 0),
 	 mp_fmt_bytes(b2, sizeof(b2), sn->bytes, 0),
 	 mp_fmt_bytes(b3, sizeof(b3), sn->vmbytes, 0),
 	 mp_fmt_bytes(b4, sizeof(b4), sn->ubytes, 0),
-	 (unsigned long long)sn->unreached);
+	 (unsigned long long)sn->unreached, sn->unreached == 1 ? "" : "s");
   if (acc == sn->gctotal) fprintf(f, " (exact)\n");
   else fprintf(f, " (%s %s unaccounted)\n", acc < sn->gctotal ? "+" : "-",
 	      mp_fmt_bytes(b1, sizeof(b1), acc < sn->gctotal ?
