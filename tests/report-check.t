@@ -136,4 +136,23 @@ is "$rc" 0 "--help"
 echo "$out" | grep -q "max-leak SIZE"
 ok $? "the manual lists the options"
 
+# A recording stopped at its size limit holds part of the run: check says
+# so, whatever its verdict.
+cat >"$TMPD/big.lua" <<'EOF'
+local mp = require("ljmemprof")
+assert(mp.start{path = arg[1], max_size = 65536})
+local keep = {}
+for i = 1, 100000 do keep[i] = { i } end
+assert(mp.stop())
+EOF
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" big.lua big.ljm
+ok $? "a profile stopped at its size limit is recorded"
+run "$MP" check --max-leak 1G big.ljm
+is "$rc" 0 "within the limit: status 0"
+echo "$out" | grep -q "^note: recording stopped early (size limit): the figures cover only what was recorded before$"
+ok $? "and the note that recording stopped early"
+run "$MP" check --max-leak 1G d.ljm
+echo "$out" | grep -q "stopped early"
+ok $((!$?)) "no such note on a whole recording"
+
 done_testing

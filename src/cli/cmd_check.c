@@ -47,7 +47,9 @@ const char mp_help_check[] =
 "    Prints one line, `ok: ...` or `over the limit: ...`, with both\n"
 "    figures and their limits, then `note: ...` if the profile notes no\n"
 "    full collection before its end (what is counted as leaked may be\n"
-"    garbage never collected). When a figure is over its limit, the\n"
+"    garbage never collected), and if recording stopped early (the size\n"
+"    limit, a write error: the figures cover only what was recorded).\n"
+"    When a figure is over its limit, the\n"
 "    sources that made it follow with their call stacks (as the CALL\n"
 "    STACKS view of `report`: bytes not freed, or bytes at the peak),\n"
 "    heaviest first; in a profile recorded without call stacks, the\n"
@@ -216,6 +218,11 @@ int mp_cmd_check(int argc, char **argv)
 	 mp_fmt_bytes(b3, sizeof(b3), p.peak_bytes, c.human),
 	 limit(b4, sizeof(b4), c.max_peak, c.human));
   if (!p.collect) printf("note: %s\n", mp_note_uncollected);
+  /* A recording that stopped early (its size limit, a write error) holds
+  ** only part of the run: the figures are of that part. */
+  if (p.stopped[0])
+    printf("note: recording stopped early (%s): the figures cover only "
+	   "what was recorded before\n", p.stopped);
   if ((over_leak && show(&sec, &t, MP_METRIC_LEAK_BYTES, &c) < 0) ||
       (over_peak && show(&sec, &t, MP_METRIC_PEAK_BYTES, &c) < 0)) {
     fprintf(stderr, "ljmemprof check: %s: out of memory\n", path);
