@@ -125,6 +125,21 @@ static void note_line(void *ctx, const char *line)
   fputc('\n', n->out);
 }
 
+/* The label of stack group g: its source's (marking the alias it uses),
+** or its node's when it bills no source. */
+static void group_label(FILE *out, const mp_sections *sec,
+			const mp_stacktree *t, const mp_sgroup *g,
+			uint8_t *used)
+{
+  if (g->site < sec->p->nsite) {
+    label(out, sec, g->site);
+    mark_alias(sec, g->site, used);
+  } else {
+    const char *l = t->node[g->node].label;
+    mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
+  }
+}
+
 int mp_render_text_stacks(FILE *out, const mp_sections *sec,
 			  const mp_stacktree *t, const mp_render_opts *o,
 			  uint8_t *used)
@@ -144,13 +159,7 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
   fputs("):\n", out);
   for (i = 0; i < v.ngroup; i++) {
     const mp_sgroup *g = &v.group[i];
-    if (g->site < sec->p->nsite) {
-      label(out, sec, g->site);
-      mark_alias(sec, g->site, used);
-    } else {
-      const char *l = t->node[g->node].label;
-      mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
-    }
+    group_label(out, sec, t, g, used);
     fputs(": ", out);
     stack_cost(out, &g->alloc, &g->live, &g->peak, o->metric, o->human);
     fprintf(out, "\tin %u stack%s\n", g->nstack, g->nstack == 1 ? "" : "s");
@@ -187,13 +196,7 @@ int mp_render_text_sources(FILE *out, const mp_sections *sec,
 	  "is its own frame):\n", mp_metric_what[o->metric]);
   for (i = 0; i < v.ngroup; i++) {
     const mp_sgroup *g = &v.group[i];
-    if (g->site < sec->p->nsite) {
-      label(out, sec, g->site);
-      mark_alias(sec, g->site, used);
-    } else {
-      const char *l = t->node[g->node].label;
-      mp_text_put(out, l ? l : "", l ? strlen(l) : 0, 0);
-    }
+    group_label(out, sec, t, g, used);
     fputs(": ", out);
     stack_cost(out, &g->alloc, &g->live, &g->peak, o->metric, o->human);
     fputc('\n', out);

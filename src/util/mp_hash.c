@@ -160,18 +160,7 @@ uint32_t *mp_hash_get(const mp_hash *h, uint64_t key)
 
 int mp_hash_del(mp_hash *h, uint64_t key)
 {
-  size_t j;
-  if (!key) {
-    if (!h->zero) return 0;
-    h->zero = 0;
-    h->count--;
-    return 1;
-  }
-  if (!h->key) return 0;
-  j = mp_hash_probe_(h, key);
-  if (!h->key[j]) return 0;
-  vacate(h, j);
-  return 1;
+  return mp_hash_take(h, key, NULL);
 }
 
 int mp_hash_take(mp_hash *h, uint64_t key, uint32_t *val)
@@ -179,15 +168,15 @@ int mp_hash_take(mp_hash *h, uint64_t key, uint32_t *val)
   size_t j;
   if (!key) {
     if (!h->zero) return 0;
-    *val = h->zval;
+    if (val) *val = h->zval;
     h->zero = 0;
     h->count--;
     return 1;
   }
-  if (!h->key || !h->val) return 0;
+  if (!h->key || (val && !h->val)) return 0;
   j = mp_hash_probe_(h, key);
   if (!h->key[j]) return 0;
-  *val = h->val[j];
+  if (val) *val = h->val[j];
   vacate(h, j);
   return 1;
 }

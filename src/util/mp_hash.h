@@ -117,8 +117,9 @@ uint32_t *mp_hash_get(const mp_hash *h, uint64_t key);
 /* Set or map: remove key. 1 if it was there, else 0. Never allocates. */
 int mp_hash_del(mp_hash *h, uint64_t key);
 
-/* Map: remove key, its value into *val. 1 if it was there, else 0 (*val
-** untouched). One probe: mp_hash_get() and mp_hash_del() in one. */
+/* Map: remove key, its value into *val (set or map: val NULL, as
+** mp_hash_del()). 1 if it was there, else 0 (*val untouched). One probe:
+** mp_hash_get() and mp_hash_del() in one. */
 int mp_hash_take(mp_hash *h, uint64_t key, uint32_t *val);
 
 /* Set or map: call f(ud, key) for every key, in no order. */
