@@ -153,6 +153,28 @@ t.is(bypath[lp] and bypath[lp].type, "table",
      "a suspended coroutine's local, named, in its function", lp)
 co = nil
 
+-- The thread that takes a snapshot is a root: a coroutine as
+-- <current thread> (DevTools, which picks among equal paths, shows the
+-- main thread by its one root: tests/snapshot-read.t).
+local roots = {}
+for _, o in ipairs(objs) do
+  if o.type == "thread" then roots[#roots + 1] = o.path end
+end
+t.is(table.concat(roots, ","), "main thread,_G.co",
+     "from the main thread: its root, and the coroutine from _G")
+local cur_objs
+coroutine.wrap(function()
+  local inco = { 1 }
+  h, cur_objs, bypath = snap("current")
+end)()
+roots = {}
+for _, o in ipairs(cur_objs) do
+  if o.type == "thread" then roots[#roots + 1] = o.path end
+end
+t.is(table.concat(roots, ","), "main thread,<current thread>",
+     "from a coroutine: the main thread, and the coroutine as current")
+cur_objs, roots = nil, nil
+
 -- 6. A userdata with a metatable and an env.
 local ud_cost = cost(function()
   u = newproxy(true)

@@ -799,7 +799,9 @@ static void walk_roots(hwalk *w)
     root(w, MP_HS_FFI_MISC, obj2gco(ctype_ctsG(g)->miscmap));
   }
 #endif
-  root(w, MP_HS_CURRENT, obj2gco(w->L));
+  /* The thread that took the snapshot, when it is a coroutine: the main
+  ** thread has its root already, and one edge names it. */
+  if (w->L != main) root(w, MP_HS_CURRENT, obj2gco(w->L));
   /* Strings the VM fixed (the lexer's reserved words) are never freed.
   ** The one scan of the string table also counts its strings, so that
   ** count_unreached() need not look each up again: the walk changes
