@@ -351,13 +351,15 @@ return keep
 ]]
 -- Bytes by the innermost Lua line of each stack (none under a trace
 -- frame with no line above it).
-local function by_line(lines)
+local function by_line(lines, chunk)
   local by = {}
+  chunk = (chunk or "tail.lua"):gsub("%.", "%%.")
   for stack, v in pairs(lines) do
     local line
     for frame in stack:gmatch("[^;]+") do
       if frame:find("^TRACE %[") then line = nil end
-      line = frame:match("%((tail%.lua:%d+)%)$") or frame:match("^@(tail%.lua:%d+)$") or line
+      line = frame:match("%((" .. chunk .. ":%d+)%)$") or
+             frame:match("^@(" .. chunk .. ":%d+)$") or line
     end
     for one in v:gmatch("[^+]+") do	-- (Not the dump's header lines.)
       local k, n = line or "none", tonumber(one:match("^%d+ (%d+)"))
@@ -374,6 +376,28 @@ t.is(on["tail.lua:12"], off["tail.lua:12"],
      "JIT on: the tail-called table.concat's bytes on line 12, as with the JIT off", dump)
 t.ok(count(lines, "^TRACE %[%d+%] started at @tail%.lua:3;main chunk %(tail%.lua:12%)$") > 0,
      "JIT on: some of them made by the trace of render's loop, above it", dump)
+-- A trace that starts after a builtin it does not compile (string.find
+-- with a pattern: the trace before ends there, the next one starts at
+-- the test of its result) has its first snapshot at the test, both of its
+-- ways open: line 3's call beside line 4's string. The type the trace
+-- gave the result (nil) says the way taken, so the strings are on line 4.
+local isfsrc = [[
+local find = string.find
+local function f(s)
+  if find(s, "[%c]") then s = s:gsub("%c", "?") end
+  return s .. "!"
+end
+local keep = {}
+for i = 1, 3000 do keep[i % 100 + 1] = f(tostring(i)) end
+]]
+off = by_line((stacks(isfsrc, "isf.lua", 64, false)), "isf.lua")
+lines, dump = stacks(isfsrc, "isf.lua", 64, true)
+on = by_line(lines, "isf.lua")
+t.ok(off["isf.lua:4"] > 3000 * 24, "JIT off: f's strings on line 4", off["isf.lua:4"])
+t.is(on["isf.lua:4"], off["isf.lua:4"],
+     "JIT on: the strings of the trace that starts at line 3's test on line 4", dump)
+t.is(count(lines, "TRACE %[%d+%] started at @isf%.lua:%d+$"), 0,
+     "JIT on: none on a trace alone", dump)
 -- Events a trace makes where the line cannot be told (the way from the
 -- snapshot of line 3's comparison has the call of line 3 beside the
 -- stores of lines 4-6) are billed to the trace alone, and its base frame

@@ -82,6 +82,8 @@ typedef struct mp_tsnap {
   int stitch;		/* Its innermost frame is a builtin's, called from
 			   the last of f (pos: unknown). */
   BCPos pos;
+  BCReg slot;		/* The trace's slot of the innermost frame's base. */
+  SnapNo sn;
 } mp_tsnap;
 
 /* Snapshot sn of T into *o; base: the prototype of the trace's base frame
@@ -178,6 +180,8 @@ static int snap_at(GCtrace *T, SnapNo sn, const GCfunc *basefn,
 #endif
   pt = o->f[o->n - 1].pt;
   if (!pt) return 0;
+  o->slot = (BCReg)top + 1 + LJ_FR2;
+  o->sn = sn;
   if (o->stitch) {
     o->pos = 0;
     return 1;
@@ -321,6 +325,10 @@ typedef struct mp_tcand {
   const uint8_t *iterff;	/* mp_stacks.iterff. */
   unsigned scanned;	/* Bytecodes read. */
   int lost;		/* The path was not followed to its end. */
+  const GCproto *tpt;	/* A test whose way the trace tells (test_way()): */
+  unsigned tlevel;	/* its frame's level, */
+  BCPos tjmp;		/* the jump after it, */
+  BCPos tto;		/* and where the way taken goes. */
   struct {
     const GCproto *pt;
     uint64_t line;
@@ -364,6 +372,75 @@ static int iter_builtin(const mp_tcand *c, const GCproto *pt, BCPos pos,
 		       fn->c.ffid != c->iterff[1]))
     return 0;
   return traced_func(c->T, fn);
+}
+
+/* The type trace T gave its slot s at snapshot sn: the snapshot's, or
+** for a slot the trace has not written (a snapshot leaves those out), its
+** load's; -1 if not known. */
+static int slot_type(const GCtrace *T, SnapNo sn, BCReg s)
+{
+  const SnapShot *snap = &T->snap[sn];
+  const SnapEntry *map = &T->snapmap[snap->mapofs];
+  MSize i;
+  IRRef r;
+  for (i = 0; i < snap->nent; i++)
+    if (snap_slot(map[i]) == s)
+      return (int)irt_type(T->ir[snap_ref(map[i])].t);
+  for (r = REF_FIRST; r < T->nins; r++)
+    if (T->ir[r].o == IR_SLOAD && T->ir[r].op1 == s &&
+	!(T->ir[r].op2 & IRSLOAD_FRAME))
+      return (int)irt_type(T->ir[r].t);
+  return -1;
+}
+
+#define MP_TWRITES	32	/* Slots written before a test, at most. */
+
+/* Note in *c the way T took at the first test on the straight line from
+** the pc of snapshot *a in its innermost frame, when it is a test of a
+** value's truth (IST, ISF, ISTC, ISFC) that no instruction before it
+** changes: the trace specialised the value to its type, which says the
+** way (nil and false are false). A trace that starts after a call (a
+** stitched builtin, as string.find with a pattern) starts at such a test,
+** and its first snapshot's pc is the test, both ways still open. */
+static void test_way(const GCtrace *T, const mp_tsnap *a, mp_tcand *c)
+{
+  const GCproto *pt = a->f[a->n - 1].pt;
+  BCReg written[MP_TWRITES];
+  unsigned nw = 0, i;
+  BCPos p;
+  for (p = a->pos; p + 1 < pt->sizebc; p++) {
+    BCIns ins = proto_bc(pt)[p], jmp = proto_bc(pt)[p + 1];
+    BCOp op = bc_op(ins);
+    if (op >= BC_ISTC && op <= BC_ISF) {
+      int t, truth, jumps;
+      for (i = 0; i < nw; i++)
+	if (written[i] == bc_d(ins)) return;
+      if (bc_op(jmp) != BC_JMP ||
+	  (t = slot_type(T, a->sn, a->slot + bc_d(ins))) < 0)
+	return;
+      truth = t != IRT_NIL && t != IRT_FALSE;
+      jumps = op == BC_IST || op == BC_ISTC ? truth : !truth;
+      c->tpt = pt;
+      c->tlevel = a->n - 1;
+      c->tjmp = p + 1;
+      c->tto = jumps ? p + 2 + bc_j(jmp) : p + 2;
+      return;
+    }
+    if ((op >= BC_USETV && op <= BC_USETP) || op == BC_GSET ||
+	(op >= BC_TSETV && op <= BC_TSETR))
+      continue;	/* They write no slot. */
+    if (op < BC_MOV || op > BC_TGETR || op == BC_UCLO) return;
+    if (op == BC_KNIL) {	/* Slots a to d. */
+      BCReg r;
+      for (r = bc_a(ins); r <= bc_d(ins); r++) {
+	if (nw == MP_TWRITES) return;
+	written[nw++] = r;
+      }
+    } else {
+      if (nw == MP_TWRITES) return;
+      written[nw++] = bc_a(ins);
+    }
+  }
 }
 
 /* Note instruction pos of pt (frame level of snapshot from) in *c. */
@@ -521,7 +598,10 @@ static int scan_to(jit_State *J, mp_tcand *c, const GCfunc *fn,
       mark[i] = 3;
       continue;
     }
-    switch (op) {
+    if (op == BC_JMP && p == c->tjmp && pt == c->tpt && level == c->tlevel &&
+	!from && !c->depth) {
+      to2[k++] = c->tto;	/* The way test_way() found. */
+    } else switch (op) {
     case BC_JMP:	/* Both ways after a test, else the jump. */
       if (p > 0 && bc_op(proto_bc(pt)[p - 1]) <= BC_ISNUM) to2[k++] = p + 1;
       to2[k++] = (BCPos)to;
@@ -736,6 +816,7 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
   c.iterff = st->iterff;
   c.T = T;
   c.base = slots;
+  if (!at.stitch) test_way(T, &at, &c);
   if (b < T->nsnap && snap_at(T, b, basefn, base, &next))
     path_scan(J, &at, &next, &c);
   else if (b < T->nsnap && !left_base(T, b, &at))
