@@ -254,6 +254,25 @@ local s = cjson.encode(big)
   os.remove(p1)
 end
 
+-- 4b. The agent's work naming a C module's functions, when require()
+-- loads it while recording, is not the program's native memory: libc's
+-- calls of malloc (strdup's, qsort's buffer) are ones native patches.
+do
+  local path = T.tmpname("names")
+  local fn = assert(loadstring('local lpeg = require("lpeg")\n' ..
+			       'return lpeg.match(lpeg.C(1), "x")', "@req.lua"))
+  package.loaded.lpeg = nil
+  assert(mp.start{ path = path, stacks = 64, native = true })
+  t.is(fn(), "x", "lpeg loaded and ran while recording")
+  assert(mp.stop())
+  local st = collapsed(path, "--heap native")
+  t.ok(bytes(st, "req%.lua:1%);require;.*%[native%]$") > 0,
+       "require's own native memory (the loaders': dlopen) on its line")
+  t.is(bytes(st, "req%.lua:1%);[%w_]+ %[native%]$"), 0,
+       "none from the agent naming lpeg's functions (strdup, qsort)")
+  os.remove(path)
+end
+
 -- 5. Options: native goes with stacks (and with sampling, section 9).
 do
   local ok, err = pcall(mp.start, { path = T.tmpname(), native = 1 })

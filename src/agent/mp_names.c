@@ -46,6 +46,7 @@
 #include "mp_proc.h"
 #include "mp_frame.h"
 #include "mp_names.h"
+#include "mp_native.h"
 #include "mp_ffnames.h"	/* Generated: mp_ffnames[ffid]. */
 
 #define NAME_MAX_LEN	255	/* Longer names are not collected. */
@@ -93,6 +94,7 @@ static int by_rank(const void *a, const void *b)
 static int add(mp_names *t, const void *f, const char *name, size_t parent,
 	       unsigned parts)
 {
+  size_t len = strlen(name) + 1;
   char *copy;
   if (t->n == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 256;
@@ -101,7 +103,10 @@ static int add(mp_names *t, const void *f, const char *name, size_t parent,
     t->e = e;
     t->cap = cap;
   }
-  if (!(copy = strdup(name))) return -1;
+  /* Not strdup(): libc's call of malloc is one --native records, billed
+  ** to the Lua line that required the module. */
+  if (!(copy = malloc(len))) return -1;
+  memcpy(copy, name, len);
   t->e[t->n].f = f;
   t->e[t->n].name = copy;
   t->e[t->n].parent = (uint16_t)parent;
@@ -419,8 +424,11 @@ int mp_require_wrapper(lua_State *L)
   lua_call(L, n, LUA_MULTRET);
   nres = lua_gettop(L) - n;
   if (nres >= 1 && lua_type(L, 1) == LUA_TSTRING &&
-      (s = mp_proc_find(G(L))) != NULL)
+      (s = mp_proc_find(G(L))) != NULL) {
+    mp_native_own(1);
     mp_names_module(&s->names, &s->builtins, L, n + 1, lua_tostring(L, 1));
+    mp_native_own(0);
+  }
   return nres;
 }
 
