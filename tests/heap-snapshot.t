@@ -29,7 +29,7 @@ local function dump(path)
     local o = { id = tonumber(id), type = ty, self = tonumber(self),
 		retained = tonumber(ret), weak = weak == "1", path = p }
     objs[#objs + 1] = o
-    bypath[p] = bypath[p] or o
+    if p then bypath[p] = bypath[p] or o end	-- (A line cut: a path lost.)
   end
   f:close()
   return h, objs, bypath, head
@@ -138,6 +138,18 @@ t.is(bypath[sp] and bypath[sp].type, "table", "the path names the upvalue")
 t.is(bypath[sp .. "[20]"] and bypath[sp .. "[20]"].type, "table",
      "and goes on into the table")
 handler = nil
+
+-- 4b. Functions of code loaded from strings are named as Lua names them
+-- (debug.getinfo's short_src): the chunk's name, or its first line.
+strf = { f = loadstring("return function() return 1 end", "TMP")(),
+	 g = loadstring("local a = 1\nreturn function() return a end")() }
+h, objs, bypath = snap("strchunk")
+for _, k in ipairs({ "f", "g" }) do
+  local p = "_G.strf." .. k .. " (" .. where(strf[k]) .. ")"
+  t.is(bypath[p] and bypath[p].type, "Lua function",
+       "a function of code loaded from a string: " .. p)
+end
+strf = nil
 
 -- 5. A coroutine's locals.
 co = coroutine.create(function()

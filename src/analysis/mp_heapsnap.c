@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "analysis/mp_heapsnap.h"
+#include "reader/mp_label.h"
+#include "reader/mp_strtab.h"
 #include "util/mp_hash.h"
 
 #define NONE	MP_SNAP_NONE
@@ -339,8 +341,16 @@ char *mp_heapsnap_where(const mp_heapsnap *h, uint32_t id, char *buf,
   chunk = e ? str_of(sn, e->to) : NULL;
   if (!chunk) return buf;
   if (!sn->name[id]) adds(&s, "main chunk of ");
-  if (*chunk == '@' || *chunk == '=') adds(&s, chunk + 1);
-  else { adds(&s, "[string \""); add(&s, chunk, 40); adds(&s, "\"]"); }
+  if (*chunk == '@' || *chunk == '=') {
+    adds(&s, chunk + 1);
+  } else {	/* Code loaded from a string: its name, or its first line. */
+    size_t len = strlen(chunk), n = strcspn(chunk, "\r\n");
+    int text = mp_name_is_text(chunk, len);
+    n = mp_name_cut(chunk, n, MP_STRING_CHUNK_MAX);
+    adds(&s, "[string \"");
+    add(&s, chunk, n);
+    adds(&s, text && n < len ? "...\"]" : "\"]");
+  }
   if (sn->name[id]) addf(&s, ":%llu", sn->name[id]);
   return buf;
 }
