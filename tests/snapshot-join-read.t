@@ -85,8 +85,23 @@ x = {}
 assert(mp.stop())"
 run "$BUILD/ljmemprof" snapshot --profile "$TMPD/other.ljm" "$TMPD/leak.ljh"
 is "$rc" 2 "a profile without the snapshot's mark: status 2"
-case $err in *"no mark of the snapshot"*"it was not taken while this profile was recorded"*) r=0;; *) r=1;; esac
+case $err in *"no mark of the snapshot"*"it was not taken while this profile was recorded (the profile marks none)") r=0;; *) r=1;; esac
 ok $r "and it says why ($err)"
+# A snapshot taken while a profile without stacks was recorded: such a
+# profile marks no snapshot, and the error says to record with stacks.
+run env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -joff -e "
+local mp = require('ljmemprof')
+assert(mp.start{ path = '$TMPD/flat.ljm' })
+x = {}
+assert(mp.snapshot('$TMPD/flat.ljh'))
+assert(mp.stop())"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/flat.ljm" "$TMPD/flat.ljh"
+is "$rc" 2 "a profile without stacks: status 2"
+case $err in *"no mark of the snapshot"*"this profile was recorded without stacks, so it marks no snapshot (record with stacks, sample or native: run --stacks N)") r=0;; *) r=1;; esac
+ok $r "and it says the profile has no stacks ($err)"
+run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" "$TMPD/flat.ljh"
+case $rc:$err in 2:*"it was not taken while this profile was recorded (the profile marks 1 other snapshot)") r=0;; *) r=1;; esac
+ok $r "a profile that marks another snapshot: says so ($err)"
 run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" --format heapsnapshot "$TMPD/leak.ljh"
 is "$rc:$err" "2:ljmemprof snapshot: --profile joins one snapshot with its recording, in the text, json or html report (not with --format heapsnapshot)" \
   "--profile with --format heapsnapshot: refused"

@@ -816,11 +816,20 @@ static int join_profile(mp_snapjoin *j, mp_profile *p, joined *jd,
   mp_input_close(&in);
   if (!j->found) {
     fprintf(stderr, "ljmemprof: %s: no mark of the snapshot %s (%llu "
-	    "objects, %llu bytes): it was not taken while this profile "
-	    "was recorded (with stacks, sample or native)\n",
-	    mp_cli_name(o->profile), mp_cli_name(path),
-	    (unsigned long long)h->sn->objects,
+	    "objects, %llu bytes): ", mp_cli_name(o->profile),
+	    mp_cli_name(path), (unsigned long long)h->sn->objects,
 	    (unsigned long long)h->sn->bytes);
+    if (!p->stacks && p->sample == 0 && !p->native)
+      fprintf(stderr, "this profile was recorded without stacks, so it "
+	      "marks no snapshot (record with stacks, sample or native: "
+	      "run --stacks N)\n");
+    else if (p->nsnap)
+      fprintf(stderr, "it was not taken while this profile was recorded "
+	      "(the profile marks %u other snapshot%s)\n", p->nsnap,
+	      p->nsnap == 1 ? "" : "s");
+    else
+      fprintf(stderr, "it was not taken while this profile was recorded "
+	      "(the profile marks none)\n");
     mp_profile_free(p);
     mp_snapjoin_free(j);
     return MP_EXIT_ERROR;
