@@ -314,6 +314,43 @@ is "$(cat rc):$(ls pipe | wc -l):$(ls "$TMPD"/pipe/* 2>/dev/null):$(sed -n 1p er
 run with_timeout 60 "$MP" run --leak-only --html /dev/full -o p.ljm mark.lua
 is "$rc:$err:$(complete p.ljm)" "2:ljmemprof: /dev/full: No space left on device:true" \
   "the HTML report cannot be written: status 2, the profile in -o is complete"
+
+# lua_close runs every userdata finaliser, reachable or not, newest first,
+# and the profiler's own comes after those made later: what they free was
+# held when the script ended. NOTES and check say how many ran; files that
+# are closed or standard and C-module handles are not counted; a script
+# that stops the profiler itself at its end sees what it held.
+cat >fin.lua <<'EOL'
+cache = {}
+for i = 1, 200 do cache[i] = string.rep("x", 100) .. i end
+local u = newproxy(true)
+getmetatable(u).__gc = function() cache = nil end
+keep_u = u
+local f = io.open("fin.lua")
+f:close()
+EOL
+closenote='the recording ended as the VM closed (lua_close), which ran 1 userdata finaliser first: what it freed shows as freed, though the program still held it when it ended (a module'"'"'s buffers, what a __gc cleared); to record what it held, end the script with require("ljmemprof").stop{collect = true}'
+run with_timeout 60 "$MP" run -o fin.ljm fin.lua
+is "$rc:$(echo "$out" | sed -n '/^NOTES:/,$p' | grep -c 'ended as the VM closed')" "0:1" "run: NOTES has the note once"
+is "$(echo "$out" | grep 'ended as the VM closed')" "$closenote" "it counts the one finaliser of the script's"
+run "$MP" check --max-leak 1M fin.ljm
+is "$rc:$(echo "$out" | grep -c "^note: $closenote\$")" "0:1" "check says it too"
+run "$MP" report --format json fin.ljm
+case $out in *"\"notes\":"*"ended as the VM closed"*) r=0;; *) r=1;; esac
+ok $r "and the JSON's notes"
+printf 'require("ljmemprof").stop{collect = true}\n' >>fin.lua
+run with_timeout 60 "$MP" run --leak-only fin.lua
+is "$(echo "$out" | grep -c 'ended as the VM closed')" 0 "a script that stops the profiler itself: no note"
+case $out in *"@fin.lua:2 holds "*) r=0;; *) r=1;; esac
+ok $r "and its cache is held ($(echo "$out" | grep 'fin.lua:2'))"
+cat >nofin.lua <<'EOL'
+local t = {}
+for i = 1, 100 do t[i] = {} end
+local f = io.open("nofin.lua")
+f:close()
+EOL
+run with_timeout 60 "$MP" run nofin.lua
+is "$rc:$(echo "$out" | grep -c 'ended as the VM closed')" "0:0" "no finaliser of the script's: no note"
 cd - >/dev/null
 done_testing
 

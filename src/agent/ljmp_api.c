@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lj_obj.h"
+#include "lj_tab.h"
 #include "lj_frame.h"
 #include "lj_jit.h"
 #include "lj_dispatch.h"
@@ -113,12 +114,87 @@ static void discard_forked(lua_State *L, mp_state *s)
   state_free(s);
 }
 
+/* Whether userdata u has a __gc metamethod (read as the VM reads it,
+** without its cache of absent ones). */
+static int has_gc(global_State *g, const GCudata *u)
+{
+  const GCtab *mt = tabref(u->metatable);
+  GCstr *key = mmname_str(g, MM_gc);
+  const Node *n;
+  if (!mt || !mt->hmask) return 0;
+  n = hashstr(mt, key);
+  do {
+    if (tvisstr(&n->key) && strV(&n->key) == key) return !tvisnil(&n->val);
+  } while ((n = nextnode(n)));
+  return 0;
+}
+
+/* Whether userdata u's finaliser is the program's: neither a closed or
+** standard file's (io's, which then does nothing) nor the package
+** library's handle of a C module (which unloads it; lib its metatable). */
+static int program_fin(global_State *g, const GCudata *u, const GCtab *lib)
+{
+  if (!has_gc(g, u)) return 0;
+  if (u->udtype == UDTYPE_IO_FILE) {	/* lib_io.c's IOFileUD: */
+    const struct { void *fp; uint32_t type; } *f = uddata(u);
+    if (!f->fp || (f->type & 3) == 2) return 0;	/* closed, or stdio's */
+  }
+  return !lib || tabref(u->metatable) != lib;
+}
+
+/* The table under string key name in the registry of g, or NULL (found
+** without making the key: nothing is allocated in the VM). */
+static const GCtab *registry_table(global_State *g, const char *name)
+{
+  const GCtab *r = tabV(&g->registrytv);
+  size_t len = strlen(name);
+  MSize i;
+  const Node *node = noderef(r->node);
+  if (!tvistab(&g->registrytv) || !r->hmask) return NULL;
+  for (i = 0; i <= r->hmask; i++) {
+    const Node *n = &node[i];
+    if (tvisstr(&n->key) && strV(&n->key)->len == len &&
+	!memcmp(strdata(strV(&n->key)), name, len))
+      return tvistab(&n->val) ? tabV(&n->val) : NULL;
+  }
+  return NULL;
+}
+
+/* The finalisers of userdata lua_close() runs while recording, as seen
+** from the sentinel's (self): lua_close() runs them all, newest first,
+** so those of the userdata made after the sentinel ran before it (each
+** back in the list of userdata), and those still waiting run in the
+** stop's collection. Only a count: which is not known. */
+static unsigned close_finalisers(lua_State *L, const GCudata *self)
+{
+  global_State *g = G(L);
+  const GCtab *lib = registry_table(g, "_LOADLIB");
+  GCobj *o, *first;
+  unsigned n = 0;
+  for (o = gcref(mainthread(g)->nextgc); o; o = gcnext(o))
+    if (o != obj2gco(self) && o->gch.gct == ~LJ_TUDATA &&
+	program_fin(g, gco2ud(o), lib))
+      n++;
+  if ((first = gcref(g->gc.mmudata)) != NULL) {
+    o = first;
+    do {
+      o = gcnext(o);
+      if (o->gch.gct == ~LJ_TUDATA && program_fin(g, gco2ud(o), lib)) n++;
+    } while (o != first);
+  }
+  return n;
+}
+
 /* __gc of the registry sentinel: finalise a running profile at lua_close,
 ** then un-arm (the stop puts back the allocator it wrapped, which may be
-** the arm's). */
+** the arm's). The profile notes how many other finalisers ran meanwhile:
+** what they freed was held when the program ended. */
 static int sentinel_gc(lua_State *L)
 {
-  if (state_of(L) || mp_proc_find(G(L))) mp_stop(L, MP_STOP_CLOSING, NULL, NULL);
+  mp_state *s = state_of(L);
+  if (s && tvisudata(L->base))
+    s->closefin = close_finalisers(L, udataV(L->base));
+  if (s || mp_proc_find(G(L))) mp_stop(L, MP_STOP_CLOSING, NULL, NULL);
   mp_proc_closed(L);
   return 0;
 }

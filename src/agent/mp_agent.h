@@ -373,6 +373,8 @@ typedef struct mp_state {
   int limited;			/* ...and 1 once it was reached. */
   int ext;			/* The stream is the ljmemprof extension. */
   unsigned notes;		/* MP_NOTE_*: written at the end. */
+  unsigned closefin;		/* Finalisers of userdata lua_close() ran while
+				   recording (the sentinel's stop), or 0. */
   int collect;			/* Collect garbage fully before the end. */
   int native;			/* Native memory is recorded (mp_native.c)... */
   void (*drain)(struct mp_state *s);	/* ...and its events queued by other

@@ -3,6 +3,7 @@
 ** mp_stream.h).
 */
 
+#include <stdio.h>
 #include <time.h>
 
 #include "mp_stream.h"
@@ -16,11 +17,16 @@ uint64_t mp_now(void)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Append the notes of s (at most 40 bytes). */
+/* Append the notes of s (at most 60 bytes). */
 static uint8_t *put_notes(mp_state *s, uint8_t *p)
 {
   if (s->notes & MP_NOTE_COLLECT) p = mp_put_info(p, "collect", "1");
   if (s->notes & MP_NOTE_SIZE) p = mp_put_info(p, "stopped", "size limit");
+  if (s->closefin) {
+    char n[16];
+    snprintf(n, sizeof(n), "%u", s->closefin);
+    p = mp_put_info(p, "closefin", n);
+  }
   return p;
 }
 

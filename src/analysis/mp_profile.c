@@ -187,6 +187,9 @@ static int info_add(mp_profile *p, const mp_item *it)
     return go_full(p);
   } else if (info_is(it, "native")) {
     p->native = info_number(it) != 0;
+  } else if (info_is(it, "closefin")) {
+    uint64_t n = info_number(it);
+    p->closefin = n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
   } else if (info_is(it, "collect")) {
     p->collect = it->value_len == 1 && it->value[0] == '1';
   } else if (info_is(it, "snapshot")) {	/* "OBJECTS BYTES TOTAL CUT NAME" */

@@ -173,6 +173,8 @@ typedef struct mp_profile {
   int native;		/* 1: recorded with native memory (the setting
 			   "native"; a merge: any profile was). */
   int collect;		/* 1: a full collection ran before the end. */
+  unsigned closefin;	/* Userdata finalisers lua_close() ran before the
+			   recording ended (their frees are in it). */
   int gcstart;		/* 1: past the start of that collection (its
 			   frees are no temporaries). */
   char stopped[64];	/* Why recording stopped early, or "". */

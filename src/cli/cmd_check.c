@@ -181,7 +181,7 @@ int mp_cmd_check(int argc, char **argv)
   uint64_t leak_n = 0, leak = 0;
   uint32_t i;
   int rc, over_leak, over_peak;
-  char b1[64], b2[64], b3[64], b4[64];
+  char b1[64], b2[64], b3[64], b4[64], note[512];
   if ((rc = mp_cli_file_args("check", argc, argv, NULL, check_opt, &c,
 			     &path)) >= 0)
     return rc;
@@ -218,6 +218,8 @@ int mp_cmd_check(int argc, char **argv)
 	 mp_fmt_bytes(b3, sizeof(b3), p.peak_bytes, c.human),
 	 limit(b4, sizeof(b4), c.max_peak, c.human));
   if (!p.collect) printf("note: %s\n", mp_note_uncollected);
+  if (p.closefin)
+    printf("note: %s\n", mp_note_closefin(note, sizeof(note), p.closefin));
   /* A recording that stopped early (its size limit, a write error) holds
   ** only part of the run: the figures are of that part. */
   if (p.stopped[0])

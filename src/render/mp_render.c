@@ -198,6 +198,17 @@ const char mp_note_uncollected[] =
   "held may be garbage never collected (record with mp.stop{collect = "
   "true}, or 'ljmemprof run', to see only what is reachable)";
 
+const char *mp_note_closefin(char *buf, size_t size, unsigned n)
+{
+  snprintf(buf, size, "the recording ended as the VM closed (lua_close), "
+	   "which ran %u userdata finaliser%s first: what %s freed shows as "
+	   "freed, though the program still held it when it ended (a module's "
+	   "buffers, what a __gc cleared); to record what it held, end the "
+	   "script with require(\"ljmemprof\").stop{collect = true}", n,
+	   n == 1 ? "" : "s", n == 1 ? "it" : "they");
+  return buf;
+}
+
 uint32_t mp_render_notes(const mp_sections *sec, int human,
 			 void (*fn)(void *ctx, const char *line), void *ctx)
 {
@@ -227,5 +238,6 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
     snprintf(line, sizeof(line), "recording stopped early: %s", p->stopped);
     fn(ctx, line);
   }
+  if (p->closefin) fn(ctx, mp_note_closefin(line, sizeof(line), p->closefin));
   return top;
 }

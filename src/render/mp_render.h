@@ -197,6 +197,10 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
 ** (`report`, `check`). */
 extern const char mp_note_uncollected[];
 
+/* Into buf, the note of a profile whose recording ended in lua_close()
+** after n finalisers of userdata ran (`report`, `check`). */
+const char *mp_note_closefin(char *buf, size_t size, unsigned n);
+
 /* Rows of a section of n to show under o. */
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)
 {
