@@ -211,7 +211,7 @@ size_t mp_func_label(mp_strtab *names, const mp_loc *l, char *out,
   } else if (main_chunk(names, l)) {
     put(out, size, &n, "main chunk");
   } else {
-    put(out, size, &n, "function at ");	/* Not "<...>": pprof cuts it. */
+    put(out, size, &n, MP_FUNC_AT);	/* Not "<...>": pprof cuts it. */
     put_file(names, l, out, size, &n);
     put(out, size, &n, ":%llu", (unsigned long long)l->aux);
   }

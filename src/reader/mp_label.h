@@ -150,6 +150,10 @@ mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
 size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
 		      char *out, size_t size);
 
+/* How a Lua function without a name begins its name: "function at
+** app.lua:5" (its file and first line). */
+#define MP_FUNC_AT	"function at "
+
 /* Write the name of the Lua function of l (resolved) into out: its name
 ** as the profile gives it ("parse_row", "M.parse", "obj:method"), "main
 ** chunk", else "function at app.lua:5" (where it starts). Its length; 0 (and "") if l is no resolved Lua

@@ -1,0 +1,71 @@
+#!/bin/sh
+# Answers a user can trust at first read (issue 17, the report's side):
+# what each view says is true as it reads, and the views agree.
+#   - pprof: a function per (name, file, first line), which go tool pprof
+#     shows apart (it merges functions by name).
+. tests/lib/tap.sh
+MP="$BUILD/ljmemprof"
+unset LUA_CPATH
+cd "$TMPD" || exit 1
+
+# -- pprof: two files' render, and their main chunks, apart ----------------
+mkdir pp
+cat >pp/a.lua <<'EOF'
+local keep = {}
+local function render(n)
+  for i = 1, n do keep[#keep + 1] = { i } end
+end
+render(100)
+return render
+EOF
+cat >pp/b.lua <<'EOF'
+local keep = {}
+local function render(n)
+  for i = 1, n do keep[#keep + 1] = { i, i } end
+end
+render(300)
+return render
+EOF
+cat >pp/main.lua <<'EOF'
+package.path = "./?.lua;" .. package.path
+local ra = require("a")
+local rb = require("b")
+ra(10) rb(10)
+EOF
+(cd pp && with_timeout 60 "$MP" run --stacks -o p.ljm -- luajit -joff main.lua >/dev/null 2>&1)
+ok $? "pprof: the two-render program is recorded"
+# What each function allocated itself, as the report's collapsed stacks
+# have it: the pprof rows must be these.
+self() { "$MP" report --format collapsed pp/p.ljm |
+	 awk -v f="$1" '{ n = split($0, a, ";"); sub(/ [0-9]+$/, "", a[n]);
+			  if (index(a[n], f) == 1) s += $NF } END { print s + 0 }'; }
+ra=$(self "render (./a.lua:")
+rb=$(self "render (./b.lua:")
+ma=$(self "main chunk (./a.lua:")
+mb=$(self "main chunk (./b.lua:")
+mm=$(self "main chunk (main.lua:")
+run "$MP" report --format pprof -o pp/p.pb.gz pp/p.ljm
+is "$rc:$err" "0:" "pprof: written"
+if command -v go >/dev/null 2>&1; then
+  export GOCACHE="$TMPD/gocache" HOME="${HOME:-$TMPD}"
+  top=$(with_timeout 120 go tool pprof -top -unit=B -nodecount=30 pp/p.pb.gz 2>&1)
+  rows=$(echo "$top" | awk '$NF ~ /\)$/ && /(render|main chunk) \(/ {
+	   f = $1; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ */, ""); print $0 " " f }' | sort)
+  is "$rows" "main chunk (./a.lua) ${ma}B
+main chunk (./b.lua) ${mb}B
+main chunk (main.lua) ${mm}B
+render (./a.lua:2) ${ra}B
+render (./b.lua:2) ${rb}B" \
+    "go tool pprof -top: each file's render and main chunk a row of its own, with what it allocated"
+  is "$(echo "$top" | grep -c ' render$\| main chunk$')" 0 "go tool pprof -top: no row merges functions of one name"
+  list=$(cd pp && with_timeout 120 go tool pprof -unit=B -list '^render \(./b.lua:2\)$' p.pb.gz 2>&1)
+  echo "$list" | grep -q "^ *${rb}B *${rb}B *3:  for i = 1, n do keep\[#keep + 1\] = { i, i } end"
+  r=$?
+  ok $r "go tool pprof -list: the function's source, from its file"
+  [ $r -eq 0 ] || echo "$list" | sed 's/^/# /'
+else
+  echo "not ok - go tool pprof is not installed (Debian golang-go; make deps)"
+  tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
+fi
+
+done_testing
