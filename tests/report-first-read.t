@@ -2,7 +2,9 @@
 # Answers a user can trust at first read (issue 17, the report's side):
 # what each view says is true as it reads, and the views agree.
 #   - pprof: a function per (name, file, first line), which go tool pprof
-#     shows apart (it merges functions by name).
+#     shows apart (it merges functions by name);
+#   - a frame without a line (a caller a trace returned below its base
+#     to) is not "line 0".
 . tests/lib/tap.sh
 MP="$BUILD/ljmemprof"
 unset LUA_CPATH
@@ -67,5 +69,37 @@ else
   echo "not ok - go tool pprof is not installed (Debian golang-go; make deps)"
   tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
 fi
+
+# -- A frame below a trace that returned below its base: no line 0 ---------
+mkdir tr
+cat >tr/m.lua <<'EOF'
+local M = {}
+function M.split(s)
+  local out = {}
+  for f in s:gmatch("[^,]+") do out[#out + 1] = f end
+  return out
+end
+function M.other(s)
+  local r = {}
+  for i = 1, 2 do r[i] = s .. i end
+  return r
+end
+return M
+EOF
+cat >tr/main.lua <<'EOF'
+package.path = "./?.lua;" .. package.path
+local m = require("m")
+local keep = {}
+for i = 1, 2000 do
+  local t = m.split("a,b,c" .. i)
+  keep[i % 10 + 1] = m.other(t[1])
+end
+EOF
+(cd tr && with_timeout 60 "$MP" run --stacks -o t.ljm main.lua >/dev/null 2>&1)
+ok $? "a trace that returns below its base frame: recorded"
+run "$MP" report --format collapsed tr/t.ljm
+echo "$out" | grep -q '^luajit (main);main chunk (main.lua);TRACE \[[0-9]*\] started at @./m.lua:4;'
+ok $? "the main chunk below the trace, without a line: main chunk (main.lua)"
+is "$(echo "$out" | grep -c ':0)')" 0 "no frame says line 0"
 
 done_testing
