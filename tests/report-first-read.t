@@ -102,4 +102,36 @@ echo "$out" | grep -q '^luajit (main);main chunk (main.lua);TRACE \[[0-9]*\] sta
 ok $? "the main chunk below the trace, without a line: main chunk (main.lua)"
 is "$(echo "$out" | grep -c ':0)')" 0 "no frame says line 0"
 
+# -- diff: two files of one name, one by a relative path ------------------
+# The program's ./utils.lua (its chunk name relative to the working
+# directory) and a library's utils.lua under another directory: shortened
+# to that directory, the library's read "@utils.lua" as the program's
+# does, under a header that said every path was relative to it.
+mkdir -p df/run df/lib/pl
+cat >df/run/utils.lua <<'EOF'
+return function(n) local t = {} for i = 1, n do t[i] = { i } end return t end
+EOF
+cat >df/lib/pl/utils.lua <<'EOF'
+return function(n) local t = {} for i = 1, n do t[i] = { i, i } end return t end
+EOF
+cat >df/run/main.lua <<'EOF'
+local mine = dofile("./utils.lua")
+local lib = dofile(LIB .. "/utils.lua")
+local keep = { mine(N), lib(N) }
+EOF
+(cd df/run && with_timeout 60 "$MP" run -o a.ljm -- luajit -joff -e "N=10 LIB='$TMPD/df/lib/pl'" main.lua >/dev/null 2>&1 &&
+  with_timeout 60 "$MP" run -o b.ljm -- luajit -joff -e "N=20 LIB='$TMPD/df/lib/pl'" main.lua >/dev/null 2>&1)
+ok $? "diff: the two-utils program is recorded twice"
+out=$(cd df/run && with_timeout 60 "$MP" diff a.ljm b.ljm)
+is "$(echo "$out" | sed -n 2p)" "(\".../\" is $TMPD/df/lib/pl/; the other paths are as recorded)" \
+  "diff: the header says what the shortened paths stand for, and that the others are as recorded"
+is "$(echo "$out" | grep 'utils.lua:1 (function at line 1):$')" "@./utils.lua:1 (function at line 1):
+@.../utils.lua:1 (function at line 1):" "diff: the library's utils.lua and the program's ./utils.lua read apart"
+# From a directory that holds the library: relative to it, unmarked.
+out=$(cd df && with_timeout 60 "$MP" diff run/a.ljm run/b.ljm)
+is "$(echo "$out" | sed -n 2p)
+$(echo "$out" | grep 'utils.lua:1 (function at line 1):$')" "(paths relative to $TMPD/df/)
+@./utils.lua:1 (function at line 1):
+@lib/pl/utils.lua:1 (function at line 1):" "diff from a directory that holds the library: its path relative to it, the program's as recorded"
+
 done_testing
