@@ -4,7 +4,9 @@
 #   - pprof: a function per (name, file, first line), which go tool pprof
 #     shows apart (it merges functions by name);
 #   - a frame without a line (a caller a trace returned below its base
-#     to) is not "line 0".
+#     to) is not "line 0";
+#   - diff: a shortened path never reads as a relative one; text, JSON
+#     and HTML count the same changed sources.
 . tests/lib/tap.sh
 MP="$BUILD/ljmemprof"
 unset LUA_CPATH
@@ -134,4 +136,44 @@ $(echo "$out" | grep 'utils.lua:1 (function at line 1):$')" "(paths relative to 
 @./utils.lua:1 (function at line 1):
 @lib/pl/utils.lua:1 (function at line 1):" "diff from a directory that holds the library: its path relative to it, the program's as recorded"
 
+# -- diff: text, JSON and HTML count the same changed sources --------------
+# mkb's 50 tables are made before or after mka's 100 are freed: what each
+# line allocated, freed and held at the end is the same in both runs, what
+# mkb held at the peak is not. The HTML page, which keeps the peaks for
+# its flame graph, counted mkb as changed (it has no column for the peak)
+# where the text and JSON, without --peak, did not.
+cat >pk.lua <<'EOF'
+local function gc() collectgarbage() end
+local function mka(n) local t = {} for i = 1, n do t[i] = { i } end return t end
+local function mkb(n) local t = {} for i = 1, n do t[i] = { i } end return t end
+local a = mka(100)
+local b
+if arg[1] then b = mkb(50) end
+a = nil gc()
+if not arg[1] then b = mkb(50) end
+b = nil gc()
+EOF
+with_timeout 60 "$MP" run -o pa.ljm -- luajit -joff pk.lua >/dev/null 2>&1 &&
+  with_timeout 60 "$MP" run -o pb.ljm -- luajit -joff pk.lua late >/dev/null 2>&1
+ok $? "diff: the peak program is recorded twice"
+# "CHANGED:UNCHANGED" as text, JSON and the HTML page's data have it.
+counts() {
+  t=$(with_timeout 60 "$MP" diff $1 pa.ljm pb.ljm | sed -n 's/^\([0-9]*\) sources\{0,1\} changed, \([0-9]*\) did not$/\1:\2/p')
+  j=$(with_timeout 60 "$MP" diff $1 --format json pa.ljm pb.ljm | sed -n 's/.*"changed":\([0-9]*\),"unchanged":\([0-9]*\),.*/\1:\2/p')
+  with_timeout 60 "$MP" diff $1 --format html -o pk.html pa.ljm pb.ljm
+  h=$(sed -n 's/.*"summary":{"changed":\([0-9]*\),"unchanged":\([0-9]*\),.*/\1:\2/p' pk.html)
+  echo "$t $j $h"
+}
+c0=$(counts "")
+ch=${c0%%:*} un=${c0%% *}; un=${un#*:}
+is "$c0" "$ch:$un $ch:$un $ch:$un" "diff: text, JSON and HTML count the same changed sources ($c0)"
+with_timeout 60 "$MP" diff pa.ljm pb.ljm | grep -q '^@pk.lua:3 (mkb):$'
+is "$?" 1 "diff: mkb, changed at the peak alone, is not a changed source without --peak"
+c1=$(counts --peak)
+is "$c1" "$((ch + 1)):$((un - 1)) $((ch + 1)):$((un - 1)) $((ch + 1)):$((un - 1))" \
+  "diff --peak: mkb is a changed source in all three"
+with_timeout 60 "$MP" diff --peak pa.ljm pb.ljm | grep -A4 '^@pk.lua:3 (mkb):$' | sed -n 5p | grep -q '^	at the peak      0B -> 4984B (+4984B) in 0 -> 52 blocks (+52)$'
+ok $? "diff --peak: mkb's 50 tables and their array at the new peak, its row's change"
+grep -q '\["@pk.lua:3 (mkb)","lua",[0-9,]*,0,4984\]' pk.html
+ok $? "diff --peak --format html: the row carries both peaks, for the column that tells the change"
 done_testing

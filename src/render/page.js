@@ -113,7 +113,9 @@ var COLS = DIFF ? [
   col('Held at the end B, base', at(6)), col('new', at(12)),
   col('change', change(6, 12), signed),
   col('Blocks at the end, change', change(7, 13), signed)
-] : [
+].concat(D.summary.peak_compared ? [
+  col('B at the peak, change', change(14, 15), signed, 'what it held at each profile\'s peak (--peak)')
+] : []) : [
   col('Source', at(0), String),
   col('Allocated B', at(2), null, 'new sizes of its allocations and reallocations'),
   col('Allocations', at(3), null, 'allocation and reallocation events'),
