@@ -176,4 +176,36 @@ with_timeout 60 "$MP" diff --peak pa.ljm pb.ljm | grep -A4 '^@pk.lua:3 (mkb):$' 
 ok $? "diff --peak: mkb's 50 tables and their array at the new peak, its row's change"
 grep -q '\["@pk.lua:3 (mkb)","lua",[0-9,]*,0,4984\]' pk.html
 ok $? "diff --peak --format html: the row carries both peaks, for the column that tells the change"
+
+# -- Leaks on JIT traces of a profile without stacks: a note says how ----
+# to get their lines. The loop's tables are made by its trace: the heap
+# summary bills them to "TRACE [1] started at @lk.lua:2", no line.
+cat >lk.lua <<'EOF'
+local keep = {}
+for i = 1, 1000 do keep[i] = { i } end
+KEEP = keep
+EOF
+with_timeout 60 "$MP" run -o lk.ljm lk.lua >/dev/null 2>&1 &&
+  with_timeout 60 "$MP" run --stacks -o lks.ljm lk.lua >/dev/null 2>&1 &&
+  with_timeout 60 "$MP" run -o lkj.ljm -- luajit -joff lk.lua >/dev/null 2>&1
+ok $? "the leaking loop is recorded with the JIT on, with stacks, with the JIT off"
+run "$MP" report --leak-only lk.ljm
+# The trace rows of the heap summary, their bytes and blocks summed.
+tr=$(echo "$out" | awk '/^TRACE \[[0-9]*\] .* holds [0-9]*B in [0-9]* blocks? / {
+       b += $(NF - 4) + 0; n += $(NF - 2); k++ } END { printf "%dB in %d blocks live at the end (%d trace%s)", b, n, k, k == 1 ? "" : "s" }')
+note="TRACE rows hold $tr without a line: the profile has no call stacks; record with 'ljmemprof run --stacks' (the lines inside each trace) or with the JIT off ('ljmemprof run -- luajit -joff SCRIPT')"
+is "$(echo "$out" | sed -n '/^NOTES:$/,$p' | grep '^TRACE rows')" "$note" \
+  "report --leak-only, JIT on, no stacks: a note on the trace rows' blocks and how to get their lines"
+case $tr in 0B*) ok 1 "the trace rows hold blocks ($tr)" ;; *) ok 0 "the trace rows hold blocks ($tr)" ;; esac
+run "$MP" report lk.ljm
+is "$(echo "$out" | grep -c '^TRACE rows hold ')" 1 "the text report's NOTES say it too"
+run "$MP" report --format json lk.ljm
+echo "$out" | grep -qF "\"notes\":[\"a full garbage collection ran before the end: what is held is reachable\",\"$note\"]"
+ok $? "JSON: the note in notes"
+run "$MP" report --accounting tarantool --leak-only lk.ljm
+is "$(echo "$out" | grep -c '^TRACE rows hold ')" 0 "--accounting tarantool: Tarantool's layout, no such note"
+for f in lks lkj; do
+  run "$MP" report --leak-only $f.ljm
+  is "$(echo "$out" | grep -c '^TRACE rows hold ')" 0 "$f.ljm (with stacks, or the JIT off): no such note"
+done
 done_testing

@@ -111,7 +111,8 @@ static int trace_lines(FILE *out, const mp_stacktree *t, uint32_t site,
 typedef struct notes {
   FILE *out;
   int tarantool;	/* Byte for byte Tarantool's parser's output
-			   where it has nothing to say. */
+			   where it has nothing to say (nor says what
+			   only our heap summary shows). */
   int shown;
 } notes;
 
@@ -119,7 +120,9 @@ typedef struct notes {
 static void note_line(void *ctx, const char *line)
 {
   notes *n = ctx;
-  if (n->tarantool && line == mp_note_uncollected) return;
+  if (n->tarantool && (line == mp_note_uncollected ||
+			!strncmp(line, MP_NOTE_TRACES, strlen(MP_NOTE_TRACES))))
+    return;
   if (!n->shown++) fputs("NOTES:\n", n->out);
   mp_text_put(n->out, line, strlen(line), 0);
   fputc('\n', n->out);
