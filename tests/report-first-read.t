@@ -3,6 +3,7 @@
 # what each view says is true as it reads, and the views agree.
 #   - pprof: a function per (name, file, first line), which go tool pprof
 #     shows apart (it merges functions by name);
+#   - info counts the sources the report lists (and the callers apart);
 #   - a frame without a line (a caller a trace returned below its base
 #     to) is not "line 0";
 #   - diff: a shortened path never reads as a relative one; text, JSON
@@ -71,6 +72,30 @@ else
   echo "not ok - go tool pprof is not installed (Debian golang-go; make deps)"
   tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
 fi
+
+# -- info counts the sources the report lists -----------------------------
+# A stack profile has a site for every frame, callers with no event of
+# their own too (luajit (main), require, the main chunks' call lines):
+# info counted 17 where the report and its page list 10.
+nrep=$("$MP" report --format json pp/p.ljm | luajit -e '
+  local d, seen, n = require("cjson").decode(io.read("*a")), {}, 0
+  for _, k in ipairs({ "allocations", "reallocations", "deallocations" }) do
+    for _, r in ipairs(d[k]) do
+      if not seen[r.source.label] then seen[r.source.label] = true; n = n + 1 end
+    end
+  end
+  print(n)')
+"$MP" report --format html -o pp/p.html pp/p.ljm
+npage=$(luajit -e '
+  local s = io.open("pp/p.html"):read("*a")
+  local d = require("cjson").decode(s:match("<script[^>]*id=\"data\"[^>]*>(.-)</script>"))
+  print(#d.sources)')
+run "$MP" info pp/p.ljm
+is "$nrep:$npage:$(echo "$out" | grep '^sources:')" "10:10:sources:    10 with events (the sources the report lists), and 7 callers in the call stacks with none of their own" \
+  "info: the report's sources (its JSON sections', its page's), and the callers apart"
+run "$MP" info --format json pp/p.ljm
+echo "$out" | grep -q '"sources":10,"callers":7,'
+ok $? "info --format json: sources and callers"
 
 # -- A frame below a trace that returned below its base: no line 0 ---------
 mkdir tr

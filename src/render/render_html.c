@@ -345,7 +345,7 @@ static int json_report(FILE *out, const mp_sections *sec,
     uint64_t ab = s->plus[MP_AEV_ALLOC] + s->plus[MP_AEV_REALLOC];
     uint64_t fn = s->n[MP_AEV_REALLOC] + s->n[MP_AEV_FREE];
     uint64_t fb = s->minus[MP_AEV_REALLOC] + s->minus[MP_AEV_FREE];
-    if (!(an | fn | held[i] | l->n | l->pn)) continue;
+    if (!mp_site_has_events(s)) continue;	/* A caller: no row. */
     fputs(first ? "\n[" : ",\n[", out);
     first = 0;
     mp_json_cstr(out, sec->label[i]);
