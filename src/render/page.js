@@ -191,9 +191,13 @@ function fill() {
       body.appendChild(s);
     });
   }
-  $('sources-note').textContent = (rows.length > n ? 'The first ' + n + ' of ' : '') +
-    rows.length + ' of ' + D.sources.length + ' sources' +
-    (filterText ? ' match' : '') + '.';
+  /* "The first 50 of 370 sources.", "12 of 370 sources match.",
+     "The first 50 of the 120 sources that match, of 370." */
+  $('sources-note').textContent = !filterText ?
+    (rows.length > n ? 'The first ' + n + ' of ' : '') + rows.length + ' sources.' :
+    rows.length > n ? 'The first ' + n + ' of the ' + rows.length +
+      ' sources that match, of ' + D.sources.length + '.' :
+    rows.length + ' of ' + D.sources.length + ' sources match.';
   $('sources-more').style.display = rows.length > n ? '' : 'none';
   $('sources-more').textContent = 'Show ' + Math.min(rows.length - n, PAGE) + ' more';
 }
