@@ -7,7 +7,11 @@
 #   - a frame without a line (a caller a trace returned below its base
 #     to) is not "line 0";
 #   - diff: a shortened path never reads as a relative one; text, JSON
-#     and HTML count the same changed sources.
+#     and HTML count the same changed sources;
+#   - live blocks on JIT traces of a profile without stacks: a note on
+#     how to get their lines;
+#   - a "... and N more" line under PEAK or a trace's lines says what the
+#     rest holds or made.
 . tests/lib/tap.sh
 MP="$BUILD/ljmemprof"
 unset LUA_CPATH
@@ -233,4 +237,57 @@ for f in lks lkj; do
   run "$MP" report --leak-only $f.ljm
   is "$(echo "$out" | grep -c '^TRACE rows hold ')" 0 "$f.ljm (with stacks, or the JIT off): no such note"
 done
+
+# -- "... and N more" lines say what the rest holds -----------------------
+# PEAK cut by --top: the rows and the last line add up to its header, as
+# under HEAP SUMMARY (it said "... and 7 more sources" and no bytes).
+cat >app.lua <<'EOF'
+jit.off()
+cache = {}
+local function lookup(key)
+  local v = cache[key]
+  if not v then
+    v = { key = key, value = ("v"):rep(32) .. key }
+    cache[key] = v
+  end
+  return v
+end
+local function render(n)
+  local parts = {}
+  for i = 1, n do parts[#parts + 1] = lookup(i % 500).value end
+  return table.concat(parts, ",")
+end
+local out
+for round = 1, 200 do out = render(100) .. "!" end
+EOF
+with_timeout 60 "$MP" run -o app.ljm app.lua >/dev/null 2>&1
+ok $? "the cache program is recorded"
+run "$MP" report --peak --leak-only --top 2 app.ljm
+sum=$(echo "$out" | sed -n '/^PEAK: /,/^$/p' | awk '
+  /^PEAK: / { hb = $2 + 0; hn = $4 }
+  / holds [0-9]*B in [0-9]* blocks? \(/ { b += $(NF - 4) + 0; n += $(NF - 2); rows++ }
+  /^\.\.\. and [0-9]* more sources? holds? [0-9]*B in [0-9]* blocks? \(--top 0 prints all\)$/ {
+    b += $(NF - 7) + 0; n += $(NF - 5); more = $3 }
+  END { printf "%d %d %d %d %d %d", rows, more, b, hb, n, hn }')
+set -- $sum
+all=$("$MP" report --peak --leak-only --top 0 app.ljm | sed -n '/^PEAK: /,/^$/p' | grep -c ' holds ')
+is "$1:$(($1 + $2)):$3:$5" "2:$all:$4:$6" "PEAK --top 2: two rows, then the $2 more with what they hold: the header's bytes and blocks ($sum)"
+# The lines inside a trace, cut at 10 by --top: the rest's events and
+# bytes, so that they add up to the trace's row.
+{ echo 'local keep = {}'
+  for k in 1 2 3 4 5 6 7 8 9 10 11 12 13; do echo "local function f$k(i) return { i, $k } end"; done
+  echo 'for i = 1, 3000 do'
+  echo '  keep[i % 7] = { f1(i), f2(i), f3(i), f4(i), f5(i), f6(i), f7(i), f8(i), f9(i), f10(i), f11(i), f12(i), f13(i) }'
+  echo 'end'; } >tl.lua
+with_timeout 60 "$MP" run --stacks -o tl.ljm tl.lua >/dev/null 2>&1
+ok $? "the loop of 13 inlined functions is recorded with stacks"
+run "$MP" report --stacks-per-source 1 --top 3 tl.ljm
+sum=$(echo "$out" | awk '
+  /^TRACE \[[0-9]*\] started at @tl.lua:15: / { sub(/.*: /, ""); te = $1; tb = substr($3, 2) + 0; on = 1; next }
+  on && /^\t\t\.\.\. and [0-9]* more: [0-9]* events\t\+[0-9]*B$/ { more = $3; e += $5; b += substr($7, 2) + 0; on = 0; next }
+  on && /^\t\t.*: [0-9]* events\t\+[0-9]*B$/ { n++; e += $(NF - 2); b += substr($NF, 2) + 0; next }
+  on && !/^\tLines in the trace/ { on = 0 }
+  END { printf "%d %d %d %d %d %d", n, more, e, te, b, tb }')
+set -- $sum
+is "$1:$2:$3:$5" "10:4:$4:$6" "lines in a trace, --top: 10, then the 4 more with their events and bytes: the trace's ($sum)"
 done_testing
