@@ -70,6 +70,9 @@ DH = TMP + "/diff.html"
 ok(run(MP, "diff", "--format", "html", "-o", DH, TMP + "/base.ljm",
        TMP + "/new.ljm") is not None, "diff --format html")
 DT = run(MP, "diff", TMP + "/base.ljm", TMP + "/new.ljm") or ""
+DPH = TMP + "/diff-peak.html"  # One column more: the change at the peak.
+ok(run(MP, "diff", "--peak", "--format", "html", "-o", DPH, TMP + "/base.ljm",
+       TMP + "/new.ljm") is not None, "diff --peak --format html")
 
 GEOM = ("(function () { function r(s) { var e = document.querySelector(s);"
         " if (!e) return null; var b = e.getBoundingClientRect();"
@@ -188,6 +191,11 @@ with Browser(timeout=60) as b:
         nrow = p.eval("document.querySelectorAll('#sources-body tr').length")
         ok(m and nrow == int(m.group(1)), "and its table has one row per "
            "changed source (%s)" % nrow)
+        p, g = layout(b, DPH, "the diff --peak page")
+        h = p.eval("Array.prototype.map.call(document.querySelectorAll("
+                   "'#sources-head th'), function (t) { return t.textContent; })")
+        ok(h and h[-1] == "B at the peak, change", "with its column for the "
+           "change at the peak", h)
     except Exception as e:  # A failure, not a crash of the test.
         ok(False, "no error in the test", repr(e))
 
