@@ -152,8 +152,9 @@ done
 if command -v go >/dev/null 2>&1; then
   run "$BUILD/ljmemprof" report --format pprof -o "$TMPD/fn.pb.gz" "$TMPD/fn.ljm"
   raw=$(with_timeout 120 go tool pprof -raw "$TMPD/fn.pb.gz" 2>&1 | sed -n '/^Locations/,/^Mappings/p')
-  for want in "parse_row $F:3 s=3" "M.parse $F:4 s=4" "M:method $F:6 s=6" \
-	      "main chunk $F:15 s=0" "function at $F:20 $F:20 s=20"; do
+  for want in "parse_row ($F:3) $F:3 s=3" "M.parse ($F:4) $F:4 s=4" \
+	      "M:method ($F:6) $F:6 s=6" "main chunk ($F) $F:15 s=0" \
+	      "function at $F:20 $F:20 s=20"; do
     printf '%s\n' "$raw" | grep -qF "M=1 $want"
     ok $? "pprof: function, file, line, start line: $want"
   done

@@ -377,7 +377,7 @@ ok $? "json: notes has the same line"
 run $MP check --max-leak none "$TMPD/peak.ljm"
 is "$rc:$(echo "$out" | sed -n 2p)" "0:note: $U" "check: the same note after its verdict"
 run $MP check --max-leak none "$TMPD/notes.ljm"
-is "$rc:$(echo "$out" | sed 1d)" "0:note: recording stopped early (size limit): the figures cover only what was recorded before" \
+is "$rc:$(echo "$out" | sed 1d | grep -v '^note: not counted as leaked: INTERNAL')" "0:note: recording stopped early (size limit): the figures cover only what was recorded before" \
   "check of a collected profile: no collection note, only that it stopped early"
 run $MP report --format json "$TMPD/notes.ljm"
 echo "$out" | grep -qF '"notes":["a full garbage collection ran before the end: what is held is reachable","recording stopped early: size limit"]'

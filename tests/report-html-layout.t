@@ -18,7 +18,7 @@ import base64
 
 sys.path.insert(0, "tests/lib")
 from cdp import Browser  # noqa: E402
-from tap import ok, run, count, done  # noqa: E402
+from tap import ok, is_, run, count, done  # noqa: E402
 
 
 BUILD = os.path.abspath(os.environ.get("BUILD", "build"))
@@ -70,6 +70,9 @@ DH = TMP + "/diff.html"
 ok(run(MP, "diff", "--format", "html", "-o", DH, TMP + "/base.ljm",
        TMP + "/new.ljm") is not None, "diff --format html")
 DT = run(MP, "diff", TMP + "/base.ljm", TMP + "/new.ljm") or ""
+DPH = TMP + "/diff-peak.html"  # One column more: the change at the peak.
+ok(run(MP, "diff", "--peak", "--format", "html", "-o", DPH, TMP + "/base.ljm",
+       TMP + "/new.ljm") is not None, "diff --peak --format html")
 
 GEOM = ("(function () { function r(s) { var e = document.querySelector(s);"
         " if (!e) return null; var b = e.getBoundingClientRect();"
@@ -176,8 +179,8 @@ with Browser(timeout=60) as b:
         g = p.eval(GEOM)
         ok(g["scrollW"] <= g["clientW"], "still no horizontal scrolling", g)
         note = p.eval("document.getElementById('sources-note').textContent")
-        ok(note.startswith("The first 100 of %d of %d sources" % (total, total)),
-           "the note says how many are shown", note)
+        is_(note, "The first 100 of %d sources." % total,
+            "the note says how many are shown, of how many (once)")
 
         p, g = layout(b, DH, "the diff page")
         m = re.search(r"\n(\d+) sources? changed, (\d+) did not\n", DT)
@@ -188,6 +191,11 @@ with Browser(timeout=60) as b:
         nrow = p.eval("document.querySelectorAll('#sources-body tr').length")
         ok(m and nrow == int(m.group(1)), "and its table has one row per "
            "changed source (%s)" % nrow)
+        p, g = layout(b, DPH, "the diff --peak page")
+        h = p.eval("Array.prototype.map.call(document.querySelectorAll("
+                   "'#sources-head th'), function (t) { return t.textContent; })")
+        ok(h and h[-1] == "B at the peak, change", "with its column for the "
+           "change at the peak", h)
     except Exception as e:  # A failure, not a crash of the test.
         ok(False, "no error in the test", repr(e))
 

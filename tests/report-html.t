@@ -6,7 +6,8 @@
 # (allocated, held, at the peak, temporary), sorts on a click on a column
 # and filters as one types; the flame graph zooms on a click and resets,
 # and switches to the peak; the timeline marks the peak; the diff page
-# shows the change of the one source that changed.
+# shows the change of the one source that changed (with --peak, its change
+# at the peak too), and counts the changed sources as the text does.
 import json
 import os
 import re
@@ -58,6 +59,9 @@ for side in ("base", "new"):
 DH = TMP + "/diff.html"
 ok(run(MP, "diff", "--format", "html", "-o", DH, TMP + "/base.ljm",
        TMP + "/new.ljm") is not None, "diff --format html")
+DPH = TMP + "/diff-peak.html"
+ok(run(MP, "diff", "--peak", "--format", "html", "-o", DPH, TMP + "/base.ljm",
+       TMP + "/new.ljm") is not None, "diff --peak --format html")
 MH = TMP + "/merged.html"
 EX2 = TMP + "/ex2.ljm"  # A copy: one file given twice is refused.
 shutil.copyfile(EX, EX2)
@@ -229,6 +233,29 @@ def diff_page(b):
     is_(p.problems(), [], "no console error on the diff page")
 
 
+def diff_peak_page(b):
+    """With --peak, the table has the change at the peak, and the page
+    counts the changed sources as the text does (one definition)."""
+    p = b.open("file://" + DPH)
+    is_(p.problems(), [], "the diff --peak page loads with no console error")
+    text = run(MP, "diff", "--peak", TMP + "/base.ljm",
+               TMP + "/new.ljm").splitlines()
+    head = p.eval(ROWS % "sources-head")
+    rows = p.eval(ROWS % "sources-body")
+    peak = [re.match(r"\tat the peak +\d+B -> \d+B \(([-+]\d+)B\)", x)
+            for x in text]
+    peak = [m.group(1) for m in peak if m]
+    ok(head and head[0][-1] == "B at the peak, change" and len(rows) == 1 and
+       rows[0][-1] == "+" + format(int(peak[0]), ","),
+       "diff --peak page: a column for the change at the peak, the text's",
+       (head, rows, peak))
+    summ = p.eval("document.getElementById('summary').innerText")
+    n = [re.match(r"(\d+) sources? changed, (\d+) did not", x) for x in text]
+    n = [m for m in n if m][0]
+    ok("Changed sources\t%s (%s unchanged)" % (n.group(1), n.group(2)) in summ,
+       "diff --peak page: the changed sources the text counts", (summ, n.groups()))
+
+
 def merged_page(b):
     p = b.open("file://" + MH)
     is_(p.problems(), [], "a report of two profiles loads with no console error")
@@ -237,7 +264,7 @@ def merged_page(b):
 
 
 with Browser(timeout=60) as b:
-    for page in (report_page, diff_page, merged_page):
+    for page in (report_page, diff_page, diff_peak_page, merged_page):
         try:
             page(b)
         except Exception as e:  # A failure, not a crash of the test.

@@ -93,12 +93,12 @@ if command -v go >/dev/null 2>&1; then
   done
   top=$(with_timeout 120 go tool pprof -top "$TMPD/ex.pb.gz" 2>&1)
   is "$(echo "$top" | sed -n 's/^Type: //p')" "alloc_space" "go tool pprof: alloc_space shown first (--metric alloc-bytes)"
-  echo "$top" | grep -q ' make_records$'
-  ok $? "go tool pprof: Lua functions by name (make_records)"
+  echo "$top" | grep -q ' make_records (examples/example.lua:9)$'
+  ok $? "go tool pprof: Lua functions by name, file and first line (make_records (examples/example.lua:9))"
   # The file of a chunk loaded from a file is its path, without the "@" of
   # the chunk name, so pprof shows the source (it said "could not find file
   # @examples/example.lua").
-  list=$(with_timeout 120 go tool pprof -list '^make_records$' "$TMPD/ex.pb.gz" 2>&1)
+  list=$(with_timeout 120 go tool pprof -list '^make_records ' "$TMPD/ex.pb.gz" 2>&1)
   echo "$list" | grep -q '^ *[0-9.]*MB *[0-9.]*MB *12:    out\[i\] = { id = i'
   ok $? "go tool pprof -list: the source of a Lua function, its line's bytes" || echo "$list" | sed 's/^/# /'
   $MP report --format pprof --metric leak-count -o "$TMPD/ex2.pb.gz" "$E"

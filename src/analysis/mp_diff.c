@@ -205,7 +205,7 @@ done:
 }
 
 int mp_diff_build(mp_diff *d, const mp_profile *a, const mp_profile *b,
-		  mp_metric metric, mp_sort sort, int with_tree)
+		  mp_metric metric, mp_sort sort, int with_tree, int peak)
 {
   uint32_t *map[2], off;
   int rc = -1;
@@ -222,7 +222,7 @@ int mp_diff_build(mp_diff *d, const mp_profile *a, const mp_profile *b,
       make_side(d, 0, a, map[0], 0) < 0 ||
       make_side(d, 1, b, map[1], off) < 0)
     goto done;
-  d->peak = mp_profile_has_peak(a) && mp_profile_has_peak(b);
+  d->peak = peak && mp_profile_has_peak(a) && mp_profile_has_peak(b);
   if (build_rows(d) < 0 || (with_tree && build_tree(d) < 0)) goto done;
   rc = 0;
 done:

@@ -53,7 +53,10 @@ typedef struct mp_diff {
   uint32_t nrow;
   uint32_t nsame;	/* Sources with a cost that did not change. */
   mp_drow total;	/* Every source. */
-  int peak;		/* Both sides kept their peaks. */
+  int peak;		/* The rows compare the peaks (asked for, and both
+			   sides kept them): a source changed at the peak
+			   alone is a changed source only then. The tree
+			   has its peaks when both kept them (tree.peak). */
   mp_stacktree tree;	/* Both sides' stacks: new's costs in its nodes... */
   mp_dnode *base;	/* ...base's costs by node. */
   int stacks;		/* Either side recorded call stacks. */
@@ -63,10 +66,13 @@ typedef struct mp_diff {
 
 /* Build the diff of profiles a (base) and b (new), read with the same
 ** options, under metric m (which orders the rows); with_tree: the stack
-** trees too. The profiles can be freed afterwards. 0, or -1 when out of
+** trees too; peak: the rows compare what each source held at the peak
+** too (--peak, a peak metric), else a source changed when what it
+** allocated, freed or held at the end did: one definition for every
+** format. The profiles can be freed afterwards. 0, or -1 when out of
 ** memory (d is then freed). */
 int mp_diff_build(mp_diff *d, const mp_profile *a, const mp_profile *b,
-		  mp_metric m, mp_sort sort, int with_tree);
+		  mp_metric m, mp_sort sort, int with_tree, int peak);
 void mp_diff_free(mp_diff *d);
 
 /* What metric m measures of a side's cost. */

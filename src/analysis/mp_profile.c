@@ -322,6 +322,13 @@ int mp_profile_memory(const mp_profile *p, mp_memory *m)
   return 1;
 }
 
+uint32_t mp_profile_sources(const mp_profile *p)
+{
+  uint32_t i, n = 0;
+  for (i = 0; i < p->nsite; i++) n += mp_site_has_events(&p->site[i]);
+  return n;
+}
+
 uint32_t mp_profile_site(mp_profile *p, const mp_loc *l)
 {
   uint32_t i = site_find(p, l);

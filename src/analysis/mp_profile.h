@@ -72,6 +72,14 @@ static inline mp_cost mp_site_cost(const mp_site *s, int k)
   return c;
 }
 
+/* Whether site s is a source the report lists: it allocated, resized or
+** freed (a site made for a frame of a call stack may have no event of
+** its own: a caller). */
+static inline int mp_site_has_events(const mp_site *s)
+{
+  return (s->n[MP_AEV_ALLOC] | s->n[MP_AEV_REALLOC] | s->n[MP_AEV_FREE]) != 0;
+}
+
 /* Blocks owned by site `owner` that site `site` resized or freed. The sizes
 ** are those of the blocks as the owner left them (Tarantool's accounting):
 ** cost.n blocks, cost.plus their new sizes (realloc), cost.minus their
@@ -291,6 +299,10 @@ int mp_profile_gc_freed(mp_profile *p, uint32_t site, uint64_t n,
 ** site's but INTERNAL's) into *all, and the site that made the most bytes
 ** of them; UINT32_MAX when it freed none. */
 uint32_t mp_profile_gc_top(const mp_profile *p, mp_cost *all);
+
+/* The sites of p that are sources the report lists (mp_site_has_events),
+** after the pass; the others are callers in its call stacks. */
+uint32_t mp_profile_sources(const mp_profile *p);
 
 /* Bytes allocated (new sizes of allocations and reallocations) and freed
 ** (old sizes of reallocations and frees), after the pass. */

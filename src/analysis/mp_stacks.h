@@ -110,6 +110,12 @@ static inline int mp_metric_bytes(mp_metric m)
   return !(m & 1);
 }
 
+/* Whether metric m weighs what was live at the peak. */
+static inline int mp_metric_peak(mp_metric m)
+{
+  return m >> 1 == MP_METRIC_PEAK_BYTES >> 1;
+}
+
 /* What metric m measures of cost c. */
 static inline uint64_t mp_metric_value(mp_metric m, const mp_cost *c)
 {

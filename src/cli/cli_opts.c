@@ -168,7 +168,7 @@ int mp_cli_check_opts(const char *cmd, mp_cli_opts *o)
     o->render.metric = MP_METRIC_LEAK_BYTES;
   if (!o->metric_set && o->render.peak)
     o->render.metric = MP_METRIC_PEAK_BYTES;
-  if (o->render.metric >> 1 == MP_METRIC_PEAK_BYTES >> 1)
+  if (mp_metric_peak(o->render.metric))
     o->want |= MP_WANT_PEAK;	/* The stacks at the peak. */
   if (r->flags & MP_RF_FULL) {	/* Shows everything itself. */
     o->want |= MP_WANT_PEAK | MP_WANT_TEMP | MP_WANT_TIMELINE;

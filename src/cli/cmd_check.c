@@ -9,7 +9,9 @@
 ** `run`) and what is left is what the program still reaches. The VM's own
 ** blocks (INTERNAL: the string table, JIT traces, grown stacks) are not a
 ** leak of the program's and are left out unless --all is given: they are
-** kept alive by the VM, and nothing the code under test can free.
+** kept alive by the VM, and nothing the code under test can free (a note
+** under the verdict says what they hold, so that the figure is read as
+** what it is).
 **
 ** The verdict is one line on standard output; over a limit, the sources
 ** and call stacks that made the excess follow, in the layout of the
@@ -40,15 +42,18 @@ const char mp_help_check[] =
 "             `ljmemprof run`): then what is left is what the program\n"
 "             still reaches. The VM's own blocks (INTERNAL: the string\n"
 "             table, JIT traces, grown Lua stacks) are not counted\n"
-"             unless --all is given.\n"
+"             unless --all is given (a note says what they hold).\n"
 "    peak     the most bytes allocated within the profile and not yet\n"
 "             freed at one moment (the PEAK of `report --peak`).\n"
 "\n"
 "    Prints one line, `ok: ...` or `over the limit: ...`, with both\n"
-"    figures and their limits, then `note: ...` if the profile notes no\n"
-"    full collection before its end (what is counted as leaked may be\n"
-"    garbage never collected), and if recording stopped early (the size\n"
-"    limit, a write error: the figures cover only what was recorded).\n"
+"    figures and their limits, then `note: not counted as leaked:\n"
+"    INTERNAL's ...` when the VM's own blocks hold something and --all\n"
+"    is not given (with the leaked figure, info's live), `note: ...` if\n"
+"    the profile notes no full collection before its end (what is\n"
+"    counted as leaked may be garbage never collected), and if\n"
+"    recording stopped early (the size limit, a write error: the\n"
+"    figures cover only what was recorded).\n"
 "    When a figure is over its limit, the\n"
 "    sources that made it follow with their call stacks (as the CALL\n"
 "    STACKS view of `report`: bytes not freed, or bytes at the peak),\n"
@@ -179,6 +184,7 @@ int mp_cmd_check(int argc, char **argv)
   mp_stacktree t;
   const char *path;
   uint64_t leak_n = 0, leak = 0;
+  mp_cost vm = { 0, 0, 0 };	/* What INTERNAL holds, left out. */
   uint32_t i;
   int rc, over_leak, over_peak;
   char b1[64], b2[64], b3[64], b4[64], note[512];
@@ -203,8 +209,10 @@ int mp_cmd_check(int argc, char **argv)
      then leave them out too. */
   for (i = 1; i < t.n; i++) {
     mp_tnode *x = &t.node[i];
-    if (x->kind == MP_FK_INTERNAL && !c.all)
+    if (x->kind == MP_FK_INTERNAL && !c.all) {
+      mp_cost_add(&vm, &x->live);
       memset(&x->live, 0, sizeof(x->live));
+    }
     leak_n += x->live.n;
     leak += x->live.plus;
   }
@@ -217,6 +225,12 @@ int mp_cmd_check(int argc, char **argv)
 	 limit(b2, sizeof(b2), c.max_leak, c.human),
 	 mp_fmt_bytes(b3, sizeof(b3), p.peak_bytes, c.human),
 	 limit(b4, sizeof(b4), c.max_peak, c.human));
+  /* What the figure leaves out, said where it is read. */
+  if (vm.n)
+    printf("note: not counted as leaked: INTERNAL's %s in %llu block%s, the "
+	   "VM's own (the string table, JIT traces, grown Lua stacks; --all "
+	   "counts them)\n", mp_fmt_bytes(b1, sizeof(b1), vm.plus, c.human),
+	   (unsigned long long)vm.n, vm.n == 1 ? "" : "s");
   if (!p.collect) printf("note: %s\n", mp_note_uncollected);
   if (p.closefin)
     printf("note: %s\n", mp_note_closefin(note, sizeof(note), p.closefin));

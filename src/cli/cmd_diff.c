@@ -30,9 +30,12 @@ const char mp_help_diff[] =
 "                freed            ...\n"
 "                held at the end  ...\n"
 "\n"
-"    then TOTAL and how many sources changed. Chunk paths are shown\n"
-"    relative to the working directory, or to the directory they share\n"
-"    (said under the header). Held at the end:\n"
+"    then TOTAL and how many sources changed. Absolute chunk paths are\n"
+"    shown relative to the working directory, or to the directory they\n"
+"    share (said under the header); relative ones (./utils.lua) as\n"
+"    recorded, and beside them the paths shortened to a shared directory\n"
+"    are marked .../ (\".../\" is DIR, under the header), so that two\n"
+"    files never read alike. Held at the end:\n"
 "    the blocks it allocated or resized last that were still live, as\n"
 "    in report's HEAP SUMMARY (--accounting is refused). A source of one\n"
 "    profile is the source of the other when it names the same code: a\n"
@@ -62,7 +65,10 @@ const char mp_help_diff[] =
 "    --leak-only\n"
 "        Order by the bytes held at the end (as --metric leak-bytes).\n"
 "    --peak\n"
-"        Show what each source held at each profile's peak too.\n"
+"        Show what each source held at each profile's peak too (a\n"
+"        source whose peak alone differs is then a changed one; without\n"
+"        it, a source changed when what it allocated, freed or held at\n"
+"        the end did, in every format).\n"
 "    --top N\n"
 "        At most N sources (0: all, the default), then how many more\n"
 "        changed.\n"
@@ -128,7 +134,7 @@ static int check(mp_cli_opts *o, const mp_renderer *r, int n)
   }
   if (!o->metric_set && o->render.leak_only)
     o->render.metric = MP_METRIC_LEAK_BYTES;
-  if (o->render.peak || o->render.metric >> 1 == MP_METRIC_PEAK_BYTES >> 1 ||
+  if (o->render.peak || mp_metric_peak(o->render.metric) ||
       (r->flags & MP_RF_FULL))
     o->want |= MP_WANT_PEAK;
   return 0;
@@ -198,7 +204,8 @@ int mp_cmd_diff(int argc, char **argv)
 	    "without", paths[1], p[1].stacks ? "with" : "without");
   rc = mp_diff_build(&d, &p[0], &p[1], o.render.metric, o.sort,
 		     o.render.stacks || (r->flags & (MP_RF_STACKS |
-						     MP_RF_FULL)));
+						     MP_RF_FULL)),
+		     o.render.peak || mp_metric_peak(o.render.metric));
   mp_profile_free(&p[0]);
   mp_profile_free(&p[1]);
   if (rc < 0) {

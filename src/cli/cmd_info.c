@@ -22,7 +22,9 @@ const char mp_help_info[] =
 "    docs/FORMAT.md), whether the stream is complete (ends with its\n"
 "    epilogue) or where it was cut, the events by kind, the symbols by\n"
 "    kind (in the symtab header and met inside the stream), the number\n"
-"    of distinct sources, the bytes allocated (new sizes of alloc and\n"
+"    of distinct sources with events (those the report lists; in a\n"
+"    profile with call stacks, then the callers in them that have no\n"
+"    event of their own), the bytes allocated (new sizes of alloc and\n"
 "    realloc events) and freed (old sizes of realloc and free events),\n"
 "    the net change over every event (frees of blocks older than the\n"
 "    profile included) and its highest during the run, the blocks\n"
@@ -84,6 +86,7 @@ int mp_cmd_info(int argc, char **argv)
   uint64_t nsym[MP_SRC_N], total = 0, hdr = 0, nev, alloc, freed;
   mp_memory where;
   int rc, k, mem, json = 0;
+  uint32_t nsrc;	/* The report's sources (the rest: callers). */
   char b[64];
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
 			     &path)) >= 0)
@@ -99,6 +102,7 @@ int mp_cmd_info(int argc, char **argv)
     for (k = 1; k < MP_AEV_N; k++) p.recorded[k] = p.total[k].n;
   nev = p.recorded[MP_AEV_ALLOC] + p.recorded[MP_AEV_REALLOC] +
 	p.recorded[MP_AEV_FREE];
+  nsrc = mp_profile_sources(&p);
   alloc = mp_profile_allocated(&p);
   freed = mp_profile_freed(&p);
   if ((mem = mp_profile_memory(&p, &where)) < 0) {
@@ -132,8 +136,9 @@ int mp_cmd_info(int argc, char **argv)
 	   (unsigned long long)nsym[MP_SRC_CFUNC >> MP_SRC_SHIFT],
 	   (unsigned long long)nsym[MP_SRC_TRACE >> MP_SRC_SHIFT],
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
-    printf(",\"sources\":%u,\"alloc_bytes\":%llu,\"free_bytes\":%llu",
-	   p.nsite, (unsigned long long)alloc, (unsigned long long)freed);
+    printf(",\"sources\":%u,\"callers\":%u,\"alloc_bytes\":%llu,"
+	   "\"free_bytes\":%llu", nsrc, p.nsite - nsrc,
+	   (unsigned long long)alloc, (unsigned long long)freed);
     if (!p.sample)	/* Not estimated (see the text below). */
       printf(",\"net_bytes\":%lld,\"peak_net_bytes\":%lld",
 	     (long long)(int64_t)p.net, (long long)p.peak);
@@ -169,7 +174,13 @@ int mp_cmd_info(int argc, char **argv)
 	     (unsigned long long)nsym[k >> MP_SRC_SHIFT]);
     printf("); %llu in the symtab, %llu in the event stream\n",
 	   (unsigned long long)hdr, (unsigned long long)(total - hdr));
-    printf("sources:    %u\n", p.nsite);
+    printf("sources:    %u with events (the sources the report lists)",
+	   nsrc);
+    if (p.nsite > nsrc)
+      printf(", and %u caller%s in the call stacks with none of %s own",
+	     p.nsite - nsrc, p.nsite - nsrc == 1 ? "" : "s",
+	     p.nsite - nsrc == 1 ? "its" : "their");
+    fputc('\n', stdout);
     if (!p.sample) {
       printf("allocated:  %lluB (new sizes of alloc and realloc events)\n",
 	     (unsigned long long)alloc);

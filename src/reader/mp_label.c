@@ -211,7 +211,7 @@ size_t mp_func_label(mp_strtab *names, const mp_loc *l, char *out,
   } else if (main_chunk(names, l)) {
     put(out, size, &n, "main chunk");
   } else {
-    put(out, size, &n, "function at ");	/* Not "<...>": pprof cuts it. */
+    put(out, size, &n, MP_FUNC_AT);	/* Not "<...>": pprof cuts it. */
     put_file(names, l, out, size, &n);
     put(out, size, &n, ":%llu", (unsigned long long)l->aux);
   }
@@ -229,7 +229,9 @@ size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
       size_t n = mp_func_label(names, l, out, size);
       put(out, size, &n, " (");
       put_file(names, l, out, size, &n);
-      put(out, size, &n, ":%llu)", (unsigned long long)l->line);
+      if (l->line)	/* 0: no line known (below a trace), not a line. */
+	put(out, size, &n, ":%llu", (unsigned long long)l->line);
+      put(out, size, &n, ")");
       return n;
     }
     return mp_label(names, l, out, size);

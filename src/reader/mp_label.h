@@ -145,10 +145,15 @@ mp_loc mp_frame_loc(const mp_symtab *t, int fkind, uint64_t fa,
 /* Write the label of a frame of kind fkind at l (from mp_frame_loc())
 ** into out as mp_label() does, but a Lua frame of a named function or of
 ** a main chunk by the function and its line: "parse_row (app.lua:12)",
-** "main chunk (app.lua:30)"; builtins by name ("string.rep", else
+** "main chunk (app.lua:30)", "main chunk (app.lua)" when the frame has
+** no line (a caller a trace returned below its base to); builtins by name ("string.rep", else
 ** "builtin#N"), a cut as "[deeper than N frames]". Its length. */
 size_t mp_frame_label(mp_strtab *names, int fkind, const mp_loc *l,
 		      char *out, size_t size);
+
+/* How a Lua function without a name begins its name: "function at
+** app.lua:5" (its file and first line). */
+#define MP_FUNC_AT	"function at "
 
 /* Write the name of the Lua function of l (resolved) into out: its name
 ** as the profile gives it ("parse_row", "M.parse", "obj:method"), "main

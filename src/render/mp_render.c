@@ -209,6 +209,33 @@ const char *mp_note_closefin(char *buf, size_t size, unsigned n)
   return buf;
 }
 
+/* The note of a profile without call stacks whose live blocks are on
+** JIT traces: a trace's row tells no line then (with stacks, the lines
+** inside it are told), and the way to the lines is to record again. */
+static void trace_note(const mp_sections *sec, int human,
+		       void (*fn)(void *ctx, const char *line), void *ctx)
+{
+  const mp_profile *p = sec->p;
+  char line[512], b[64];
+  mp_cost c = { 0, 0, 0 };
+  uint32_t i, n = 0;
+  if (p->stacks) return;
+  for (i = 0; i < sec->nlive; i++)
+    if (p->site[sec->live[i].site].loc.src == MP_SRC_TRACE &&
+	sec->live[i].cost.n) {
+      mp_cost_add(&c, &sec->live[i].cost);
+      n++;
+    }
+  if (!n) return;
+  snprintf(line, sizeof(line), MP_NOTE_TRACES "%s in %llu block%s live at "
+	   "the end (%u trace%s) without a line: the profile has no call "
+	   "stacks; record with 'ljmemprof run --stacks' (the lines inside "
+	   "each trace) or with the JIT off ('ljmemprof run -- luajit -joff "
+	   "SCRIPT')", mp_fmt_bytes(b, sizeof(b), c.plus, human),
+	   (unsigned long long)c.n, c.n == 1 ? "" : "s", n, n == 1 ? "" : "s");
+  fn(ctx, line);
+}
+
 uint32_t mp_render_notes(const mp_sections *sec, int human,
 			 void (*fn)(void *ctx, const char *line), void *ctx)
 {
@@ -239,5 +266,6 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
     fn(ctx, line);
   }
   if (p->closefin) fn(ctx, mp_note_closefin(line, sizeof(line), p->closefin));
+  trace_note(sec, human, fn, ctx);
   return top;
 }

@@ -187,7 +187,9 @@ void mp_render_json_summary(FILE *out, const mp_profile *p);
 ** before the end, or mp_note_uncollected; what the final collection freed
 ** of the blocks the program made (garbage, or what only the main chunk's
 ** locals held: they end when it returns), with the source that made the
-** most of it; why recording stopped early. Sizes as -H if human. Returns
+** most of it; why recording stopped early; in a profile without call
+** stacks, what is live at the end on JIT traces (their rows tell no
+** line: record with --stacks or -joff). Sizes as -H if human. Returns
 ** the site named, or UINT32_MAX (its alias, if any, is the caller's to
 ** list). */
 uint32_t mp_render_notes(const mp_sections *sec, int human,
@@ -200,6 +202,10 @@ extern const char mp_note_uncollected[];
 /* Into buf, the note of a profile whose recording ended in lua_close()
 ** after n finalisers of userdata ran (`report`, `check`). */
 const char *mp_note_closefin(char *buf, size_t size, unsigned n);
+
+/* How the note on live blocks of JIT traces begins (Tarantool's layout
+** has no such note: --accounting tarantool leaves it out). */
+#define MP_NOTE_TRACES	"TRACE rows hold "
 
 /* Rows of a section of n to show under o. */
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)

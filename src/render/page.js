@@ -113,7 +113,9 @@ var COLS = DIFF ? [
   col('Held at the end B, base', at(6)), col('new', at(12)),
   col('change', change(6, 12), signed),
   col('Blocks at the end, change', change(7, 13), signed)
-] : [
+].concat(D.summary.peak_compared ? [
+  col('B at the peak, change', change(14, 15), signed, 'what it held at each profile\'s peak (--peak)')
+] : []) : [
   col('Source', at(0), String),
   col('Allocated B', at(2), null, 'new sizes of its allocations and reallocations'),
   col('Allocations', at(3), null, 'allocation and reallocation events'),
@@ -189,9 +191,13 @@ function fill() {
       body.appendChild(s);
     });
   }
-  $('sources-note').textContent = (rows.length > n ? 'The first ' + n + ' of ' : '') +
-    rows.length + ' of ' + D.sources.length + ' sources' +
-    (filterText ? ' match' : '') + '.';
+  /* "The first 50 of 370 sources.", "12 of 370 sources match.",
+     "The first 50 of the 120 sources that match, of 370." */
+  $('sources-note').textContent = !filterText ?
+    (rows.length > n ? 'The first ' + n + ' of ' : '') + rows.length + ' sources.' :
+    rows.length > n ? 'The first ' + n + ' of the ' + rows.length +
+      ' sources that match, of ' + D.sources.length + '.' :
+    rows.length + ' of ' + D.sources.length + ' sources match.';
   $('sources-more').style.display = rows.length > n ? '' : 'none';
   $('sources-more').textContent = 'Show ' + Math.min(rows.length - n, PAGE) + ' more';
 }

@@ -7,8 +7,9 @@
 **
 **   text       SOURCE:, then a line each: allocated BASE -> NEW (+CHANGE)
 **              in N -> M events (+K); freed ...; held at the end ...; [at
-**              the peak ...]; chunk paths relative to the working
-**              directory or to the directory they share
+**              the peak ...]; absolute chunk paths relative to the
+**              working directory or to the directory they share (marked
+**              ".../" beside relative ones)
 **   json       {"format":"ljmemprof-diff", ..., "sources":[{"source":
 **              {...}, "base":{...}, "new":{...}, "change":{...}}]}
 **   collapsed  frames BASE NEW: the stack's own value on each side under
@@ -68,19 +69,41 @@ static void text_row(FILE *out, const mp_diff *d, const mp_drow *r, int human)
 
 /* -- Paths in labels ------------------------------------------------------- */
 
-/* The directory (ending in '/') that the labels' chunk paths are shown
-** relative to: the working directory if a changed source has a path in it,
-** else the longest directory that all of them share; "" if none. The
-** labels of a profile recorded elsewhere carry the whole path of every
-** chunk, which made each line of the diff wider than a terminal. */
-static void common_dir(const mp_diff *d, uint32_t nrow, char *dir,
-		       size_t size)
+/* How labels' chunk paths are shortened: those under dir (ending in '/')
+** lose it; with mark they read "@.../x.lua" (dir is not the working
+** directory, and some chunk path is relative: "@x.lua" would read as
+** that one's). dir "" shortens none. */
+typedef struct mp_dpaths {
+  char dir[4096];
+  int mark;
+} mp_dpaths;
+
+/* The chunk path of label l: after its leading '@', or a trace's
+** "started at @"; NULL if it names none. */
+static const char *chunk_path(const char *l)
 {
-  char cwd[4096];
-  size_t n = 0, cl = 0;
+  const char *t;
+  if (l[0] == '@') return l + 1;
+  if ((t = strstr(l, " started at @"))) return t + strlen(" started at @");
+  return NULL;
+}
+
+/* The directory that the labels' chunk paths are shown relative to: the
+** working directory if a changed source has a path in it, else the
+** longest directory that all of them share; "" if none. The labels of a
+** profile recorded elsewhere carry the whole path of every chunk, which
+** made each line of the diff wider than a terminal. A relative chunk
+** path (a file given as ./utils.lua) is relative to the working directory
+** of the run: beside another directory, the shortened paths are marked
+** (mp_dpaths), so that "@utils.lua" never stands for two files. */
+static void common_dir(const mp_diff *d, uint32_t nrow, mp_dpaths *dp)
+{
+  char cwd[4096], *dir = dp->dir;
+  size_t n = 0, cl = 0, size = sizeof(dp->dir);
   uint32_t i;
-  int any = 0;
+  int any = 0, rel = 0;
   dir[0] = '\0';
+  dp->mark = 0;
   if (getcwd(cwd, sizeof(cwd) - 1)) {
     cl = strlen(cwd);
     if (cl > 1) cwd[cl++] = '/';
@@ -94,10 +117,13 @@ static void common_dir(const mp_diff *d, uint32_t nrow, char *dir,
     }
   }
   for (i = 0; i < nrow; i++) {	/* The longest common directory. */
-    const char *l = d->sec.label[d->row[i].site], *at = strstr(l, "@/");
+    const char *l = d->sec.label[d->row[i].site], *at = chunk_path(l);
     size_t k;
     if (!at) continue;
-    at++;
+    if (at[0] != '/') {
+      rel = 1;
+      continue;
+    }
     if (!any) {
       const char *slash = strrchr(at, '/');
       n = (size_t)(slash - at) + 1;
@@ -111,16 +137,18 @@ static void common_dir(const mp_diff *d, uint32_t nrow, char *dir,
     n = k;
   }
   dir[n > 1 ? n : 0] = '\0';
+  dp->mark = rel && dir[0];
 }
 
-/* Write label l with the paths under dir relative to it ("@/a/b/x.lua"
-** as "@x.lua" for dir "/a/b/"). */
-static void put_label(FILE *out, const char *l, const char *dir)
+/* Write label l with the chunk paths under dp's directory relative to it
+** ("@/a/b/x.lua" as "@x.lua" for "/a/b/", "@.../x.lua" marked). */
+static void put_label(FILE *out, const char *l, const mp_dpaths *dp)
 {
-  size_t dl = strlen(dir);
+  size_t dl = strlen(dp->dir);
   const char *p = l, *at;
-  while (dl && (at = strstr(p, "@/")) && !strncmp(at + 1, dir, dl)) {
+  while (dl && (at = strstr(p, "@/")) && !strncmp(at + 1, dp->dir, dl)) {
     mp_text_put(out, p, (size_t)(at - p) + 1, 0);
+    if (dp->mark) fputs(".../", out);
     p = at + 1 + dl;
   }
   mp_text_put(out, p, strlen(p), 0);
@@ -183,7 +211,7 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
 {
   const mp_strtab *names = &d->m.syms.names;
   uint8_t *used = calloc((size_t)names->nalias + 1, 1);
-  char dir[4096];
+  mp_dpaths dp;
   uint32_t i, n;
   if (!used) return -1;
   fputs("DIFF: ", out);
@@ -192,10 +220,14 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
   mp_text_put(out, d->file[1], strlen(d->file[1]), 0);
   fprintf(out, ", by the largest change of %s\n", mp_metric_what[d->metric]);
   n = mp_rows_shown(d->nrow, o);
-  common_dir(d, d->nrow, dir, sizeof(dir));
-  if (dir[0]) {
+  common_dir(d, d->nrow, &dp);
+  if (dp.mark) {
+    fputs("(\".../\" is ", out);
+    mp_text_put(out, dp.dir, strlen(dp.dir), 0);
+    fputs("; the other paths are as recorded)\n", out);
+  } else if (dp.dir[0]) {
     fputs("(paths relative to ", out);
-    mp_text_put(out, dir, strlen(dir), 0);
+    mp_text_put(out, dp.dir, strlen(dp.dir), 0);
     fputs(")\n", out);
   }
   if (d->m.sample)
@@ -208,7 +240,7 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
     }
   for (i = 0; i < n; i++) {
     const mp_drow *r = &d->row[i];
-    put_label(out, d->sec.label[r->site], dir);
+    put_label(out, d->sec.label[r->site], &dp);
     fputs(":\n", out);
     text_row(out, d, r, o->human);
     used[mp_site_alias(&d->sec, r->site)] = 1;
@@ -236,7 +268,7 @@ int mp_render_diff_text(FILE *out, const mp_diff *d, const mp_render_opts *o)
       for (j = k; j && hops++ < d->tree.n; j = d->tree.node[j].parent) {
 	const char *l = d->tree.node[j].label;
 	fputs("\t\t", out);
-	put_label(out, l ? l : "", dir);
+	put_label(out, l ? l : "", &dp);
 	fputc('\n', out);
       }
     }

@@ -345,7 +345,7 @@ static int json_report(FILE *out, const mp_sections *sec,
     uint64_t ab = s->plus[MP_AEV_ALLOC] + s->plus[MP_AEV_REALLOC];
     uint64_t fn = s->n[MP_AEV_REALLOC] + s->n[MP_AEV_FREE];
     uint64_t fb = s->minus[MP_AEV_REALLOC] + s->minus[MP_AEV_FREE];
-    if (!(an | fn | held[i] | l->n | l->pn)) continue;
+    if (!mp_site_has_events(s)) continue;	/* A caller: no row. */
     fputs(first ? "\n[" : ",\n[", out);
     first = 0;
     mp_json_cstr(out, sec->label[i]);
@@ -390,8 +390,9 @@ static int json_diff(FILE *out, const mp_diff *d, const mp_render_opts *o)
   fputs("{\"kind\":\"diff\"", out);
   json_files(out, o);
   fprintf(out, ",\n\"summary\":{\"changed\":%u,\"unchanged\":%u,"
-	  "\"has_peak\":%s,\"complete\":[%s,%s],\"base\":[", d->nrow,
-	  d->nsame, d->peak ? "true" : "false", d->cut[0] ? "false" : "true",
+	  "\"has_peak\":%s,\"peak_compared\":%s,\"complete\":[%s,%s],"
+	  "\"base\":[", d->nrow, d->nsame, d->tree.peak ? "true" : "false",
+	  d->peak ? "true" : "false", d->cut[0] ? "false" : "true",
 	  d->cut[1] ? "false" : "true");
   json_dcost(out, &d->total.side[0]);
   fputs("],\"new\":[", out);
@@ -406,6 +407,9 @@ static int json_diff(FILE *out, const mp_diff *d, const mp_render_opts *o)
     json_dcost(out, &r->side[0]);
     fputc(',', out);
     json_dcost(out, &r->side[1]);
+    if (d->peak)	/* The column that tells a change at the peak. */
+      fprintf(out, ",%llu,%llu", (unsigned long long)r->side[0].peak.plus,
+	      (unsigned long long)r->side[1].peak.plus);
     fputc(']', out);
   }
   fputc(']', out);

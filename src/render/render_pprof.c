@@ -9,9 +9,10 @@
 ** blocks still live when the profile ended). --metric picks the one
 ** pprof shows first (default_sample_type). One sample per stack with a
 ** cost, its locations innermost first; a location per (function, line),
-** a function per (name, file, first line): Lua functions are named
-** "chunk:first line" (LuaJIT's functions have no names), builtins and C
-** functions by name, traces by their label.
+** a function per (name, file, first line): Lua functions by their name
+** with their file and first line ("render (a.lua:2)": pprof merges
+** functions by name), builtins and C functions by name, traces by their
+** label.
 **
 ** The protobuf encoding is written here (it is small: varints and
 ** length-delimited fields: "Encoding" below), and streamed
@@ -25,6 +26,7 @@
 #include <zlib.h>
 
 #include "format/mp_format.h"
+#include "reader/mp_label.h"
 #include "reader/mp_strtab.h"
 #include "render/mp_render.h"
 #include "util/mp_array.h"
@@ -199,15 +201,36 @@ static uint32_t loc_id(tables *tb, uint32_t func, uint64_t line)
   return ++tb->nloc;
 }
 
+/* The name pprof shows for the function of node x, whose file is path.
+** pprof's -top, -traces and flame graph merge functions by name alone,
+** so a Lua function's name says its file and first line too: "render
+** (a.lua:2)", "main chunk (a.lua)" (two files' render, and every
+** module's main chunk, stay apart); one without a name says them
+** already ("function at a.lua:5"). The rest by name. */
+static const char *func_name(const mp_tnode *x, const char *path, char *buf,
+			     size_t size)
+{
+  const char *fn = x->func ? x->func : x->label;
+  if (!x->file || !x->func || !strncmp(fn, MP_FUNC_AT, strlen(MP_FUNC_AT)))
+    return fn;
+  if (x->func_line)
+    snprintf(buf, size, "%s (%s:%llu)", fn, path,
+	     (unsigned long long)x->func_line);
+  else
+    snprintf(buf, size, "%s (%s)", fn, path);
+  return buf;
+}
+
 /* The location of node x; 0 out of memory. A chunk loaded from a file
 ** ("@app.lua") names the file without its "@", so that pprof finds the
 ** source (-list, the web UI's source view); other chunks keep their
 ** name. */
 static uint32_t node_loc(tables *tb, const mp_tnode *x)
 {
-  const char *fn = x->func ? x->func : x->label;
+  char buf[2 * MP_LABEL_MAX + 32];
   const char *path = x->file && x->file[0] == '@' && x->file[1] ?
 		     x->file + 1 : x->file;
+  const char *fn = func_name(x, path, buf, sizeof(buf));
   uint32_t name = str(tb, fn), file = str(tb, path), f;
   if ((fn && *fn && !name) || (path && *path && !file)) return 0;
   if (!(f = func_id(tb, name, file, x->func_line))) return 0;

@@ -60,6 +60,23 @@ static void more_rows(FILE *out, uint32_t shown, uint32_t all)
 	    all - shown, all - shown == 1 ? "" : "s");
 }
 
+/* The line under a list of what sources hold (HEAP SUMMARY, PEAK) that
+** --top cut: how many it leaves out of all, and what they hold. */
+static void more_held(FILE *out, const mp_srow *rows, uint32_t shown,
+		      uint32_t all, int human)
+{
+  mp_cost rest = { 0, 0, 0 };
+  char b[64];
+  uint32_t i;
+  if (shown >= all) return;
+  for (i = shown; i < all; i++) mp_cost_add(&rest, &rows[i].cost);
+  fprintf(out, "... and %u more source%s hold%s %s in %llu block%s "
+	  "(--top 0 prints all)\n", all - shown, all - shown == 1 ? "" : "s",
+	  all - shown == 1 ? "s" : "", mp_fmt_bytes(b, sizeof(b), rest.plus,
+						    human),
+	  (unsigned long long)rest.n, rest.n == 1 ? "" : "s");
+}
+
 /* The percentage that part is of all, 0 if all is. */
 static double percent(uint64_t part, uint64_t all)
 {
@@ -102,7 +119,13 @@ static int trace_lines(FILE *out, const mp_stacktree *t, uint32_t site,
     fprintf(out, ": %llu events\t+%s\n", (unsigned long long)a[j].c.n,
 	    mp_fmt_bytes(b, sizeof(b), a[j].c.plus, o->human));
   }
-  if (shown < n) fprintf(out, "\t\t... and %u more\n", n - shown);
+  if (shown < n) {	/* With what the rest made. */
+    mp_cost rest = { 0, 0, 0 };
+    for (j = shown; j < n; j++) mp_cost_add(&rest, &a[j].c);
+    fprintf(out, "\t\t... and %u more: %llu events\t+%s\n", n - shown,
+	    (unsigned long long)rest.n,
+	    mp_fmt_bytes(b, sizeof(b), rest.plus, o->human));
+  }
   free(a);
   return 0;
 }
@@ -111,7 +134,8 @@ static int trace_lines(FILE *out, const mp_stacktree *t, uint32_t site,
 typedef struct notes {
   FILE *out;
   int tarantool;	/* Byte for byte Tarantool's parser's output
-			   where it has nothing to say. */
+			   where it has nothing to say (nor says what
+			   only our heap summary shows). */
   int shown;
 } notes;
 
@@ -119,7 +143,9 @@ typedef struct notes {
 static void note_line(void *ctx, const char *line)
 {
   notes *n = ctx;
-  if (n->tarantool && line == mp_note_uncollected) return;
+  if (n->tarantool && (line == mp_note_uncollected ||
+			!strncmp(line, MP_NOTE_TRACES, strlen(MP_NOTE_TRACES))))
+    return;
   if (!n->shown++) fputs("NOTES:\n", n->out);
   mp_text_put(n->out, line, strlen(line), 0);
   fputc('\n', n->out);
@@ -304,17 +330,8 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	    percent(r->cost.plus, p->live_bytes));
     mark_alias(sec, r->site, used);
   }
-  if (o->tarantool) {
-    more_rows(out, n, m);
-  } else if (n < m) {	/* With what the rest holds. */
-    mp_cost rest = { 0, 0, 0 };
-    for (i = n; i < m; i++) mp_cost_add(&rest, &sec->live[i].cost);
-    fprintf(out, "... and %u more source%s hold%s %s in %llu block%s "
-	    "(--top 0 prints all)\n", m - n, m - n == 1 ? "" : "s",
-	    m - n == 1 ? "s" : "",
-	    mp_fmt_bytes(b1, sizeof(b1), rest.plus, o->human),
-	    (unsigned long long)rest.n, rest.n == 1 ? "" : "s");
-  }
+  if (o->tarantool) more_rows(out, n, m);
+  else more_held(out, sec->live, n, m, o->human);
   fputc('\n', out);
   if (mem > 0) {	/* Where the memory is (native profiles). */
     fputs("MEMORY: ", out);
@@ -334,7 +351,7 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	      percent(r->cost.plus, p->peak_bytes));
       mark_alias(sec, r->site, used);
     }
-    more_rows(out, n, sec->npeak);
+    more_held(out, sec->peak, n, sec->npeak, o->human);
     fputc('\n', out);
   }
   if (o->temp && sec->temp) {

@@ -17,10 +17,17 @@
 
 /* The NOTES of a text report of a profile that notes no full collection
 ** before its end (render/mp_render.h, mp_note_uncollected). */
-#define NOTES_NONE "NOTES:\nthe profile notes no full garbage collection " \
-  "before its end: what is held may be garbage never collected (record " \
-  "with mp.stop{collect = true}, or 'ljmemprof run', to see only what is " \
-  "reachable)\n\n"
+#define NOTES_UNCOLLECTED "NOTES:\nthe profile notes no full garbage " \
+  "collection before its end: what is held may be garbage never collected " \
+  "(record with mp.stop{collect = true}, or 'ljmemprof run', to see only " \
+  "what is reachable)\n"
+#define NOTES_NONE NOTES_UNCOLLECTED "\n"
+/* ...and the note on live blocks of JIT traces, which tell no line
+** without call stacks. */
+#define NOTES_TRACES(what) NOTES_UNCOLLECTED "TRACE rows hold " what \
+  " without a line: the profile has no call stacks; " \
+  "record with 'ljmemprof run --stacks' (the lines inside each trace) or " \
+  "with the JIT off ('ljmemprof run -- luajit -joff SCRIPT')\n\n"
 
 /* -- TAP ------------------------------------------------------------------ */
 
@@ -727,7 +734,8 @@ static void test_report(void)
     "ALIASES:\n"
     "function_alias_1:\n"
     "1\t| return 1\n"
-    "\n" NOTES_NONE, "--leak-only: the live blocks by owner; the phantom of @a.lua:3 "
+    "\n" NOTES_TRACES("8B in 1 block live at the end (1 trace)"),
+    "--leak-only: the live blocks by owner; the phantom of @a.lua:3 "
     "is gone");
   free(got);
   o.tarantool = 1;
@@ -869,7 +877,8 @@ static void test_report_versions(void)
     "TRACE [1] started at =stdin:2 holds 24B in 1 block (66.7%)\n"
     "TRACE [9] holds 8B in 1 block (22.2%)\n"
     "LFUNC 0x3000:5 holds 4B in 1 block (11.1%)\n"
-    "\n" NOTES_NONE, "v2: traces with and without symbols, unknown prototype");
+    "\n" NOTES_TRACES("32B in 2 blocks live at the end (2 traces)"),
+    "v2: traces with and without symbols, unknown prototype");
   free(got);
 }
 

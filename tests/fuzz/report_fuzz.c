@@ -123,7 +123,7 @@ static void full_path(const uint8_t *data, size_t size, mp_profile *w,
     mp_sections_free(&sec);
   }
   mp_profile_free(&m);
-  if (mp_diff_build(&d, w, &p, o->metric, MP_SORT_BYTES, 1) == 0) {
+  if (mp_diff_build(&d, w, &p, o->metric, MP_SORT_BYTES, 1, 1) == 0) {
     d.file[0] = "base";
     d.file[1] = "new";
     for (r = mp_renderers; r->name; r++)
