@@ -290,4 +290,57 @@ sum=$(echo "$out" | awk '
   END { printf "%d %d %d %d %d %d", n, more, e, te, b, tb }')
 set -- $sum
 is "$1:$2:$3:$5" "10:4:$4:$6" "lines in a trace, --top: 10, then the 4 more with their events and bytes: the trace's ($sum)"
+
+# -- HEAP SUMMARY of a stack profile: the lines inside each trace ----------
+# With the JIT on, the blocks a trace made are billed to the trace; with
+# call stacks the lines inside it are told, and HEAP SUMMARY lists them
+# under the trace's row: the same bytes per line as with the JIT off.
+cat >held.lua <<'EOF'
+local cache = {}
+local function remember(id, s) cache[id] = { raw = s, n = #s } end
+local function gen(i) return ("line %d of the input"):format(i) end
+for i = 1, 3000 do remember(i, gen(i)) end
+keep = cache
+EOF
+with_timeout 60 "$MP" run --stacks 16 -o held-on.ljm held.lua >/dev/null 2>&1
+with_timeout 60 "$MP" run --stacks 16 -o held-off.ljm -- "${LUAJIT:-luajit}" -joff held.lua >/dev/null 2>&1
+run "$MP" report --leak-only held-on.ljm
+on=$out
+# Per line: the bytes and blocks of its own row plus its lines in traces.
+per_line() {
+  awk '
+    /^HEAP SUMMARY/ { on = 1; next }
+    on && /^$/ { exit }
+    on && /^TRACE / { next }
+    on && /^\tLines in the trace/ { next }
+    on { sub(/^\t\t/, ""); l = $0; sub(/ holds .*/, "", l)
+         h = $0; sub(/.* holds /, "", h); split(h, f, " ")
+         b = f[1]; sub(/B$/, "", b); B[l] += b; N[l] += f[3] }
+    END { for (l in B) if (l ~ /held/) print l ":", B[l], N[l] }' | sort
+}
+is "$(echo "$on" | per_line)" "$("$MP" report --leak-only held-off.ljm | per_line)" \
+  "JIT on: each line's bytes and blocks, its row's and in the traces, are the JIT-off ones"
+case $on in *"	Lines in the trace (held at the end):"*) r=0;; *) r=1;; esac
+ok $r "HEAP SUMMARY lists the lines under a trace's row"
+# The lines under each trace add up to the trace's row, in the text and
+# in the JSON's trace_lines.
+sum=$(echo "$on" | awk '
+  function out() { if (t != "") print t, want, got; t = "" }
+  /^TRACE / { out(); t = $2; want = $(NF-4); sub(/B$/, "", want); got = 0; next }
+  /^\t\t/ && t != "" { h = $0; sub(/.* holds /, "", h); sub(/B .*/, "", h); got += h; next }
+  /^\tLines/ { next }
+  { out() }
+  END { out() }')
+bad=$(echo "$sum" | awk '$2 != $3' | wc -l)
+is "$bad:$(echo "$sum" | grep -c .)" "0:$(echo "$on" | grep -c '^TRACE ')" "each trace's lines add up to its row ($sum)"
+run "$MP" report --format json held-on.ljm
+js=$(echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for r in d["heap_summary"]:
+    if r["source"]["kind"] == "trace":
+        print(r["bytes"], sum(l["bytes"] for l in r["trace_lines"]),
+              r["blocks"], sum(l["blocks"] for l in r["trace_lines"]))')
+is "$(echo "$js" | awk '$1 != $2 || $3 != $4' | wc -l):$(echo "$js" | grep -c .)" \
+  "0:$(echo "$on" | grep -c '^TRACE ')" "the JSON's trace_lines add up to each trace's row ($js)"
 done_testing

@@ -156,8 +156,8 @@ static int tline_cmp(const void *x, const void *y)
   return strcmp(a->label, b->label);
 }
 
-int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
-		   uint32_t *n)
+int mp_trace_lines(const mp_stacktree *t, uint32_t site, int live,
+		   mp_tline **lines, uint32_t *n)
 {
   mp_tline *a = NULL;
   uint32_t cap = 0, i, j, k, hops;
@@ -167,7 +167,8 @@ int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
     const mp_tnode *x = &t->node[i];
     const char *line = NULL;
     int in = 0;
-    if (x->site != site || !x->alloc.n) continue;
+    const mp_cost *xc = live ? &x->live : &x->alloc;
+    if (x->site != site || !xc->n) continue;
     for (k = i, hops = 0; k && hops++ < t->n; k = t->node[k].parent) {
       if (t->node[k].kind == MP_FK_TRACE) { in = 1; break; }
       if (!line && t->node[k].kind == MP_FK_LUA)	/* As its source row. */
@@ -185,11 +186,20 @@ int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
       memset(&a[*n], 0, sizeof(a[*n]));
       a[(*n)++].label = line;
     }
-    a[j].c.n += x->alloc.n;
-    a[j].c.plus += x->alloc.plus;
+    a[j].c.n += xc->n;
+    a[j].c.plus += xc->plus;
   }
   if (*n) qsort(a, *n, sizeof(*a), tline_cmp);
   *lines = a;
+  return 0;
+}
+
+int mp_heap_lines(const mp_sections *sec, const mp_render_opts *o)
+{
+  uint32_t i, n = mp_rows_shown(sec->nlive, o);
+  if (o->tarantool || !sec->p->stacks) return 0;
+  for (i = 0; i < n; i++)
+    if (sec->p->site[sec->live[i].site].loc.src == MP_SRC_TRACE) return 1;
   return 0;
 }
 

@@ -239,14 +239,22 @@ typedef struct mp_tline {
   const char *label;	/* The line labelled as a source (the rows of
 			   the report: "@app.lua:1 (vec)"), or "(the trace alone:
 			   no line told)". */
-  mp_cost c;		/* Allocations and reallocations (n, plus). */
+  mp_cost c;		/* Allocations and reallocations (n, plus), or
+			   the blocks live at the end. */
 } mp_tline;
 
 /* The lines inside the code of trace site `site` of a stack profile that
 ** its events were made at (each stack's innermost Lua frame above the
 ** trace frame: the same events as the stack views'), heaviest first, into
-** *lines (free() it; NULL and 0 when none). -1 when out of memory. */
-int mp_trace_lines(const mp_stacktree *t, uint32_t site, mp_tline **lines,
-		   uint32_t *n);
+** *lines (free() it; NULL and 0 when none), with their allocations and
+** reallocations, or (live) the blocks they hold at the end, which HEAP
+** SUMMARY bills to the trace. -1 when out of memory. */
+int mp_trace_lines(const mp_stacktree *t, uint32_t site, int live,
+		   mp_tline **lines, uint32_t *n);
+
+/* Whether HEAP SUMMARY lists the lines inside its traces (text, json):
+** a stack profile (the lines are told) with a trace among the rows
+** shown under o. */
+int mp_heap_lines(const mp_sections *sec, const mp_render_opts *o);
 
 #endif

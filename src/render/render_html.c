@@ -237,7 +237,7 @@ static int json_trace_lines(FILE *out, const mp_sections *sec,
   for (i = 0; t->stacks && i < p->nsite; i++) {
     mp_tline *a;
     if (p->site[i].loc.src != MP_SRC_TRACE) continue;
-    if (mp_trace_lines(t, i, &a, &n) < 0) return -1;
+    if (mp_trace_lines(t, i, 0, &a, &n) < 0) return -1;
     if (!n) continue;
     fputs(first ? "\n" : ",\n", out);
     first = 0;

@@ -209,11 +209,12 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   mp_memory mem;
   uint32_t i, j, n;
   int x, k, hasmem = mp_profile_memory(p, &mem);
+  int hl = mp_heap_lines(sec, o), tree = o->stacks || hl;
   if (hasmem < 0) return -1;
   /* The tree first: labelling its frames may number more aliases. */
-  if (o->stacks && mp_stacktree_build(&t, sec) < 0) return -1;
+  if (tree && mp_stacktree_build(&t, sec) < 0) return -1;
   if (!(used = calloc((size_t)names->nalias + 1, 1))) {
-    if (o->stacks) mp_stacktree_free(&t);
+    if (tree) mp_stacktree_free(&t);
     return -1;
   }
   fputs("{\"format\":\"ljmemprof-report\",\"format_version\":2,\"file\":", out);
@@ -262,7 +263,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	/* The lines inside the trace, as the text lists them. */
 	mp_tline *a;
 	uint32_t nl;
-	if (mp_trace_lines(&t, r->site, &a, &nl) < 0) {
+	if (mp_trace_lines(&t, r->site, 0, &a, &nl) < 0) {
 	  mp_stacktree_free(&t);
 	  free(used);
 	  return -1;
@@ -302,8 +303,28 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     fputs(i ? ",\n {\"source\":" : "\n {\"source\":", out);
     mp_render_json_source(out, sec, r->site);
     used[mp_site_alias(sec, r->site)] = 1;
-    fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
+    fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu",
 	    (unsigned long long)r->cost.plus, (unsigned long long)r->cost.n);
+    if (hl && p->site[r->site].loc.src == MP_SRC_TRACE) {
+      /* The lines inside the trace that hold its blocks, as the text. */
+      mp_tline *a;
+      uint32_t nl;
+      if (mp_trace_lines(&t, r->site, 1, &a, &nl) < 0) {
+	mp_stacktree_free(&t);
+	free(used);
+	return -1;
+      }
+      fputs(",\"trace_lines\":[", out);
+      for (j = 0; j < nl; j++) {
+	fputs(j ? ",{\"line\":" : "{\"line\":", out);
+	mp_json_cstr(out, a[j].label);
+	fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
+		(unsigned long long)a[j].c.plus, (unsigned long long)a[j].c.n);
+      }
+      fputc(']', out);
+      free(a);
+    }
+    fputc('}', out);
   }
   for (i = 0, n = mp_rows_shown(sec->nheld, o); o->tarantool && i < n; i++) {
     const mp_held *h = &sec->held[i];
@@ -351,6 +372,8 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     k = mp_render_json_stacks(out, sec, &t, o, used);
     mp_stacktree_free(&t);
     if (k < 0) { free(used); return -1; }
+  } else if (tree) {
+    mp_stacktree_free(&t);
   }
   {	/* The notes of the text, each a string; the site named lists its
 	** alias too. */

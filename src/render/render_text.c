@@ -102,29 +102,41 @@ static void stack_cost(FILE *out, const mp_cost *alloc, const mp_cost *live,
 
 /* Under a trace's row of a stack profile, the lines inside its code that
 ** its events were made at (each stack's innermost Lua frame above the
-** trace), with their allocations and reallocations: the same events as
-** the stack views'. At most 10 lines when --top limits the rows. */
+** trace), with their allocations and reallocations (the same events as
+** the stack views'), or (live: under HEAP SUMMARY) the blocks they hold
+** at the end. At most 10 lines when --top limits the rows. */
 static int trace_lines(FILE *out, const mp_stacktree *t, uint32_t site,
-		       const mp_render_opts *o)
+		       int live, const mp_render_opts *o)
 {
   mp_tline *a;
   uint32_t n, j, shown;
   char b[64];
-  if (mp_trace_lines(t, site, &a, &n) < 0) return -1;
+  if (mp_trace_lines(t, site, live, &a, &n) < 0) return -1;
   shown = o->top && n > 10 ? 10 : n;
-  if (n) fputs("\tLines in the trace (allocations and reallocations):\n", out);
+  if (n) fputs(live ? "\tLines in the trace (held at the end):\n" :
+	       "\tLines in the trace (allocations and reallocations):\n", out);
   for (j = 0; j < shown; j++) {
     fputs("\t\t", out);
     mp_text_put(out, a[j].label, strlen(a[j].label), 0);
-    fprintf(out, ": %llu events\t+%s\n", (unsigned long long)a[j].c.n,
-	    mp_fmt_bytes(b, sizeof(b), a[j].c.plus, o->human));
+    if (live)
+      fprintf(out, " holds %s in %llu block%s\n",
+	      mp_fmt_bytes(b, sizeof(b), a[j].c.plus, o->human),
+	      (unsigned long long)a[j].c.n, a[j].c.n == 1 ? "" : "s");
+    else
+      fprintf(out, ": %llu events\t+%s\n", (unsigned long long)a[j].c.n,
+	      mp_fmt_bytes(b, sizeof(b), a[j].c.plus, o->human));
   }
   if (shown < n) {	/* With what the rest made. */
     mp_cost rest = { 0, 0, 0 };
     for (j = shown; j < n; j++) mp_cost_add(&rest, &a[j].c);
-    fprintf(out, "\t\t... and %u more: %llu events\t+%s\n", n - shown,
-	    (unsigned long long)rest.n,
-	    mp_fmt_bytes(b, sizeof(b), rest.plus, o->human));
+    if (live)
+      fprintf(out, "\t\t... and %u more hold %s in %llu block%s\n",
+	      n - shown, mp_fmt_bytes(b, sizeof(b), rest.plus, o->human),
+	      (unsigned long long)rest.n, rest.n == 1 ? "" : "s");
+    else
+      fprintf(out, "\t\t... and %u more: %llu events\t+%s\n", n - shown,
+	      (unsigned long long)rest.n,
+	      mp_fmt_bytes(b, sizeof(b), rest.plus, o->human));
   }
   free(a);
   return 0;
@@ -245,13 +257,14 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   int x, k;
   mp_memory mm;
   int mem = mp_profile_memory(p, &mm);
+  int hl = mp_heap_lines(sec, o), tree = o->stacks || hl;
   if (mem < 0) return -1;
   /* The tree first: labelling its frames may number more aliases. */
-  if (o->stacks && mp_stacktree_build(&t, sec) < 0) return -1;
+  if (tree && mp_stacktree_build(&t, sec) < 0) return -1;
   used = calloc((size_t)names->nalias + 1, 1);
   links = malloc(((size_t)p->nlink + 1) * sizeof(*links));
   if (!used || !links) {
-    if (o->stacks) mp_stacktree_free(&t);
+    if (tree) mp_stacktree_free(&t);
     free(used);
     free(links);
     return -1;
@@ -282,7 +295,7 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	      mp_fmt_bytes(b2, sizeof(b2), c.minus, o->human));
       mark_alias(sec, r->site, used);
       if (k == MP_AEV_ALLOC && o->stacks && t.stacks &&
-	  trace_lines(out, &t, r->site, o) < 0) {
+	  trace_lines(out, &t, r->site, 0, o) < 0) {
 	mp_stacktree_free(&t);
 	free(used);
 	free(links);
@@ -329,6 +342,13 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	    (unsigned long long)r->cost.n, r->cost.n == 1 ? "" : "s",
 	    percent(r->cost.plus, p->live_bytes));
     mark_alias(sec, r->site, used);
+    if (hl && p->site[r->site].loc.src == MP_SRC_TRACE &&
+	trace_lines(out, &t, r->site, 1, o) < 0) {
+      mp_stacktree_free(&t);
+      free(used);
+      free(links);
+      return -1;
+    }
   }
   if (o->tarantool) more_rows(out, n, m);
   else more_held(out, sec->live, n, m, o->human);
@@ -379,6 +399,8 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     k = mp_render_text_stacks(out, sec, &t, o, used);
     mp_stacktree_free(&t);
     if (k < 0) { free(used); free(links); return -1; }
+  } else if (tree) {
+    mp_stacktree_free(&t);
   }
   {	/* The site a note names lists its alias too. */
     mp_cost all;
