@@ -46,7 +46,7 @@
 #include "mp_proc.h"
 #include "mp_frame.h"
 #include "mp_names.h"
-#include "mp_native.h"
+#include "mp_sym.h"
 #include "mp_ffnames.h"	/* Generated: mp_ffnames[ffid]. */
 
 #define NAME_MAX_LEN	255	/* Longer names are not collected. */
@@ -425,9 +425,11 @@ int mp_require_wrapper(lua_State *L)
   nres = lua_gettop(L) - n;
   if (nres >= 1 && lua_type(L, 1) == LUA_TSTRING &&
       (s = mp_proc_find(G(L))) != NULL) {
-    mp_native_own(1);
+    /* The agent's own work: native's wrappers do not record its libc
+    ** calls (qsort's buffer) while busy is set. */
+    mp_enter(s);
     mp_names_module(&s->names, &s->builtins, L, n + 1, lua_tostring(L, 1));
-    mp_native_own(0);
+    mp_leave(s);
   }
   return nres;
 }

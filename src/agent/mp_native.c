@@ -528,11 +528,6 @@ void mp_native_drain(mp_state *s)
   depth--;
 }
 
-void mp_native_own(int enter)
-{
-  depth += enter ? 1 : -1;
-}
-
 /* Queue event e of another thread (under nat.mu). */
 static void enqueue(const nat_ev *e)
 {

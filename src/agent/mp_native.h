@@ -23,9 +23,4 @@ void mp_native_stop(mp_state *s);
 ** inside an event): s->drain while recording native memory. */
 void mp_native_drain(mp_state *s);
 
-/* Around the agent's own work on the VM's thread outside an event (the
-** names of a module require() loaded): the libc calls it makes (qsort's
-** buffer) are not the program's native memory. They nest. */
-void mp_native_own(int enter);
-
 #endif
