@@ -256,6 +256,45 @@ def diff_peak_page(b):
        "diff --peak page: the changed sources the text counts", (summ, n.groups()))
 
 
+# A JIT-on stack profile: under a trace's row, its lines with what they
+# allocated and what they hold at the end (HEAP SUMMARY's lines).
+TLUA = """local cache = {}
+local function remember(id, s) cache[id] = { raw = s, n = #s } end
+local function gen(i) return ("line %d of the input"):format(i) end
+for i = 1, 3000 do remember(i, gen(i)) end
+keep = cache
+"""
+with open(TMP + "/held.lua", "w") as f:
+    f.write(TLUA)
+TH = TMP + "/held.html"
+run(MP, "run", "--stacks", "16", "-o", TMP + "/held.ljm", "--html", TH,
+    "held.lua", cwd=TMP, env=ENV)
+
+
+def trace_page(b):
+    p = b.open("file://" + TH)
+    is_(p.problems(), [], "a JIT-on stack profile's page loads with no console error")
+    rep = json.loads(run(MP, "report", "--format", "json", TMP + "/held.ljm"))
+    want = {}
+    for r in rep["heap_summary"]:
+        for x in r.get("trace_lines", []):
+            v = want.setdefault(x["line"], [0, 0])
+            v[0] += x["bytes"]
+            v[1] += x["blocks"]
+    head = p.eval(ROWS % "sources-head")[0]
+    col = {name: k for k, name in enumerate(head)}
+    got = {}
+    for r in p.eval(ROWS % "sources-body"):
+        if not r[0].startswith("\u21b3 "):
+            continue
+        v = got.setdefault(r[0][2:], [0, 0])
+        v[0] += number(r[col["Live B at the end"]]) or 0
+        v[1] += number(r[col["Live blocks"]]) or 0
+    ok(want and got == want,
+       "a trace's lines hold at the end what the JSON's HEAP SUMMARY says",
+       (got, want))
+
+
 def merged_page(b):
     p = b.open("file://" + MH)
     is_(p.problems(), [], "a report of two profiles loads with no console error")
@@ -264,7 +303,8 @@ def merged_page(b):
 
 
 with Browser(timeout=60) as b:
-    for page in (report_page, diff_page, diff_peak_page, merged_page):
+    for page in (report_page, diff_page, diff_peak_page, merged_page,
+                 trace_page):
         try:
             page(b)
         except Exception as e:  # A failure, not a crash of the test.

@@ -146,7 +146,7 @@ is "$(sed -n '/^ALLOCATIONS/,/^$/p' one.txt | grep -c '^		@one.lua:1 (vec): [0-9
 sed -n '/^ALLOCATIONS/,/^$/p' one.txt | grep -q '^@one.lua:1 (vec): '
 ok $? "vec's own row has that label"
 "$MP" report --format html -o c3.html c3.ljm
-grep -q '^"TRACE \[[0-9]*\] started at @chain3.lua:9":\[\["@chain3.lua:3",[0-9]*,'"$l3t"'\]' c3.html
+grep -q '^"TRACE \[[0-9]*\] started at @chain3.lua:9":\[\["@chain3.lua:3",[0-9]*,'"$l3t"',[0-9]*,[0-9]*\]' c3.html
 ok $? "the HTML page has the same lines under the trace (trace_lines)"
 
 done_testing

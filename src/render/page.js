@@ -184,10 +184,11 @@ function fill() {
     (D.trace_lines && D.trace_lines[rows[i][0]] || []).forEach(function (x) {
       var s = make('tr', 'sub'), k;
       s.appendChild(make('td', 'label', '\u21b3 ' + x[0]));
-      s.firstChild.title = 'a line inside the trace: its allocations and reallocations';
+      s.firstChild.title = 'a line inside the trace: its allocations and reallocations, and what it holds at the end';
       s.appendChild(make('td', '', num(x[1])));
       s.appendChild(make('td', '', num(x[2])));
-      for (k = 3; k < COLS.length; k++) s.appendChild(make('td'));
+      for (k = 3; k < COLS.length; k++)	/* Live B at the end, Live blocks */
+        s.appendChild(make('td', '', k == 5 ? num(x[3]) : k == 6 ? num(x[4]) : undefined));
       body.appendChild(s);
     });
   }

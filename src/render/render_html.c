@@ -226,31 +226,41 @@ static void json_maybe(FILE *out, const char *field, uint64_t v)
 }
 
 /* The "trace_lines" field: under each trace of a stack profile, the lines
-** inside its code with their allocations and reallocations. */
+** inside its code with their allocations and reallocations, and the
+** bytes and blocks they hold at the end (HEAP SUMMARY's lines). */
 static int json_trace_lines(FILE *out, const mp_sections *sec,
 			    const mp_stacktree *t)
 {
   const mp_profile *p = sec->p;
-  uint32_t i, j, n;
+  uint32_t i, j, k, n, nl;
   int first = 1;
   fputs(",\n\"trace_lines\":{", out);
   for (i = 0; t->stacks && i < p->nsite; i++) {
-    mp_tline *a;
+    mp_tline *a, *l;
     if (p->site[i].loc.src != MP_SRC_TRACE) continue;
     if (mp_trace_lines(t, i, 0, &a, &n) < 0) return -1;
     if (!n) continue;
+    if (mp_trace_lines(t, i, 1, &l, &nl) < 0) {
+      free(a);
+      return -1;
+    }
     fputs(first ? "\n" : ",\n", out);
     first = 0;
     mp_json_cstr(out, sec->label[i]);
     fputs(":[", out);
     for (j = 0; j < n; j++) {
+      mp_cost live = { 0, 0, 0 };
+      for (k = 0; k < nl; k++)
+	if (!strcmp(l[k].label, a[j].label)) live = l[k].c;
       fputs(j ? ",[" : "[", out);
       mp_json_cstr(out, a[j].label);
-      fprintf(out, ",%llu,%llu]", (unsigned long long)a[j].c.plus,
-	      (unsigned long long)a[j].c.n);
+      fprintf(out, ",%llu,%llu,%llu,%llu]", (unsigned long long)a[j].c.plus,
+	      (unsigned long long)a[j].c.n, (unsigned long long)live.plus,
+	      (unsigned long long)live.n);
     }
     fputc(']', out);
     free(a);
+    free(l);
   }
   fputc('}', out);
   return 0;
