@@ -594,14 +594,22 @@ int mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
 
 /* -- Path classes ------------------------------------------------------------ */
 
-/* The key of the step to object v, its path parent f: its edge's kind
-** and argument, or ~0 if the step is folded (*fo says which). */
+/* The key of the step to object v, its path parent f: what its path
+** shows of it (the edge's kind, and its argument but for a key), ~0 if
+** the step is folded; *fo says whether it is. A table's keys are one
+** step, <key>, whatever their values (and are folded with its entries). */
 static uint64_t class_key(const mp_heapsnap *h, uint32_t v, uint32_t f,
 			  unsigned fold, int *fo)
 {
-  const mp_snap_edge *e = &h->sn->e[h->parent[v]];
-  *fo = e->kind <= MP_HE_LUDKEY && folds_from(h, f, fold);
-  return *fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e);
+  const mp_snapshot *sn = h->sn;
+  const mp_snap_edge *e = &sn->e[h->parent[v]];
+  uint64_t a = mp_snap_arg(sn, e);
+  *fo = (e->kind <= MP_HE_LUDKEY || e->kind == MP_HE_KEYREF) &&
+	folds_from(h, f, fold);
+  if (e->kind == MP_HE_KEYREF) return (uint64_t)e->kind << 56;
+  if (*fo) return ~(uint64_t)0;
+  if (e->kind == MP_HE_KEY) a = a < sn->n ? sn->type[a] : 0;  /* [<table>] */
+  return (uint64_t)e->kind << 56 ^ a;
 }
 
 #define MULTI		0x80000000u	/* A class's first member: it has
