@@ -115,10 +115,19 @@ static void discard_forked(lua_State *L, mp_state *s)
 
 /* __gc of the registry sentinel: finalise a running profile at lua_close,
 ** then un-arm (the stop puts back the allocator it wrapped, which may be
-** the arm's). */
+** the arm's). The recording's snapshot is taken then: lua_close() runs
+** the finalisers (this among them) before it frees anything, the VM
+** still whole; no caller hears its error, so stderr does. */
 static int sentinel_gc(lua_State *L)
 {
-  if (state_of(L) || mp_proc_find(G(L))) mp_stop(L, MP_STOP_CLOSING, NULL, NULL);
+  mp_stopinfo info;
+  if (state_of(L) || mp_proc_find(G(L))) {
+    mp_stop(L, MP_STOP_CLOSING, NULL, &info);
+    if (info.snaprc)
+      fprintf(stderr, "ljmemprof: the snapshot at lua_close (%s): %s\n",
+	      info.snap, info.snaprc == -EFBIG ? "it reached max_size: it "
+	      "is cut short" : ljmp_strerror(info.snaprc));
+  }
   mp_proc_closed(L);
   return 0;
 }
@@ -452,8 +461,7 @@ int mp_stop(lua_State *L, unsigned flags, const char *snap,
   /* The snapshot, after the collection and before the end: the stream
   ** marks it (ljmp_snapshot()). */
   if (!snap && s) snap = s->snap;
-  if (s && snap && !s->forked && !s->finished && !s->limited &&
-      !(flags & MP_STOP_CLOSING)) {
+  if (s && snap && !s->forked && !s->finished && !s->limited) {
     ljmp_options so = LJMP_OPTIONS_INIT;
     so.path = snap;
     so.mode = s->mode;
