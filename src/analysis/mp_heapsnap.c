@@ -24,14 +24,14 @@ const char *mp_heapsnap_type(unsigned t)
 void mp_heapsnap_free(mp_heapsnap *h)
 {
   free(h->parent); free(h->up); free(h->depth); free(h->weakonly); free(h->idom);
-  free(h->retained);
+  free(h->retained); free(h->head);
   memset(h, 0, sizeof(*h));
 }
 
 /* Breadth first from the root: strong references, then weak ones from
 ** everything reached, for what only they reach. order gets the objects
-** in the order met. */
-static void bfs(mp_heapsnap *h, uint32_t *order)
+** in the order met; returns their number. */
+static uint32_t bfs(mp_heapsnap *h, uint32_t *order)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t head = 0, tail = 0, i, pass;
@@ -65,6 +65,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
       }
     }
   }
+  return tail;
 }
 
 /* Climb from u to the forest's root of its tree and compress the path
@@ -253,6 +254,30 @@ static void namespaces(mp_heapsnap *h)
   }
 }
 
+#define PATH_HEAD	12	/* Steps shown before and after "...". */
+
+/* The ancestor at depth PATH_HEAD of every object deeper than twice
+** that (paths show its first and last PATH_HEAD steps: with it, a path
+** of a million steps is named in 2 * PATH_HEAD, not a million), in
+** order (parents before children, as bfs() met them); none when no
+** object is that deep. 0, or -1 out of memory. */
+static int heads(mp_heapsnap *h, const uint32_t *order, uint32_t nord)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t i, deep = 0;
+  for (i = 1; i < sn->n && !deep; i++)
+    deep = h->depth[i] != NONE && h->depth[i] > 2 * PATH_HEAD;
+  if (!deep) return 0;
+  if (!(h->head = malloc((size_t)sn->n * sizeof(*h->head)))) return -1;
+  for (i = 0; i < sn->n; i++) h->head[i] = NONE;
+  for (i = 1; i < nord; i++) {
+    uint32_t v = order[i];
+    h->head[v] = h->depth[v] == PATH_HEAD ? v :
+		 h->depth[v] > PATH_HEAD ? h->head[h->up[v]] : NONE;
+  }
+  return 0;
+}
+
 int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
 {
   uint32_t n = sn->n, i, *order;
@@ -279,7 +304,11 @@ int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
     mp_heapsnap_free(h);
     return -1;
   }
-  bfs(h, order);
+  if (heads(h, order, bfs(h, order)) < 0) {
+    free(order);
+    mp_heapsnap_free(h);
+    return -1;
+  }
   free(order);
   namespaces(h);
   return 0;
@@ -525,8 +554,6 @@ static int folds_from(const mp_heapsnap *h, uint32_t f, unsigned fold)
 }
 
 
-#define PATH_HEAD	12	/* Steps shown before and after "...". */
-
 char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size)
 {
@@ -534,7 +561,8 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
   /* The steps shown: the first and the last PATH_HEAD, step i of a path
   ** of d at steps[i < PATH_HEAD ? i : i - (d - 2 * PATH_HEAD)] (all of
   ** them when d <= 2 * PATH_HEAD), with the object each leaves: no
-  ** allocation, so nothing can fail. */
+  ** allocation, so nothing can fail; the climb skips from the last
+  ** ones to the ancestor at depth PATH_HEAD (h->head). */
   uint32_t d, i, v, steps[2 * PATH_HEAD], from[2 * PATH_HEAD], skip;
   sbuf s = { buf, 0, size };
   buf[0] = 0;
@@ -545,11 +573,17 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
   if (id == 0) { adds(&s, "(roots)"); return buf; }
   d = h->depth[id];
   skip = d > 2 * PATH_HEAD ? d - 2 * PATH_HEAD : 0;
-  for (v = id, i = d; i > 0; v = h->up[v]) {
+  for (v = id, i = d; i > 0;) {
     i--;
     if (i < PATH_HEAD || i >= PATH_HEAD + skip) {
       steps[i < PATH_HEAD ? i : i - skip] = h->parent[v];
       from[i < PATH_HEAD ? i : i - skip] = i ? h->up[v] : 0;
+    }
+    if (skip && h->head && i == PATH_HEAD + skip) {
+      v = h->head[id];
+      i = PATH_HEAD;
+    } else {
+      v = h->up[v];
     }
   }
   for (i = 0; i < d; i++) {

@@ -32,6 +32,9 @@ typedef struct mp_heapsnap {
   uint8_t *weakonly;	/* Reached only through a weak reference. */
   uint32_t *idom;	/* Immediate dominator (the root: 0). */
   uint64_t *retained;
+  uint32_t *head;	/* The ancestor at depth 12 of what is deeper than
+			   24 (paths skip the steps between), or NULL if
+			   nothing is. */
   uint64_t count[MP_HT__MAX], bytes[MP_HT__MAX];	/* Live by type. */
   uint32_t ns[3];	/* Namespaces: not folded (see classes). */
   uint32_t nweak;	/* Objects reached only weakly... */
