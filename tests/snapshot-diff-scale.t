@@ -5,7 +5,9 @@
 # class's path was climbed step by step from the node to the root: a
 # class's path is now named in at most 24 steps, and the changed classes
 # are sorted, not inserted one by one); with its exact figures, and the
-# exact path of the deepest node.
+# exact path of the deepest node. And `snapshot --top 0` (every retainer)
+# of a million strings of random sizes within 60 s (its retainers were
+# inserted one by one: minutes), in the order --top 64 gives.
 . tests/lib/tap.sh
 LUAJIT=${LUAJIT:-luajit}
 TMPD=$(mktemp -d)
@@ -65,4 +67,32 @@ tail -n 1 "$TMPD/dump" | cut -f 6 | sed 's/ of [^>]*>/>/' > "$TMPD/got"
 n10=".next.next.next.next.next.next.next.next.next.next"
 is "$(cat "$TMPD/got")" "main thread <local l in main chunk>$n10 ... ($((N + 1 - 24)) steps) ...$n10.next.next" \
   "the deepest node's path: the first and last 12 steps, those between counted"
+
+# A million strings of random sizes, each a retainer of its own.
+cat > "$TMPD/strings.lua" <<'LUA'
+local mp = require("ljmemprof")
+local t = {}
+math.randomseed(1)
+for i = 1, 1000000 do t[i] = ("x"):rep(math.random(1, 500)) .. i end
+collectgarbage()
+collectgarbage()
+assert(mp.snapshot(arg[1]))
+LUA
+with_timeout 120 env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -joff "$TMPD/strings.lua" "$TMPD/s.snap" \
+  2>"$TMPD/err"
+is "$?:$(cat "$TMPD/err")" "0:" "a snapshot of a million strings"
+start=$(date +%s.%N)
+with_timeout 60 "$BUILD/ljmemprof" snapshot --top 0 "$TMPD/s.snap" 2>"$TMPD/err" |
+  sed -n '/^TOP RETAINERS/,/^$/p' > "$TMPD/all"
+rc=$?
+secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+is "$rc:$(cat "$TMPD/err")" "0:" "snapshot --top 0, within 60 s (took $secs s)"
+# The header, the retainers, the blank line: the strings and the table.
+lines=$(wc -l < "$TMPD/all")
+ok $([ "$lines" -gt 1000002 ]; echo $?) "every retainer listed ($((lines - 2)))"
+"$BUILD/ljmemprof" snapshot --top 64 "$TMPD/s.snap" | sed -n '/^TOP RETAINERS/,/^$/p' |
+  head -n 65 > "$TMPD/top64"
+head -n 65 "$TMPD/all" | cmp -s - "$TMPD/top64"
+ok $? "its first 64 in the order --top 64 lists them (ties by number)"
+rm -f "$TMPD/all" "$TMPD/s.snap"
 done_testing

@@ -602,27 +602,76 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
   return buf;
 }
 
+#define TOP_INSERT	64	/* Tops of at most this many are made by
+				   insertion; bigger ones (--top 0: all) by a
+				   sort, as insertion is quadratic. */
+
+static const uint64_t *by_value_v;	/* qsort's context; the reader is
+					   one thread. */
+
+/* Indexes by their value in by_value_v, largest first; ties by index. */
+static int by_value(const void *pa, const void *pb)
+{
+  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+  if (by_value_v[a] != by_value_v[b])
+    return by_value_v[a] > by_value_v[b] ? -1 : 1;
+  return a < b ? -1 : a > b;
+}
+
+/* Put candidate index i (by its value v[i], coming in increasing i) into
+** the top ids of at most n, *got of them so far: by insertion when n is
+** small, else appended (top_sort() sorts them at the end; ids has room
+** for every candidate then). */
+static void top_put(const uint64_t *v, uint32_t i, uint32_t *ids, uint32_t n,
+		    uint32_t *got)
+{
+  uint32_t j;
+  if (n > TOP_INSERT) { ids[(*got)++] = i; return; }
+  for (j = *got; j > 0 && v[ids[j - 1]] < v[i]; j--)
+    if (j < n) ids[j] = ids[j - 1];
+  if (j < n) {
+    ids[j] = i;
+    if (*got < n) (*got)++;
+  }
+}
+
+/* The end of a top of more than TOP_INSERT: sort the got candidates,
+** keep n. Their number. */
+static uint32_t top_sort(const uint64_t *v, uint32_t *ids, uint32_t n,
+			 uint32_t got)
+{
+  if (n <= TOP_INSERT) return got;
+  by_value_v = v;
+  qsort(ids, got, sizeof(*ids), by_value);
+  return got < n ? got : n;
+}
+
 int mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
 {
   const mp_snapshot *sn = h->sn;
   uint64_t *maxchild = calloc(sn->n, sizeof(*maxchild));
-  uint32_t i, got = 0, j;
+  uint32_t i, got = 0, *all = NULL;
   if (!maxchild) return -1;
+  /* A big top gathers every candidate first. */
+  if (n > TOP_INSERT && !(all = malloc((size_t)sn->n * sizeof(*all)))) {
+    free(maxchild);
+    return -1;
+  }
   for (i = 1; i < sn->n; i++)
     if (h->retained[i] > maxchild[h->idom[i]])
       maxchild[h->idom[i]] = h->retained[i];
   for (i = 1; i < sn->n; i++) {
     if (h->weakonly[i] || h->parent[i] == NONE) continue;
     if (maxchild[i] * 10 >= h->retained[i] * 9 && maxchild[i]) continue;
-    /* Insert by retained size, largest first; ties by number. */
-    for (j = got; j > 0 && h->retained[ids[j - 1]] < h->retained[i]; j--)
-      if (j < n) ids[j] = ids[j - 1];
-    if (j < n) {
-      ids[j] = i;
-      if (got < n) got++;
-    }
+    /* By retained size, largest first; ties by number. */
+    top_put(h->retained, i, all ? all : ids, n, &got);
   }
   free(maxchild);
+  if (all) {
+    got = top_sort(h->retained, all, n, got);
+    memcpy(ids, all, (size_t)got * sizeof(*ids));
+    free(all);
+  }
   return (int)got;
 }
 
@@ -776,8 +825,9 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
 {
   const mp_snapshot *sn = h->sn;
   uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
-  uint32_t nc = 0, nobj = 0, i, got = 0, j, nf = 0, cap = 0;
+  uint32_t nc = 0, nobj = 0, i, got = 0, nf = 0, cap = 0;
   hclass *c = NULL;
+  uint64_t *bytes = NULL;
   mp_hash byclass;	/* Class -> its record in c. */
   int rc = -1;
   *out = NULL;
@@ -812,15 +862,11 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
     c[x].bytes += h->retained[v];
     if (c[x].type != sn->type[v]) c[x].type = 0;
   }
-  /* The largest (ties: the first made). */
-  for (i = 0; i < nf; i++) {
-    for (j = got; j > 0 && c[order[j - 1]].bytes < c[i].bytes; j--)
-      if (j < n) order[j] = order[j - 1];
-    if (j < n) {
-      order[j] = i;
-      if (got < n) got++;
-    }
-  }
+  /* The largest (ties: the first made), by their bytes. */
+  if (!(bytes = malloc((size_t)(nf ? nf : 1) * sizeof(*bytes)))) goto out;
+  for (i = 0; i < nf; i++) bytes[i] = c[i].bytes;
+  for (i = 0; i < nf; i++) top_put(bytes, i, order, n, &got);
+  got = top_sort(bytes, order, n, got);
   if (!(*out = calloc(got ? got : 1, sizeof(**out)))) goto out;
   for (i = 0; i < got; i++) {
     char buf[1024];
@@ -842,6 +888,7 @@ out:
   free(cls);
   free(order);
   free(c);
+  free(bytes);
   return rc;
 }
 
