@@ -56,25 +56,8 @@ start_nginx() {
   : > "$D/access.log"
   while [ $try -lt 5 ]; do
     port=$((20000 + ($$ * 13 + try * 347) % 20000))
-    cat > "$D/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-$user
-$3
-pid $D/nginx.pid;
-error_log $D/error.log notice;
-load_module $MODS/ndk_http_module.so;
-load_module $MODS/ngx_http_lua_module.so;
-events { worker_connections 64; }
-http {
-  log_format counted '\$pid \$uri \$status';
-  access_log $D/access.log counted;
-  client_body_temp_path $D/tmp/body;
-  proxy_temp_path $D/tmp/proxy;
-  fastcgi_temp_path $D/tmp/fastcgi;
-  uwsgi_temp_path $D/tmp/uwsgi;
-  scgi_temp_path $D/tmp/scgi;
+    { nginx_conf_head "$user
+$3"; cat <<EOF; } > "$D/nginx.conf"
   lua_package_path "$D/lua/?.lua;$ROOT/usr/share/lua/5.1/?.lua;;";
   lua_package_cpath "$D/lua/?.so;;";
   init_worker_by_lua_block { $2 }
@@ -161,14 +144,7 @@ round() {
   is "$rc:$(cat "$D/got")" \
     "0:$n  @lua/cache.lua:5: 100% held by package.loaded.cache.items" \
     "$1: joined with its recording: the handler's line made the $n entries, all held by the cache"
-  m=$master
-  stop_nginx
-  left=""
-  for p in $m $pid; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
-  is "$left" "" "$1: nginx is stopped: its master and worker are gone"
-  grep -q '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log"
-  ok $((! $?)) "$1: nginx logged no alert, crit or emerg"
-  grep '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log" | head -n 5 | sed 's/^/# /'
+  stop_checked "$D/error.log" "$1: " "$pid"
 }
 
 # mp.signal with a snapshot among its options.
