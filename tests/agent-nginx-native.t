@@ -15,17 +15,7 @@
 . tests/lib/nginx.sh
 
 N=100		# Requests counted exactly, from curl.
-D=$TMPD/ngx
-mkdir -p "$D/lua" "$D/prof" "$D/tmp"
-chmod 0711 "$TMPD"
-chmod 0755 "$D" "$D/lua"
-cp "$BUILD/ljmemprof.so" "$D/lua/"
-user=""
-if [ "$(id -u)" = 0 ]; then
-  user="user nobody nogroup;"
-  chown nobody "$D/prof"
-  chmod 0700 "$D/prof"
-fi
+nginx_dirs
 
 cat > "$D/lua/handler.lua" <<'LUA'
 -- A request handler with one native block per request.

@@ -22,17 +22,7 @@ if ! command -v wrk > /dev/null; then
   ok 1 "wrk is installed (make deps installs it)"
   done_testing
 fi
-D=$TMPD/ngx
-mkdir -p "$D/lua" "$D/prof" "$D/tmp"
-chmod 0711 "$TMPD"
-chmod 0755 "$D" "$D/lua"
-cp "$BUILD/ljmemprof.so" "$D/lua/"
-user=""
-if [ "$(id -u)" = 0 ]; then
-  user="user nobody nogroup;"
-  chown nobody "$D/prof"
-  chmod 0700 "$D/prof"
-fi
+nginx_dirs
 
 cat > "$D/lua/cache.lua" <<'LUA'
 -- A handler whose cache never evicts: one table per request.

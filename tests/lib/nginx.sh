@@ -5,8 +5,8 @@
 # at once if one is missing. stop_nginx stops the master in $master and
 # its workers, bounded (TERM, KILL after 10 s), and is a no-op when none;
 # stop_checked does it and checks that they are gone and nothing was
-# logged as an alert. nginx_conf_head prints the first lines of a test's
-# nginx.conf.
+# logged as an alert. nginx_dirs makes a test's directories,
+# nginx_conf_head prints the first lines of its nginx.conf.
 if [ "${FLAVOUR:-luajit}" != luajit2 ]; then
   echo "1..0 # SKIP nginx's Lua module runs OpenResty's LuaJIT: make test FLAVOUR=luajit2 runs this"
   exit 0
@@ -76,4 +76,21 @@ http {
   uwsgi_temp_path $D/tmp/uwsgi;
   scgi_temp_path $D/tmp/scgi;
 EOF
+}
+
+# nginx_dirs: $D (under $TMPD) with lua/ (the agent copied in), prof/ and
+# tmp/; as root, the workers run as nobody ($user, the main context's
+# line; "" otherwise) and prof/ is theirs alone.
+nginx_dirs() {
+  D=$TMPD/ngx
+  mkdir -p "$D/lua" "$D/prof" "$D/tmp"
+  chmod 0711 "$TMPD"
+  chmod 0755 "$D" "$D/lua"
+  cp "$BUILD/ljmemprof.so" "$D/lua/"
+  user=""
+  if [ "$(id -u)" = 0 ]; then
+    user="user nobody nogroup;"
+    chown nobody "$D/prof"
+    chmod 0700 "$D/prof"
+  fi
 }
