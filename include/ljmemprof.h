@@ -124,11 +124,12 @@ typedef struct ljmp_options {
   const char *snapshot;	/* Or NULL: the path of a heap snapshot
 			   (ljmp_snapshot(), %p and %n expanded, created
 			   with mode) taken when the recording is stopped
-			   by ljmp_stop() or a signal, after the stop's
-			   collection and before the stream ends; the
-			   stream marks it, so that `ljmemprof snapshot
-			   --profile` can join the two. Not taken at
-			   lua_close() or process exit. */
+			   by ljmp_stop(), a signal or lua_close(), after
+			   the stop's collection and before the stream
+			   ends; the stream marks it, so that `ljmemprof
+			   snapshot --profile` can join the two. Not at
+			   process exit without lua_close() (the VM may
+			   be anywhere): one line on stderr says so. */
 } ljmp_options;
 
 #define LJMP_OPTIONS_INIT	{ sizeof(ljmp_options), 0, 0, 0, 0, 0, 0, 0, 0, \

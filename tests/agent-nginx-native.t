@@ -15,17 +15,7 @@
 . tests/lib/nginx.sh
 
 N=100		# Requests counted exactly, from curl.
-D=$TMPD/ngx
-mkdir -p "$D/lua" "$D/prof" "$D/tmp"
-chmod 0711 "$TMPD"
-chmod 0755 "$D" "$D/lua"
-cp "$BUILD/ljmemprof.so" "$D/lua/"
-user=""
-if [ "$(id -u)" = 0 ]; then
-  user="user nobody nogroup;"
-  chown nobody "$D/prof"
-  chmod 0700 "$D/prof"
-fi
+nginx_dirs
 
 cat > "$D/lua/handler.lua" <<'LUA'
 -- A request handler with one native block per request.
@@ -48,24 +38,7 @@ trap 'exit 1' INT TERM HUP
 try=0
 while [ $try -lt 5 ]; do
   port=$((20000 + ($$ * 11 + try * 337) % 20000))
-  cat > "$D/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-$user
-pid $D/nginx.pid;
-error_log $D/error.log notice;
-load_module $MODS/ndk_http_module.so;
-load_module $MODS/ngx_http_lua_module.so;
-events { worker_connections 64; }
-http {
-  log_format counted '\$pid \$uri \$status';
-  access_log $D/access.log counted;
-  client_body_temp_path $D/tmp/body;
-  proxy_temp_path $D/tmp/proxy;
-  fastcgi_temp_path $D/tmp/fastcgi;
-  uwsgi_temp_path $D/tmp/uwsgi;
-  scgi_temp_path $D/tmp/scgi;
+  { nginx_conf_head "$user"; cat <<EOF; } > "$D/nginx.conf"
   lua_package_path "$D/lua/?.lua;$ROOT/usr/share/lua/5.1/?.lua;;";
   lua_package_cpath "$D/lua/?.so;;";
   init_worker_by_lua_block {
@@ -139,12 +112,5 @@ case $out in
   *) ok 0 "nothing of the handler's is held" ;;
 esac
 
-m=$master
-stop_nginx
-left=""
-for p in $m $pid; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
-is "$left" "" "nginx is stopped: its master and worker are gone"
-grep -q '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log"
-ok $((! $?)) "nginx logged no alert, crit or emerg"
-grep '\[alert\]\|\[emerg\]\|\[crit\]' "$D/error.log" | head -n 5 | sed 's/^/# /'
+stop_checked "$D/error.log" "" "$pid"
 done_testing

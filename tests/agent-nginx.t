@@ -264,12 +264,6 @@ echo "$out" | grep -q "^@$D/lua/perreq.lua:3: [0-9]* blocks"
 ok $? "naming the handler's line"
 echo "$out" | sed 's/^/# /' | head -n 8
 
-m=$master
-stop_nginx
-left=""
-for p in $m $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
-is "$left" "" "nginx is stopped: its master and workers are gone"
-grep -q '\[alert\]\|\[emerg\]\|\[crit\]' "$D/logs/error.log"
-ok $((! $?)) "nginx logged no alert, crit or emerg"
-grep '\[alert\]\|\[emerg\]\|\[crit\]' "$D/logs/error.log" | head -n 5 | sed 's/^/# /'
+# shellcheck disable=SC2086
+stop_checked "$D/logs/error.log" "" $pids
 done_testing

@@ -139,6 +139,53 @@ t.same({ rc, out }, { 0, "" }, "LJMEMPROF=...,snapshot=P: the program runs")
 h = head(snap)
 t.is(marks(prof)[1], mark_of("a.ljh", h, events(prof)),
      "LJMEMPROF: the snapshot is taken at the stop, and marked")
+-- LJMEMPROF's snapshot= with no stop in the program: the recording ends at
+-- lua_close() (the script just ends), and the snapshot is taken there,
+-- the VM still whole, and marked; the main chunk has returned, so only
+-- what a global holds is reached.
+os.remove(snap)
+local prog = "x = {} for i = 1, 1000 do x[i] = { i } end local l = { 1 }"
+out, rc = run("env LJMEMPROF=" .. t.shq(prof .. ",stacks=4,snapshot=" .. snap) ..
+	      " " .. env .. " luajit -joff -l ljmemprof -e " .. t.shq(prog))
+t.same({ rc, out }, { 0, "" }, "LJMEMPROF=...,snapshot=P, no stop: the " ..
+       "program runs, says nothing")
+h = head(snap)
+t.is(marks(prof)[1], mark_of("a.ljh", h, events(prof)),
+     "the snapshot is taken at lua_close, and marked")
+out, rc = run(BUILD .. "/ljmemprof snapshot " .. t.shq(snap))
+t.same({ rc, out:match("\n  (_G%.x%[%*%]: %d+ %a+), %d+B\n") },
+       { 0, "_G.x[*]: 1000 tables" }, "ljmemprof snapshot reads it: the " ..
+       "global's 1000 entries", out)
+t.ok(out:find("^HEAP SNAPSHOT [^\n]*\n  the VM counts %d+B: objects %d+B %+ " ..
+	      "VM internals %d+B %+ not reached %d+B in %d+ objects? %(exact%)\n"),
+     "at lua_close too, every byte the VM counts is accounted for", out)
+out, rc = run(BUILD .. "/ljmemprof snapshot --profile " .. t.shq(prof) .. " " ..
+	      t.shq(snap))
+t.same({ rc, out:match("\n%s+%d+B%s+(%d+)  =%(command line%):1: 100%% held by _G%.x\n") },
+       { 0, "1001" }, "joined: the line made the 1001 tables _G.x holds " ..
+       "(itself and its entries)", out)
+-- os.exit() without close: no snapshot can be taken (the VM is not
+-- closed, and the exit handler may run anywhere): one line says so.
+os.remove(snap)
+out, rc = run("env LJMEMPROF=" .. t.shq(prof .. ",stacks=4,snapshot=" .. snap) ..
+	      " " .. env .. " luajit -joff -l ljmemprof -e " ..
+	      t.shq(prog .. " os.exit(3)"))
+t.same({ rc, out, (io.open(snap)) }, { 3, "ljmemprof: " .. snap .. ": no heap " ..
+       "snapshot written: the process exits without closing the Lua state " ..
+       "(os.exit() without close); it is taken at stop(), a signal's stop " ..
+       "or lua_close()\n", nil }, "os.exit(3): its status, one line, no file")
+t.same({ select(2, run(BUILD .. "/ljmemprof info " .. t.shq(prof))),
+	 #marks(prof) }, { 0, 0 }, "the profile complete, with no mark")
+out, rc = run("env LJMEMPROF=" .. t.shq(prof .. ",stacks=4,snapshot=" .. snap) ..
+	      " " .. env .. " luajit -joff -l ljmemprof -e " ..
+	      t.shq(prog .. " os.exit(0, true)"))
+t.same({ rc, out, head(snap).objects ~= nil }, { 0, "", true },
+       "os.exit(0, true) closes the state: the snapshot is taken")
+out, rc = run("env LJMEMPROF=" .. t.shq(prof .. ",stacks=4,snapshot=/nonexistent-dir/x.ljh") ..
+	      " " .. env .. " luajit -joff -l ljmemprof -e " .. t.shq(prog))
+t.same({ rc, out }, { 0, "ljmemprof: the snapshot at lua_close " ..
+       "(/nonexistent-dir/x.ljh): No such file or directory\n" },
+       "a snapshot that fails at lua_close: said on stderr")
 for _, c in ipairs({
   { "snapshot=", "snapshot=: a path must follow '='" },
   { "snapshot=" .. dir .. "/s%x", "snapshot=" .. dir .. "/s%x: % must be " ..

@@ -102,6 +102,35 @@ ok $r "and it says the profile has no stacks ($err)"
 run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" "$TMPD/flat.ljh"
 case $rc:$err in 2:*"it was not taken while this profile was recorded (the profile marks 1 other snapshot)") r=0;; *) r=1;; esac
 ok $r "a profile that marks another snapshot: says so ($err)"
+# A line two functions have: the join names each as the report does
+# ("@two.lua:2 (fill)", "@two.lua:2 (main chunk)"), with the report's own
+# labels (one definition), not two lines both called "@two.lua:2".
+cat > "$TMPD/two.lua" <<'LUA'
+local mp = require("ljmemprof") assert(mp.start{ path = arg[1] .. "/two.ljm", stacks = 4 }) local cache = {}
+local function fill(n) for i = 1, n do cache[i] = { i } end end fill(100) cache.x = { 1, 2, 3 }
+assert(mp.stop{ collect = true, snapshot = arg[1] .. "/two.ljh" })
+LUA
+run env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -joff "$TMPD/two.lua" "$TMPD"
+is "$rc:$err" "0:" "the program of a shared line runs"
+run "$BUILD/ljmemprof" snapshot --top 3 --profile "$TMPD/two.ljm" "$TMPD/two.ljh"
+sed "s|$TMPD/||g" "$TMPD/out" | sed -n '/^MADE WITHIN/,/^$/p' | sed -n '3,5p' > "$TMPD/got"
+cat > "$TMPD/want" <<'TXT'
+         8800B        100  @two.lua:2 (fill): 100% held by main thread <local cache in main chunk of two.lua>
+         1144B          1  @two.lua:1: 100% held by main thread <local cache in main chunk of two.lua>
+          200B          3  @two.lua:2 (main chunk): 52% held by main thread <local cache in main chunk of two.lua>
+TXT
+is "$rc:$(cat "$TMPD/got")" "0:$(cat "$TMPD/want")" \
+  "a line two functions have: each named, as the report names them"
+run "$BUILD/ljmemprof" report "$TMPD/two.ljm"
+sed "s|$TMPD/||g" "$TMPD/out" | grep -E '^@two\.lua:[0-9].* holds ' | sed 's/ holds.*//' > "$TMPD/got"
+is "$(cat "$TMPD/got")" "@two.lua:2 (fill)
+@two.lua:2 (main chunk)
+@two.lua:1" "the report's HEAP SUMMARY: the same labels"
+run "$BUILD/ljmemprof" snapshot --format json --profile "$TMPD/two.ljm" "$TMPD/two.ljh"
+python3 -c 'import json, sys
+print(" | ".join(l["line"].split("/")[-1] for l in json.load(open(sys.argv[1]))["recording"]["lines"]))' "$TMPD/out" > "$TMPD/got"
+is "$(cat "$TMPD/got")" "two.lua:2 (fill) | two.lua:1 | two.lua:2 (main chunk)" \
+  "and the JSON join's lines"
 run "$BUILD/ljmemprof" snapshot --profile "$TMPD/leak.ljm" --format heapsnapshot "$TMPD/leak.ljh"
 is "$rc:$err" "2:ljmemprof snapshot: --profile joins one snapshot with its recording, in the text, json or html report (not with --format heapsnapshot)" \
   "--profile with --format heapsnapshot: refused"

@@ -194,6 +194,77 @@ os.remove(A)
 os.remove(B)
 package.loaded["app.cache"] = nil
 
+-- 2b. A table's string keys are one path class, <key>, in the diff and in
+-- the snapshot alike: keys (each to a table) grown from 100 to 400 are
+-- 100 -> 400 (their classes were told apart by their values, so the 100
+-- kept ones paired nothing: 0 -> 300), and the snapshot's classes hold
+-- the keys the retainer's retained size counts.
+A, B = T.tmpname("ka"), T.tmpname("kb")
+package.loaded["app.keys"] = {}
+for i = 1, 100 do package.loaded["app.keys"]["key" .. i] = {} end
+collectgarbage()
+collectgarbage()
+collectgarbage("stop")
+assert(mp.snapshot(A))
+c0 = collectgarbage("count")
+for i = 101, 400 do package.loaded["app.keys"]["key" .. i] = {} end
+c1 = collectgarbage("count")
+assert(mp.snapshot(B))
+collectgarbage("restart")
+d = json_of(MP .. " diff --format json " .. t.shq(A) .. " " .. t.shq(B))
+-- What the loop made: 300 strings, 300 tables, the hash part resized.
+local keys_new, tabs_new = -1, -1
+for _, ty in ipairs(d.types or {}) do
+  if ty.type == "string" then keys_new = ty.new.bytes end
+  if ty.type == "table" then tabs_new = ty.new.bytes end
+end
+t.is(keys_new + tabs_new + (d.resized and d.resized.bytes or 0),
+     (c1 - c0) * 1024, "new strings, new tables and the resize: the cost")
+local keycls
+for _, c in ipairs(d.classes or {}) do
+  if c.path == 'package.loaded["app.keys"] <key>' then keycls = c end
+end
+t.same(flat(keycls or {}), flat({ path = 'package.loaded["app.keys"] <key>',
+  type = "string", objects = { 100, 400 },
+  bytes = { keycls and keycls.bytes[1] or -1,
+	    (keycls and keycls.bytes[1] or -1) + keys_new },
+  new = { count = 300, bytes = keys_new }, gone = { count = 0, bytes = 0 } }),
+  "diff: the keys' class 100 -> 400, the 300 new keys' bytes")
+local sa, sb = json_of(MP .. " snapshot --top 0 --format json " .. t.shq(A)),
+	       json_of(MP .. " snapshot --top 0 --format json " .. t.shq(B))
+local function keys_of(s)
+  local cls, ret = {}, nil
+  for _, c in ipairs(s.classes or {}) do
+    if c.path:find('^package%.loaded%["app%.keys"%]') then cls[#cls + 1] = c end
+  end
+  for _, r in ipairs(s.retainers or {}) do
+    if r.path == 'package.loaded["app.keys"]' then ret = r end
+  end
+  return cls, ret
+end
+local ca, ra = keys_of(sa)
+local cb, rb = keys_of(sb)
+-- Each value an empty table, of one size.
+local tab = tabs_new / 300
+local ka, kb = keycls and keycls.bytes[1] or -1, keycls and keycls.bytes[2] or -1
+t.same(flat({ ca, cb }), flat({
+  { { path = 'package.loaded["app.keys"][*]', type = "table", count = 100,
+      retained = 100 * tab },
+    { path = 'package.loaded["app.keys"] <key>', type = "string",
+      count = 100, retained = ka } },
+  { { path = 'package.loaded["app.keys"][*]', type = "table", count = 400,
+      retained = 400 * tab },
+    { path = 'package.loaded["app.keys"] <key>', type = "string",
+      count = 400, retained = kb } } }),
+  "snapshot: the entries' class and the keys', 100 and 400 strings, the " ..
+  "diff's bytes")
+t.same({ ra and ra.retained - ra.self, rb and rb.retained - rb.self },
+       { 100 * tab + ka, 400 * tab + kb },
+       "the table's retained size is its own, its entries' and its keys'")
+os.remove(A)
+os.remove(B)
+package.loaded["app.keys"] = nil
+
 -- 3. The export to Chrome DevTools' .heapsnapshot, loaded by DevTools'
 -- own loader (npm's chrome-devtools-frontend, under build/npm: make deps
 -- installs it; tests/lib/devtools_heap.mjs runs it in node): the node

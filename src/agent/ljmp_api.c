@@ -188,13 +188,23 @@ static unsigned close_finalisers(lua_State *L, const GCudata *self)
 /* __gc of the registry sentinel: finalise a running profile at lua_close,
 ** then un-arm (the stop puts back the allocator it wrapped, which may be
 ** the arm's). The profile notes how many other finalisers ran meanwhile:
-** what they freed was held when the program ended. */
+** what they freed was held when the program ended. The recording's
+** snapshot is taken then: lua_close() runs the finalisers (this among
+** them) before it frees anything, the VM still whole; no caller hears its
+** error, so stderr does. */
 static int sentinel_gc(lua_State *L)
 {
   mp_state *s = state_of(L);
+  mp_stopinfo info;
   if (s && tvisudata(L->base))
     s->closefin = close_finalisers(L, udataV(L->base));
-  if (s || mp_proc_find(G(L))) mp_stop(L, MP_STOP_CLOSING, NULL, NULL);
+  if (s || mp_proc_find(G(L))) {
+    mp_stop(L, MP_STOP_CLOSING, NULL, &info);
+    if (info.snaprc)
+      fprintf(stderr, "ljmemprof: the snapshot at lua_close (%s): %s\n",
+	      info.snap, info.snaprc == -EFBIG ? "it reached max_size: it "
+	      "is cut short" : ljmp_strerror(info.snaprc));
+  }
   mp_proc_closed(L);
   return 0;
 }
@@ -528,8 +538,7 @@ int mp_stop(lua_State *L, unsigned flags, const char *snap,
   /* The snapshot, after the collection and before the end: the stream
   ** marks it (ljmp_snapshot()). */
   if (!snap && s) snap = s->snap;
-  if (s && snap && !s->forked && !s->finished && !s->limited &&
-      !(flags & MP_STOP_CLOSING)) {
+  if (s && snap && !s->forked && !s->finished && !s->limited) {
     ljmp_options so = LJMP_OPTIONS_INIT;
     so.path = snap;
     so.mode = s->mode;

@@ -24,7 +24,7 @@ typedef struct mp_stopinfo {
   char snap[MP_PATH_MAX];	/* ...and its path, as given. */
 } mp_stopinfo;
 
-/* Not a flag of ljmp_stop_with()'s: the VM is closing (no snapshot). */
+/* Not a flag of ljmp_stop_with()'s: the VM is closing (lua_close()). */
 #define MP_STOP_CLOSING	0x100
 
 /* ljmp_stop_with(): snap (NULL: the start's ljmp_options.snapshot, if

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -86,6 +87,21 @@ static int quiesce(mp_state *s)
   return 1;
 }
 
+/* The snapshot a recording ending at exit was to take cannot be: the VM
+** may be anywhere in its code, or in another thread. Say so on stderr
+** (one write(2), as the sink's announcements), so that nothing is missing
+** silently. */
+static void say_no_snapshot(const mp_state *s)
+{
+  char line[2 * 4096 + 256];
+  int n = snprintf(line, sizeof(line), "ljmemprof: %s: no heap snapshot "
+		   "written: the process exits without closing the Lua state "
+		   "(os.exit() without close); it is taken at stop(), a "
+		   "signal's stop or lua_close()\n", s->snap);
+  if (n > (int)sizeof(line) - 1) n = (int)sizeof(line) - 1;
+  if (write(STDERR_FILENO, line, (size_t)n) < 0) {}	/* Nowhere else. */
+}
+
 /* Finalise every stream still open when the process exits. The hooks stay
 ** installed, forwarding only, since the VMs may still allocate. A stream
 ** whose hook stays busy (a writer callback that blocks) is left cut short
@@ -98,7 +114,10 @@ static void at_exit(void)
     __atomic_store_n(&s->recording, 0, __ATOMIC_SEQ_CST);
   barrier_all_threads();
   for (s = running_list; s; s = s->next)
-    if (!s->finished && quiesce(s)) mp_sink_finish(s);
+    if (!s->finished && quiesce(s)) {
+      if (s->snap && !s->limited) say_no_snapshot(s);
+      mp_sink_finish(s);
+    }
   pthread_mutex_unlock(&running_lock);
 }
 

@@ -129,6 +129,21 @@ static int64_t net(const mp_heapdiff_class *e)
   return (int64_t)(e->live[1].bytes - e->live[0].bytes);
 }
 
+static const mp_heapdiff_class *by_growth_e;	/* qsort's context; the
+						   reader is one thread. */
+
+/* Entries by the growth of their bytes, then by new members, then in the
+** order they were made. */
+static int by_growth(const void *pa, const void *pb)
+{
+  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+  const mp_heapdiff_class *x = &by_growth_e[a], *y = &by_growth_e[b];
+  if (net(x) != net(y)) return net(x) > net(y) ? -1 : 1;
+  if (x->added.count != y->added.count)
+    return x->added.count > y->added.count ? -1 : 1;
+  return a < b ? -1 : a > b;
+}
+
 int mp_heapdiff_build(mp_heapdiff *d, const mp_heapsnap *ha,
 		      const mp_heapsnap *hb, unsigned fold, uint32_t n)
 {
@@ -219,25 +234,19 @@ int mp_heapdiff_build(mp_heapdiff *d, const mp_heapsnap *ha,
       goto out;
   }
   /* A class put from a kept member whose path differs made an entry of
-  ** its own that did not change: drop those. The n that grew most. */
-  if (!(top = malloc((size_t)(n ? n : 1) * sizeof(*top)))) goto out;
-  for (i = 0; i < t.n; i++) {
+  ** its own that did not change: drop those. The n that grew most (a
+  ** sort: n may be all of a million). */
+  if (!(top = malloc((size_t)(t.n ? t.n : 1) * sizeof(*top)))) goto out;
+  for (i = 0, j = 0; i < t.n; i++) {
     const mp_heapdiff_class *e = &t.e[i];
-    if (!e->added.count && !e->gone.count &&
-	e->live[0].bytes == e->live[1].bytes)
-      continue;
-    d->morecls++;
-    for (j = got; j > 0 && (net(&t.e[top[j - 1]]) < net(e) ||
-			    (net(&t.e[top[j - 1]]) == net(e) &&
-			     t.e[top[j - 1]].added.count < e->added.count));
-	 j--)
-      if (j < n) top[j] = top[j - 1];
-    if (j < n) {
-      top[j] = i;
-      if (got < n) got++;
-    }
+    if (e->added.count || e->gone.count ||
+	e->live[0].bytes != e->live[1].bytes)
+      top[j++] = i;
   }
-  d->morecls -= got;
+  by_growth_e = t.e;
+  qsort(top, j, sizeof(*top), by_growth);
+  got = j < n ? j : n;
+  d->morecls = j - got;
   if (!(d->cls = calloc(got ? got : 1, sizeof(*d->cls)))) goto out;
   for (i = 0; i < got; i++) {
     d->cls[i] = t.e[top[i]];

@@ -26,14 +26,14 @@ const char *mp_heapsnap_type(unsigned t)
 void mp_heapsnap_free(mp_heapsnap *h)
 {
   free(h->parent); free(h->up); free(h->depth); free(h->weakonly); free(h->idom);
-  free(h->retained);
+  free(h->retained); free(h->head);
   memset(h, 0, sizeof(*h));
 }
 
 /* Breadth first from the root: strong references, then weak ones from
 ** everything reached, for what only they reach. order gets the objects
-** in the order met. */
-static void bfs(mp_heapsnap *h, uint32_t *order)
+** in the order met; returns their number. */
+static uint32_t bfs(mp_heapsnap *h, uint32_t *order)
 {
   const mp_snapshot *sn = h->sn;
   uint32_t head = 0, tail = 0, i, pass;
@@ -67,6 +67,7 @@ static void bfs(mp_heapsnap *h, uint32_t *order)
       }
     }
   }
+  return tail;
 }
 
 /* Climb from u to the forest's root of its tree and compress the path
@@ -255,6 +256,30 @@ static void namespaces(mp_heapsnap *h)
   }
 }
 
+#define PATH_HEAD	12	/* Steps shown before and after "...". */
+
+/* The ancestor at depth PATH_HEAD of every object deeper than twice
+** that (paths show its first and last PATH_HEAD steps: with it, a path
+** of a million steps is named in 2 * PATH_HEAD, not a million), in
+** order (parents before children, as bfs() met them); none when no
+** object is that deep. 0, or -1 out of memory. */
+static int heads(mp_heapsnap *h, const uint32_t *order, uint32_t nord)
+{
+  const mp_snapshot *sn = h->sn;
+  uint32_t i, deep = 0;
+  for (i = 1; i < sn->n && !deep; i++)
+    deep = h->depth[i] != NONE && h->depth[i] > 2 * PATH_HEAD;
+  if (!deep) return 0;
+  if (!(h->head = malloc((size_t)sn->n * sizeof(*h->head)))) return -1;
+  for (i = 0; i < sn->n; i++) h->head[i] = NONE;
+  for (i = 1; i < nord; i++) {
+    uint32_t v = order[i];
+    h->head[v] = h->depth[v] == PATH_HEAD ? v :
+		 h->depth[v] > PATH_HEAD ? h->head[h->up[v]] : NONE;
+  }
+  return 0;
+}
+
 int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
 {
   uint32_t n = sn->n, i, *order;
@@ -281,7 +306,11 @@ int mp_heapsnap_build(mp_heapsnap *h, const mp_snapshot *sn)
     mp_heapsnap_free(h);
     return -1;
   }
-  bfs(h, order);
+  if (heads(h, order, bfs(h, order)) < 0) {
+    free(order);
+    mp_heapsnap_free(h);
+    return -1;
+  }
   free(order);
   namespaces(h);
   return 0;
@@ -535,8 +564,6 @@ static int folds_from(const mp_heapsnap *h, uint32_t f, unsigned fold)
 }
 
 
-#define PATH_HEAD	12	/* Steps shown before and after "...". */
-
 char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
 		       char *buf, size_t size)
 {
@@ -544,7 +571,8 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
   /* The steps shown: the first and the last PATH_HEAD, step i of a path
   ** of d at steps[i < PATH_HEAD ? i : i - (d - 2 * PATH_HEAD)] (all of
   ** them when d <= 2 * PATH_HEAD), with the object each leaves: no
-  ** allocation, so nothing can fail. */
+  ** allocation, so nothing can fail; the climb skips from the last
+  ** ones to the ancestor at depth PATH_HEAD (h->head). */
   uint32_t d, i, v, steps[2 * PATH_HEAD], from[2 * PATH_HEAD], skip;
   sbuf s = { buf, 0, size };
   buf[0] = 0;
@@ -555,11 +583,17 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
   if (id == 0) { adds(&s, "(roots)"); return buf; }
   d = h->depth[id];
   skip = d > 2 * PATH_HEAD ? d - 2 * PATH_HEAD : 0;
-  for (v = id, i = d; i > 0; v = h->up[v]) {
+  for (v = id, i = d; i > 0;) {
     i--;
     if (i < PATH_HEAD || i >= PATH_HEAD + skip) {
       steps[i < PATH_HEAD ? i : i - skip] = h->parent[v];
       from[i < PATH_HEAD ? i : i - skip] = i ? h->up[v] : 0;
+    }
+    if (skip && h->head && i == PATH_HEAD + skip) {
+      v = h->head[id];
+      i = PATH_HEAD;
+    } else {
+      v = h->up[v];
     }
   }
   for (i = 0; i < d; i++) {
@@ -578,40 +612,97 @@ char *mp_heapsnap_path(const mp_heapsnap *h, uint32_t id, unsigned fold,
   return buf;
 }
 
+#define TOP_INSERT	64	/* Tops of at most this many are made by
+				   insertion; bigger ones (--top 0: all) by a
+				   sort, as insertion is quadratic. */
+
+static const uint64_t *by_value_v;	/* qsort's context; the reader is
+					   one thread. */
+
+/* Indexes by their value in by_value_v, largest first; ties by index. */
+static int by_value(const void *pa, const void *pb)
+{
+  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+  if (by_value_v[a] != by_value_v[b])
+    return by_value_v[a] > by_value_v[b] ? -1 : 1;
+  return a < b ? -1 : a > b;
+}
+
+/* Put candidate index i (by its value v[i], coming in increasing i) into
+** the top ids of at most n, *got of them so far: by insertion when n is
+** small, else appended (top_sort() sorts them at the end; ids has room
+** for every candidate then). */
+static void top_put(const uint64_t *v, uint32_t i, uint32_t *ids, uint32_t n,
+		    uint32_t *got)
+{
+  uint32_t j;
+  if (n > TOP_INSERT) { ids[(*got)++] = i; return; }
+  for (j = *got; j > 0 && v[ids[j - 1]] < v[i]; j--)
+    if (j < n) ids[j] = ids[j - 1];
+  if (j < n) {
+    ids[j] = i;
+    if (*got < n) (*got)++;
+  }
+}
+
+/* The end of a top of more than TOP_INSERT: sort the got candidates,
+** keep n. Their number. */
+static uint32_t top_sort(const uint64_t *v, uint32_t *ids, uint32_t n,
+			 uint32_t got)
+{
+  if (n <= TOP_INSERT) return got;
+  by_value_v = v;
+  qsort(ids, got, sizeof(*ids), by_value);
+  return got < n ? got : n;
+}
+
 int mp_heapsnap_top(const mp_heapsnap *h, uint32_t *ids, uint32_t n)
 {
   const mp_snapshot *sn = h->sn;
   uint64_t *maxchild = calloc(sn->n, sizeof(*maxchild));
-  uint32_t i, got = 0, j;
+  uint32_t i, got = 0, *all = NULL;
   if (!maxchild) return -1;
+  /* A big top gathers every candidate first. */
+  if (n > TOP_INSERT && !(all = malloc((size_t)sn->n * sizeof(*all)))) {
+    free(maxchild);
+    return -1;
+  }
   for (i = 1; i < sn->n; i++)
     if (h->retained[i] > maxchild[h->idom[i]])
       maxchild[h->idom[i]] = h->retained[i];
   for (i = 1; i < sn->n; i++) {
     if (h->weakonly[i] || h->parent[i] == NONE) continue;
     if (maxchild[i] * 10 >= h->retained[i] * 9 && maxchild[i]) continue;
-    /* Insert by retained size, largest first; ties by number. */
-    for (j = got; j > 0 && h->retained[ids[j - 1]] < h->retained[i]; j--)
-      if (j < n) ids[j] = ids[j - 1];
-    if (j < n) {
-      ids[j] = i;
-      if (got < n) got++;
-    }
+    /* By retained size, largest first; ties by number. */
+    top_put(h->retained, i, all ? all : ids, n, &got);
   }
   free(maxchild);
+  if (all) {
+    got = top_sort(h->retained, all, n, got);
+    memcpy(ids, all, (size_t)got * sizeof(*ids));
+    free(all);
+  }
   return (int)got;
 }
 
 /* -- Path classes ------------------------------------------------------------ */
 
-/* The key of the step to object v, its path parent f: its edge's kind
-** and argument, or ~0 if the step is folded (*fo says which). */
+/* The key of the step to object v, its path parent f: what its path
+** shows of it (the edge's kind, and its argument but for a key), ~0 if
+** the step is folded; *fo says whether it is. A table's keys are one
+** step, <key>, whatever their values (and are folded with its entries). */
 static uint64_t class_key(const mp_heapsnap *h, uint32_t v, uint32_t f,
 			  unsigned fold, int *fo)
 {
-  const mp_snap_edge *e = &h->sn->e[h->parent[v]];
-  *fo = e->kind <= MP_HE_LUDKEY && folds_from(h, f, fold);
-  return *fo ? ~(uint64_t)0 : (uint64_t)e->kind << 56 ^ mp_snap_arg(h->sn, e);
+  const mp_snapshot *sn = h->sn;
+  const mp_snap_edge *e = &sn->e[h->parent[v]];
+  uint64_t a = mp_snap_arg(sn, e);
+  *fo = (e->kind <= MP_HE_LUDKEY || e->kind == MP_HE_KEYREF) &&
+	folds_from(h, f, fold);
+  if (e->kind == MP_HE_KEYREF) return (uint64_t)e->kind << 56;
+  if (*fo) return ~(uint64_t)0;
+  if (e->kind == MP_HE_KEY) a = a < sn->n ? sn->type[a] : 0;  /* [<table>] */
+  return (uint64_t)e->kind << 56 ^ a;
 }
 
 #define MULTI		0x80000000u	/* A class's first member: it has
@@ -744,8 +835,9 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
 {
   const mp_snapshot *sn = h->sn;
   uint32_t *cls = malloc((size_t)sn->n * sizeof(*cls)), *order = NULL;
-  uint32_t nc = 0, nobj = 0, i, got = 0, j, nf = 0, cap = 0;
+  uint32_t nc = 0, nobj = 0, i, got = 0, nf = 0, cap = 0;
   hclass *c = NULL;
+  uint64_t *bytes = NULL;
   mp_hash byclass;	/* Class -> its record in c. */
   int rc = -1;
   *out = NULL;
@@ -780,15 +872,11 @@ int mp_heapsnap_classes(const mp_heapsnap *h, unsigned fold, uint32_t n,
     c[x].bytes += h->retained[v];
     if (c[x].type != sn->type[v]) c[x].type = 0;
   }
-  /* The largest (ties: the first made). */
-  for (i = 0; i < nf; i++) {
-    for (j = got; j > 0 && c[order[j - 1]].bytes < c[i].bytes; j--)
-      if (j < n) order[j] = order[j - 1];
-    if (j < n) {
-      order[j] = i;
-      if (got < n) got++;
-    }
-  }
+  /* The largest (ties: the first made), by their bytes. */
+  if (!(bytes = malloc((size_t)(nf ? nf : 1) * sizeof(*bytes)))) goto out;
+  for (i = 0; i < nf; i++) bytes[i] = c[i].bytes;
+  for (i = 0; i < nf; i++) top_put(bytes, i, order, n, &got);
+  got = top_sort(bytes, order, n, got);
   if (!(*out = calloc(got ? got : 1, sizeof(**out)))) goto out;
   for (i = 0; i < got; i++) {
     char buf[1024];
@@ -810,6 +898,7 @@ out:
   free(cls);
   free(order);
   free(c);
+  free(bytes);
   return rc;
 }
 

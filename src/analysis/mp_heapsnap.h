@@ -8,7 +8,7 @@
 ** reverse postorder) and each object's retained size (its own and that of
 ** every object it dominates: what would be freed if it went), the live
 ** totals by type, and path classes (a path with a big container's keys
-** folded to [*]). Arrays of 4 or 8 bytes per object and per edge: about
+** folded to [*]; a table's keys that are objects one class, <key>). Arrays of 4 or 8 bytes per object and per edge: about
 ** 25 bytes an object besides the snapshot's, and at the peak the
 ** dominators' predecessor lists (4 an object and an edge) or the path
 ** classes' two arrays of an object (bench/README.md).
@@ -32,6 +32,9 @@ typedef struct mp_heapsnap {
   uint8_t *weakonly;	/* Reached only through a weak reference. */
   uint32_t *idom;	/* Immediate dominator (the root: 0). */
   uint64_t *retained;
+  uint32_t *head;	/* The ancestor at depth 12 of what is deeper than
+			   24 (paths skip the steps between), or NULL if
+			   nothing is. */
   uint64_t count[MP_HT__MAX], bytes[MP_HT__MAX];	/* Live by type. */
   uint32_t ns[3];	/* Namespaces: not folded (see classes). */
   uint32_t nweak;	/* Objects reached only weakly... */

@@ -247,17 +247,16 @@ static int note_lines(mp_profile *p)
   return 0;
 }
 
-/* Label every site, in site order (which numbers the aliases in the order
-** their chunks first had events). Sites of one chunk loaded many times
-** have one label: a small cache of recent labels by hash lets them share
-** a copy, so memory is a copy per label that did not repeat recently (a
-** table of all of them would cost more than it saves when they are all
-** different). 0 or -1. */
-static int make_labels(mp_sections *sec)
+/* Label every site into label, in site order (which numbers the aliases
+** in the order their chunks first had events). Sites of one chunk loaded
+** many times have one label: a small cache of recent labels by hash lets
+** them share a copy, so memory is a copy per label that did not repeat
+** recently (a table of all of them would cost more than it saves when
+** they are all different). 0 or -1. */
+static int make_labels(mp_profile *p, mp_strtab *store, const char **label)
 {
   enum { CACHE = 4096 };
   const char **recent = calloc(CACHE, sizeof(*recent));
-  mp_profile *p = sec->p;
   char buf[MP_LABEL_MAX];
   uint32_t i;
   if (!recent) return -1;
@@ -265,11 +264,23 @@ static int make_labels(mp_sections *sec)
     size_t n = mp_label(&p->syms.names, &p->site[i].loc, buf, sizeof(buf));
     const char **c = &recent[mp_hash_bytes(buf, n) % CACHE];
     if (!*c || strcmp(*c, buf))
-      if (!(*c = mp_strtab_copy(&sec->labels, buf, n + 1))) break;
-    sec->label[i] = *c;
+      if (!(*c = mp_strtab_copy(store, buf, n + 1))) break;
+    label[i] = *c;
   }
   free(recent);
   return i == p->nsite ? 0 : -1;
+}
+
+int mp_site_labels(mp_profile *p, mp_strtab *store, const char ***label)
+{
+  if (!(*label = calloc(p->nsite ? p->nsite : 1, sizeof(**label))))
+    return -1;
+  if (note_lines(p) < 0 || make_labels(p, store, *label) < 0) {
+    free(*label);
+    *label = NULL;
+    return -1;
+  }
+  return 0;
 }
 
 int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort)
@@ -281,9 +292,7 @@ int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort)
   sec->p = p;
   sec->sort = sort;
   mp_strtab_init(&sec->labels);
-  if (!(sec->label = calloc(p->nsite ? p->nsite : 1, sizeof(char *))) ||
-      note_lines(p) < 0 || make_labels(sec) < 0)
-    goto err;
+  if (mp_site_labels(p, &sec->labels, &sec->label) < 0) goto err;
   if (!(sec->link = malloc(((size_t)p->nlink + 1) * sizeof(uint32_t))))
     goto err;
   for (i = 0; i < p->nlink; i++) sec->link[i] = i;

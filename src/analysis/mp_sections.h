@@ -83,6 +83,14 @@ typedef struct mp_sections {
 int mp_sections_build(mp_sections *sec, mp_profile *p, mp_sort sort);
 void mp_sections_free(mp_sections *sec);
 
+/* The label of every site of p as the report writes it (the Lua lines of
+** the sites and frames noted first, so that a line two functions have
+** says which; aliases numbered in site order): (*label)[i] of site i,
+** stored in store (mp_strtab_init()ed); *label malloc'd. What the report
+** and every other view of the profile's sites (a snapshot's join) name
+** them by. 0 or -1 (out of memory). */
+int mp_site_labels(mp_profile *p, mp_strtab *store, const char ***label);
+
 /* The links of row r to show when at most top are (0: all) into idx
 ** (room for r->nlink): their indexes into p->link, in render order (by
 ** owner's label). When there are more, the top heaviest are kept: by the

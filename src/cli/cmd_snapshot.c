@@ -18,7 +18,7 @@
 #include "render/mp_json.h"
 #include "render/mp_render.h"
 #include "render/mp_text.h"
-#include "reader/mp_label.h"
+#include "analysis/mp_sections.h"
 
 const char mp_help_snapshot[] =
 "NAME\n"
@@ -42,8 +42,9 @@ const char mp_help_snapshot[] =
 "    with its shortest path from a root, leaving out an object that\n"
 "    passes 90% or more of it on to a single object it keeps alive; and\n"
 "    path classes: objects whose paths are the same once the keys of a\n"
-"    container of more than --fold entries are folded to [*], with what\n"
-"    they retain. References through weak tables retain nothing; what\n"
+"    container of more than --fold entries are folded to [*] (its string\n"
+"    and other object keys are one more class, <key>), with what they\n"
+"    retain. References through weak tables retain nothing; what\n"
 "    only they reach is counted apart.\n"
 "\n"
 "    --format html writes one self-contained page of the same numbers as\n"
@@ -535,13 +536,15 @@ typedef struct joined {
 				   0 none of them. */
   uint32_t *lines, nlines;	/* The sites that made most, at most --top,
 				   most bytes first. */
+  const char **label;		/* By site: the report's labels... */
+  mp_strtab labels;		/* ...stored here. */
 } joined;
 
 static uint32_t joined_sites(const joined *jd, uint32_t *ids, uint32_t n);
 
 /* Fill *jd from the join j of h with profile p; 0 or -1 (out of memory). */
 static int joined_build(joined *jd, const mp_heapsnap *h,
-			const mp_snapjoin *j, const mp_profile *p,
+			const mp_snapjoin *j, mp_profile *p,
 			const snap_view *v, const snap_opts *o)
 {
   const mp_snapshot *sn = h->sn;
@@ -556,7 +559,9 @@ static int joined_build(joined *jd, const mp_heapsnap *h,
 		    sizeof(*jd->held));
   jd->lines = malloc((o->top ? o->top : 1) * sizeof(*jd->lines));
   near = calloc(sn->n ? sn->n : 1, sizeof(*near));
-  if (!jd->bytes || !jd->objects || !jd->held || !jd->lines || !near) {
+  mp_strtab_init(&jd->labels);
+  if (!jd->bytes || !jd->objects || !jd->held || !jd->lines || !near ||
+      mp_site_labels(p, &jd->labels, &jd->label) < 0) {
     free(near);
     return -1;
   }
@@ -588,6 +593,8 @@ static void joined_free(joined *jd)
   free(jd->objects);
   free(jd->held);
   free(jd->lines);
+  free(jd->label);
+  mp_strtab_free(&jd->labels);
 }
 
 /* The sites that made anything, most bytes first, at most n: into ids;
@@ -652,7 +659,8 @@ static void print_joined_text(FILE *f, const mp_heapsnap *h,
 {
   const uint32_t *ids = jd->lines, n = jd->nlines;
   uint32_t i, k;
-  char b1[64], b2[64], label[512], where[2048];
+  char b1[64], b2[64], where[2048];
+  const char *label;
   fprintf(f, "\nMADE WITHIN THE RECORDING (%s, marked after event %llu): "
 	  "%u of %llu objects, %s of %s\n", mp_cli_name(o->profile),
 	  (unsigned long long)j->ev, j->made,
@@ -664,7 +672,7 @@ static void print_joined_text(FILE *f, const mp_heapsnap *h,
 	       "most of it\n", "bytes", "objects");
   for (i = 0; i < n; i++) {
     uint32_t s = ids[i], b = joined_holder(jd, s);
-    mp_label(&p->syms.names, &p->site[s].loc, label, sizeof(label));
+    label = jd->label[s];
     fprintf(f, "%14s %10llu  ", mp_fmt_bytes(b1, sizeof(b1), jd->bytes[s], 0),
 	    (unsigned long long)jd->objects[s]);
     mp_text_put(f, label, strlen(label), 0);
@@ -687,7 +695,7 @@ static void print_joined_text(FILE *f, const mp_heapsnap *h,
 	    where, mp_fmt_bytes(b1, sizeof(b1), h->retained[jd->top[k]], 0),
 	    mp_fmt_bytes(b2, sizeof(b2), joined_made(jd, k), 0));
     for (i = 0; i < nl; i++) {
-      mp_label(&p->syms.names, &p->site[lines[i]].loc, label, sizeof(label));
+      label = jd->label[lines[i]];
       fprintf(f, "%16s  ", mp_fmt_bytes(b1, sizeof(b1),
 	      jd->held[(size_t)lines[i] * (jd->ntop + 1) + k + 1], 0));
       mp_text_put(f, label, strlen(label), 0);
@@ -703,7 +711,7 @@ static void print_joined_json(FILE *f, const mp_snapjoin *j, mp_profile *p,
   const uint32_t *ids = jd->lines, n = jd->nlines;
   uint32_t i, k;
   int first = 1;
-  char label[512];
+  const char *label;
   fprintf(f, "{\"profile\":");
   mp_json_cstr(f, mp_cli_name(o->profile));
   fprintf(f, ",\"marked_after_event\":%llu,\"made_objects\":%u,"
@@ -711,7 +719,7 @@ static void print_joined_json(FILE *f, const mp_snapjoin *j, mp_profile *p,
 	  j->made, (unsigned long long)j->made_bytes);
   for (i = 0; i < n; i++) {
     uint32_t s = ids[i], b = joined_holder(jd, s);
-    mp_label(&p->syms.names, &p->site[s].loc, label, sizeof(label));
+    label = jd->label[s];
     fprintf(f, "%s{\"line\":", i ? "," : "");
     mp_json_cstr(f, label);
     fprintf(f, ",\"bytes\":%llu,\"objects\":%llu,\"held_by\":",
@@ -729,7 +737,7 @@ static void print_joined_json(FILE *f, const mp_snapjoin *j, mp_profile *p,
 	    first ? "" : ",", k, (unsigned long long)joined_made(jd, k));
     first = 0;
     for (i = 0; i < nl; i++) {
-      mp_label(&p->syms.names, &p->site[lines[i]].loc, label, sizeof(label));
+      label = jd->label[lines[i]];
       fprintf(f, "%s{\"line\":", i ? "," : "");
       mp_json_cstr(f, label);
       fprintf(f, ",\"bytes\":%llu}", (unsigned long long)
