@@ -73,6 +73,7 @@
 #include "mp_sym.h"
 #include "mp_sink.h"
 #include "mp_stream.h"
+#include "mp_where.h"
 
 #if defined(__x86_64__)
 #define R_SLOT	R_X86_64_JUMP_SLOT
@@ -147,6 +148,8 @@ typedef struct nat_ev {
   uint8_t nf;		/* MP_NF_*. */
   uint8_t take;		/* Its new block is recorded (sampled, or not
 			   sampling). */
+  uint8_t jit;		/* An allocation of the JIT's assembler: its
+			   machine code, not an event (see apply()). */
 } nat_ev;
 
 typedef struct nat_q {
@@ -173,6 +176,8 @@ typedef struct nat_obj {
 ** of several). */
 typedef struct nat_map {
   uint64_t addr, size;
+  int jit;		/* The JIT's machine code: its unmapping is no
+			   event. */
 } nat_map;
 
 #define FILTER_SLOTS	65536	/* Sampling's filter of live sampled blocks. */
@@ -198,6 +203,8 @@ static struct {
   /* The VM's thread's alone (and stop's, once no wrapper runs): */
   mp_hash live;		/* Live blocks: address -> size (or BIG). */
   mp_hash big;		/* Sizes of 4 GiB or more: address -> index... */
+  mp_hash jit;		/* Live blocks of the JIT's assembler (its
+			   unwind tables): address -> 0, not events. */
   uint64_t *bigs;	/* ...into this. */
   size_t nbig, capbig;
   nat_map *maps;	/* Live mappings, by address. */
@@ -296,8 +303,9 @@ static size_t map_find(uint64_t a)
   return lo;
 }
 
-/* Note a live mapping (a, size) at index i of the list; 0 or -1. */
-static int map_insert(size_t i, uint64_t a, uint64_t size)
+/* Note a live mapping (a, size; jit: of the JIT's machine code) at index
+** i of the list; 0 or -1. */
+static int map_insert(size_t i, uint64_t a, uint64_t size, int jit)
 {
   if (nat.nmaps == nat.capmaps) {
     size_t cap = nat.capmaps ? 2 * nat.capmaps : 16;
@@ -309,6 +317,7 @@ static int map_insert(size_t i, uint64_t a, uint64_t size)
   memmove(&nat.maps[i + 1], &nat.maps[i], (nat.nmaps - i) * sizeof(*nat.maps));
   nat.maps[i].addr = a;
   nat.maps[i].size = size;
+  nat.maps[i].jit = jit;
   nat.nmaps++;
   return 0;
 }
@@ -377,7 +386,8 @@ static void put_drop(mp_state *s, uint64_t a)
 ** munmap's, or what a MAP_FIXED mmap replaced), page-rounded, at node: a
 ** mapping inside the range is freed, one that it cuts is resized to what
 ** is left (two pieces when the range is inside it: a resize and a new
-** block). A munmap (unseen) of no mapping seen is counted. */
+** block). A munmap (unseen) of no mapping seen is counted. The JIT's
+** machine code is no event: its mappings change without a word. */
 static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
 				    uint32_t node, int unseen)
 {
@@ -397,7 +407,7 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
       memmove(&nat.maps[i], &nat.maps[i + 1],
 	      (nat.nmaps - i - 1) * sizeof(*nat.maps));
       nat.nmaps--;
-      put_event(s, &p, node);
+      if (!m.jit) put_event(s, &p, node);
       continue;
     }
     p.ev = MP_AEV_REALLOC;
@@ -405,10 +415,10 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
     p.nsize = lo ? lo : hi;
     nat.maps[i].addr = p.naddr;
     nat.maps[i].size = p.nsize;
-    put_event(s, &p, node);
+    if (!m.jit) put_event(s, &p, node);
     i++;
     if (lo && hi) {	/* The part after the range: a block of its own. */
-      if (map_insert(i, end, hi) < 0) {
+      if (map_insert(i, end, hi, m.jit) < 0) {
 	__atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
 	continue;
       }
@@ -416,7 +426,7 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
       p.oaddr = p.osize = 0;
       p.naddr = end;
       p.nsize = hi;
-      put_event(s, &p, node);
+      if (!m.jit) put_event(s, &p, node);
       i++;
     }
   }
@@ -428,10 +438,13 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
 ** (counted when not sampling; a resize of one is an allocation), and a
 ** sampled block resized into one not taken leaves the sample. An mmap
 ** with an old range (MAP_FIXED) unmaps it first, and maps only if it is
-** an allocation (anonymous, taken). */
+** an allocation (anonymous, taken). An allocation of the JIT's assembler
+** (e->jit) is kept apart and not written, nor is the end of one: the
+** machine code is a figure of its own (MP_X_MCODE), not a C leak. */
 static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
 {
   int old = 0;
+  uint32_t v;
   if (e->nf == MP_NF_MUNMAP) { apply_unmap(s, e, node, 1); return; }
   if (e->nf == MP_NF_MMAP && e->osize) {
     apply_unmap(s, e, node, 0);
@@ -441,6 +454,7 @@ static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
   if (e->ev & MP_AEV_FREE) {
     old = live_take(e->oaddr, &e->osize);
     if (old && sampling()) filter_add(e->oaddr, -1);
+    else if (!old && mp_hash_take(&nat.jit, e->oaddr, &v)) e->jit = 1;
     else if (!old && !sampling()) nat.unseen++;
     if (e->ev == MP_AEV_FREE) {
       if (old) put_event(s, e, node);
@@ -454,7 +468,11 @@ static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
   }
   if (e->nf == MP_NF_MMAP) {
     size_t i = map_find(e->naddr);
-    if (map_insert(i, e->naddr, e->nsize) < 0) goto lost;
+    if (map_insert(i, e->naddr, e->nsize, e->jit) < 0) goto lost;
+    if (e->jit) return;
+  } else if (e->jit) {
+    if (mp_hash_put(&nat.jit, e->naddr, 0) < 0) goto lost;
+    return;
   } else if (live_put(e->naddr, e->nsize) < 0) {
     goto lost;
   }
@@ -502,7 +520,8 @@ static void drain_queue(mp_state *s)
   if (b) put_queued(s, b);
 }
 
-/* Write the process's resident set size (MP_X_RSS), if it can be read. */
+/* Write the process's resident set size (MP_X_RSS), if it can be read,
+** and the JIT's machine code beside it (MP_X_MCODE). */
 static void put_rss(mp_state *s)
 {
   char buf[64];
@@ -516,6 +535,8 @@ static void put_rss(mp_state *s)
   buf[n] = '\0';
   if (sscanf(buf, "%llu %llu", &size, &rss) != 2) return;
   s->pos = mp_put_xuleb(s->pos, MP_X_RSS, rss * nat.page);
+  s->pos = mp_put_xuleb(s->pos, MP_X_MCODE,
+			mp_where_mcode((global_State *)s->g));
   mp_settle(s);
 }
 
@@ -583,11 +604,18 @@ static MP_NOINLINE void vm_record(mp_state *s, nat_ev *e)
   uint32_t node;
   mp_enter(s);
   if (MP_LIKELY(__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
-    node = mp_stack_here(s, __builtin_frame_address(0));
+    /* What the JIT's assembler allocates is its machine code (the mcode
+    ** areas, their unwind tables): no other code runs meanwhile on this
+    ** thread, and the VM's own heap is behind the guard. */
+    if (MP_UNLIKELY(mp_where_assembles((global_State *)s->g)) &&
+	e->ev == MP_AEV_ALLOC)
+      e->jit = 1;
+    node = e->jit ? 0 : mp_stack_here(s, __builtin_frame_address(0));
     if (MP_UNLIKELY(__atomic_load_n(&nat.resizing, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&nat.q.n, __ATOMIC_RELAXED)))
       drain_queue(s);
-    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
+    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP &&
+	!e->jit)
       filter_add(e->naddr, 1);
     apply(s, e, node);
   }
@@ -651,6 +679,7 @@ static MP_INLINE void ev_set(nat_ev *e, int ev, int nf, uint64_t o,
   e->ev = (uint8_t)ev;
   e->nf = (uint8_t)nf;
   e->take = 1;
+  e->jit = 0;
 }
 
 #define CALLER	((uintptr_t)__builtin_return_address(0))
@@ -1211,6 +1240,7 @@ static void fork_child(void)
   nat.npatch = nat.nobj = 0;
   memset(&nat.live, 0, sizeof(nat.live));	/* The parent's: left. */
   memset(&nat.big, 0, sizeof(nat.big));
+  memset(&nat.jit, 0, sizeof(nat.jit));
   memset(&nat.q, 0, sizeof(nat.q));
   memset(&nat.spare, 0, sizeof(nat.spare));
   nat.bigs = NULL;
@@ -1305,6 +1335,7 @@ int mp_native_start(mp_state *s)
   }
   mp_hash_init_map(&nat.live);
   mp_hash_init_map(&nat.big);
+  mp_hash_init_map(&nat.jit);
   nat.nmaps = 0;
   memset(nat.cparent, 0, sizeof(nat.cparent));
   memset(nat.cid, 0, sizeof(nat.cid));
@@ -1373,6 +1404,7 @@ void mp_native_stop(mp_state *s)
       !__atomic_load_n(&nat.vm_inside, __ATOMIC_ACQUIRE)) {
     mp_hash_free(&nat.live);
     mp_hash_free(&nat.big);
+    mp_hash_free(&nat.jit);
     real.free(nat.bigs);
     real.free(nat.q.e);
     real.free(nat.spare.e);

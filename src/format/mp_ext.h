@@ -51,6 +51,11 @@
 **   MP_X_RSS      bytes                 native profiles: the process's
 **                                       resident set size, after each time
 **                                       mark and at the end
+**   MP_X_MCODE    bytes                 native profiles: the bytes of
+**                                       machine code the JIT has mapped
+**                                       (its mcode areas, which are no
+**                                       native events), beside each RSS
+**                                       record
 **   frame       := kind payload
 **     MP_FK_LUA       proto-addr line   a Lua function at a line
 **     MP_FK_BUILTIN   builtin-id        a builtin, named by MP_X_BUILTIN: its
@@ -144,6 +149,8 @@
 ** above 2^63, no event refers to it. */
 #define MP_FNAME_TAG		((uint64_t)1 << 63)
 #define MP_SRC_FNAME		(12 << 2)
+#define MP_SRC_MCODE		(13 << 2)	/* The JIT's machine code: id
+						   bytes. */
 
 /* Extended record types. */
 enum {
@@ -152,7 +159,8 @@ enum {
   MP_X_INFO = 3,
   MP_X_TIME = 4,
   MP_X_DROP = 5,
-  MP_X_RSS = 6
+  MP_X_RSS = 6,
+  MP_X_MCODE = 7
 };
 
 #define MP_LJN_MAGIC		"ljn"	/* The trailer of notes. */
