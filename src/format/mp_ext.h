@@ -184,7 +184,8 @@ enum {
 enum {
   MP_NF_MALLOC = 1, MP_NF_CALLOC, MP_NF_REALLOC, MP_NF_REALLOCARRAY,
   MP_NF_FREE, MP_NF_POSIX_MEMALIGN, MP_NF_ALIGNED_ALLOC, MP_NF_MEMALIGN,
-  MP_NF_VALLOC, MP_NF_PVALLOC, MP_NF_MMAP, MP_NF_MUNMAP, MP_NF_N
+  MP_NF_VALLOC, MP_NF_PVALLOC, MP_NF_MMAP, MP_NF_MUNMAP, MP_NF_MREMAP,
+  MP_NF_N
 };
 
 /* The name of native function nf, or NULL if it is none. */
@@ -193,7 +194,7 @@ static inline const char *mp_native_fname(uint64_t nf)
   static const char *const names[MP_NF_N] = {
     NULL, "malloc", "calloc", "realloc", "reallocarray", "free",
     "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-    "mmap", "munmap"
+    "mmap", "munmap", "mremap"
   };
   return nf < MP_NF_N ? names[nf] : NULL;
 }
