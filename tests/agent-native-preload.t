@@ -2,9 +2,9 @@
 # Native memory's LD_PRELOAD mode (libljmemprof_preload.so): it sees the
 # calls that patching the relocation slots cannot reach, a C module's
 # malloc and free through pointers taken when it was loaded
-# (native_mod.early) and ffi.C.malloc resolved before the start, exactly,
-# and counts what both modes see once (native_mod.churn); the program runs
-# as without; ljmemprof run --native=preload sets it up, finding the
+# (native_mod.early) and ffi.C.malloc, mmap and mremap resolved before
+# the start, exactly, and counts what both modes see once
+# (native_mod.churn); the program runs as without; ljmemprof run --native=preload sets it up, finding the
 # library where make install puts it (lib, or Debian's multiarch lib).
 . tests/lib/tap.sh
 LJ=${LUAJIT:-luajit}
@@ -14,14 +14,15 @@ package.cpath = os.getenv("BUILD") .. "/?.so;" .. os.getenv("BUILD") ..
   "/tests/cmod/?.so;" .. package.cpath
 local nm = require("native_mod")
 local ffi = require("ffi")
-ffi.cdef "void *malloc(size_t); void free(void *);"
-local m, f = ffi.C.malloc, ffi.C.free	-- resolved before the start
+ffi.cdef "void *malloc(size_t); void free(void *); void *mmap(void *, size_t, int, int, int, long); void *mremap(void *, size_t, size_t, int, ...); int munmap(void *, size_t);"
+local m, f, mm, mr, mu = ffi.C.malloc, ffi.C.free, ffi.C.mmap, ffi.C.mremap, ffi.C.munmap	-- resolved before the start
 local mp = arg[1] and require("ljmemprof")
 jit.off()
 if mp then assert(mp.start{ path = arg[1], native = true }) end
 nm.early(1000, 25)
 for i = 1, 10 do nm.churn(777) end
 for i = 1, 7 do local p = ffi.cast("unsigned char *", m(333)) p[0] = i f(p) end
+local q = mm(nil, 8192, 3, 0x22, -1, 0) q = mr(q, 8192, 16384, 1) mu(q, 16384)
 if mp then assert(mp.stop()) end
 print("app ran", collectgarbage("count") > 0)
 EOF2
@@ -49,8 +50,10 @@ run env BUILD="$BUILD" LD_PRELOAD="$PRE" "$LJ" "$TMPD/app.lua" "$TMPD/pre.ljm"
 is "$rc:$out" "0:$plain" "preload mode: the app runs as without"
 is "$(stacks "$TMPD/pre.ljm")" "main chunk (app.lua:10);native_mod.early;malloc [native] 25000
 main chunk (app.lua:11);native_mod.churn;malloc [native] 7770
-main chunk (app.lua:12);ffi.meta.__call;malloc [native] 2331" \
-  "preload mode: early's 25 mallocs of 1000 bytes and the FFI's 7 of 333 too, churn's once"
+main chunk (app.lua:12);ffi.meta.__call;malloc [native] 2331
+main chunk (app.lua:13);ffi.meta.__call;mmap [native] 8192
+main chunk (app.lua:13);ffi.meta.__call;mremap [native] 16384" \
+  "preload mode: early's 25 mallocs of 1000 bytes and the FFI's 7 of 333 too, its mmap and mremap (resolved before), churn's once"
 run "$BUILD/ljmemprof" report --heap native --format json "$TMPD/pre.ljm"
 n=$(printf '%s\n' "$out" | "$LJ" -e '
 local r = require("cjson").decode(io.read("*a"))

@@ -1,13 +1,14 @@
 #!/usr/bin/env luajit
 -- Native memory (start{native = true}): the malloc family, free and
--- anonymous mmap/munmap of C modules and FFI calls, billed to the Lua
--- line and stack that made them (a native frame on top), apart from the
--- VM's heap (sources labelled [native]). Exact counts and bytes from a C
--- module of the tests (tests/cmod/native_mod.c) called from interpreted
--- and compiled loops, ffi.C.malloc/free with the JIT off and on, a C leak
--- found by --leak-only; lua-cjson's VM allocations are not counted twice;
--- the program behaves as without: threads allocating while recording
--- starts and stops, fork, a module unloaded before stop.
+-- anonymous mmap/munmap/mremap of C modules and FFI calls, billed to the
+-- Lua line and stack that made them (a native frame on top), apart from
+-- the VM's heap (sources labelled [native]). Exact counts and bytes from
+-- a C module of the tests (tests/cmod/native_mod.c) called from
+-- interpreted and compiled loops, ffi.C.malloc/free with the JIT off and
+-- on, a C leak found by --leak-only, a mapping mremapped; lua-cjson's VM
+-- allocations are not counted twice; the program behaves as without:
+-- threads allocating while recording starts and stops, fork, a module
+-- unloaded before stop.
 package.path = "tests/lib/?.lua;" .. package.path
 local T = require("mp_test")
 local t = require("tap")
@@ -209,7 +210,8 @@ nm.leak(4242)
   t.ok(m.native_live_bytes and m.native_live_bytes >= 4242,
        "info: the leak among them")
   t.ok(m.rss_bytes and m.rss_bytes > 1000000 and m.rss_max_bytes >= m.rss_bytes
-       and m.rest_bytes == m.rss_bytes - m.vm_live_bytes - m.native_live_bytes,
+       and m.rest_bytes == m.rss_bytes - m.vm_live_bytes - m.native_live_bytes
+				- m.jit_mcode_bytes,
        "info: the RSS at the end, the largest, and the rest",
        m.rss_bytes and (m.rss_bytes .. " " .. m.rest_bytes))
   os.remove(path)
@@ -578,6 +580,54 @@ OK = q == ffi.cast("void *", p + 4096) and z == ffi.cast("void *", p)
   table.sort(h)
   t.is(table.concat(h, ", "), "@work.lua:4 [native] 16384",
        how .. "the heap summary holds line 4's four pages")
+  os.remove(path)
+end
+
+-- 12. mremap of a known mapping (native_mod.remap): four pages shrunk to
+-- two and grown back to four in place, grown to sixteen with
+-- MREMAP_MAYMOVE (where the kernel puts it), then shrunk to three and
+-- kept. Each is a resize of the one block at its new address, billed to
+-- the C function (reallocations: what it added, what it gave back); at
+-- the end three pages live, at the peak sixteen. Sampled too (each
+-- mapping more than 37 times the rate: always recorded).
+for _, opts in ipairs({ {}, { sample = 256, seed = 5 } }) do
+  local page = 4096
+  local how = opts.sample and "sampled: " or ""
+  local path = record([[
+local nm = require("native_mod")
+ADDRS = { nm.remap() }
+]], opts, "mremap")
+  nm.remap_free()
+  local a = ADDRS
+  local name = {}
+  for i, v in ipairs(a) do name[v] = name[v] or (i == 1 and "A" or "B") end
+  local ev = {}
+  for _, e in ipairs(native_events(path)) do
+    ev[#ev + 1] = string.format("%s %s %s %s %s %s", e.event,
+      e.oaddr ~= 0 and name[e.oaddr] or "0", e.osize, e.naddr ~= 0 and
+      name[e.naddr] or "0", e.nsize, e.stack[1])
+  end
+  local moved = a[4] ~= a[3] and "B" or "A"
+  t.is(table.concat(ev, ", "),
+       "alloc 0 0 A 16384 mmap [native], realloc A 16384 A 8192 mremap [native], " ..
+       "realloc A 8192 A 16384 mremap [native], realloc A 16384 " .. moved ..
+       " 65536 mremap [native], realloc " .. moved .. " 65536 " .. moved ..
+       " 12288 mremap [native]",
+       how .. "the mapping, then four resizes of it, at its address")
+  t.is(a[2] == a[1] and a[3] == a[1] and a[5] == a[4], true,
+       how .. "shrunk and grown back in place, shrunk in place")
+  local lo = sources(path, "heap_summary", "--heap native")
+  local h = lo["native_mod.remap [native]"] or {}
+  t.is(string.format("%s %s", h.bytes, h.blocks), "12288 1",
+       how .. "three pages live at the end, one block")
+  local re = sources(path, "reallocations", "--heap native")
+  local r = re["native_mod.remap [native]"] or {}
+  t.is(string.format("%s %s %s", r.events, r.alloc_bytes, r.free_bytes),
+       "4 102400 106496", how .. "four resizes: 8+16+64+12 KiB for 16+8+16+64")
+  local pk, doc = sources(path, "peak_sources", "--heap native --peak")
+  local ps = pk["native_mod.remap [native]"] or {}
+  t.is(string.format("%s %s %s", doc.peak.bytes, ps.bytes, ps.blocks),
+       "65536 65536 1", how .. "sixteen pages at the peak")
   os.remove(path)
 end
 

@@ -240,11 +240,14 @@ local function json_rows(doc, top, bycount)
   end
   local m = doc.memory
   if m then
+    local mc = m.jit_mcode_bytes ~= nil
     rows[#rows + 1] = string.format("MEMORY: RSS %dB at the end (at most %dB at a " ..
       "time mark): VM heap %dB and native %dB live (allocated within the profile), " ..
-      "the rest %dB (allocator caches and fragmentation, machine code, stacks, " ..
+      "%sthe rest %dB (allocator caches and fragmentation, %sstacks, " ..
       "mapped files, and what was allocated before the start)", m.rss_bytes,
-      m.rss_max_bytes, m.vm_live_bytes, m.native_live_bytes, m.rest_bytes)
+      m.rss_max_bytes, m.vm_live_bytes, m.native_live_bytes,
+      mc and string.format("JIT machine code %dB mapped, ", m.jit_mcode_bytes) or "",
+      m.rest_bytes, mc and "" or "machine code, ")
   end
   for _, h in ipairs(doc.peak_sources or {}) do
     rows[#rows + 1] = string.format("PEAK %s holds %dB in %d block%s (%.1f%%)",

@@ -34,19 +34,21 @@ info = json.loads(run(MP, "info", "--format", "json", NAT) or "{}")
 mem = info.get("memory", {})
 ok(mem and mem["rss_bytes"] > 0 and mem["native_live_bytes"] > 0 and
    mem["vm_live_bytes"] + mem["native_live_bytes"] == info["live_bytes"] and
+   mem["jit_mcode_bytes"] == 0 and
    mem["rest_bytes"] == mem["rss_bytes"] - info["live_bytes"] and
    mem["rss_max_bytes"] >= mem["rss_bytes"],
-   "info: RSS, the VM heap and native memory live (their sum: live), the "
-   "rest", mem)
+   "info: RSS, the VM heap and native memory live (their sum: live), no "
+   "machine code (-joff), the rest", mem)
 itext = [x[len("memory:     "):] for x in
          (run(MP, "info", NAT) or "").splitlines() if x.startswith("memory:")]
 is_(itext, ["RSS %dB at the end (at most %dB at a time mark): VM heap %dB and "
-            "native %dB live (allocated within the profile), the rest %dB "
-            "(allocator caches and fragmentation, machine code, stacks, "
-            "mapped files, and what was allocated before the start)" %
+            "native %dB live (allocated within the profile), JIT machine "
+            "code %dB mapped, the rest %dB (allocator caches and "
+            "fragmentation, stacks, mapped files, and what was allocated "
+            "before the start)" %
             (mem.get("rss_bytes"), mem.get("rss_max_bytes"),
              mem.get("vm_live_bytes"), mem.get("native_live_bytes"),
-             mem.get("rest_bytes"))],
+             mem.get("jit_mcode_bytes"), mem.get("rest_bytes"))],
     "info's text says the same figures as its JSON")
 
 
@@ -117,13 +119,15 @@ else:
             fmt = lambda n: format(n, ",")  # noqa: E731
             is_(row, ["Memory\tRSS %s B (%s) at the end, at most %s B at a "
                       "time mark: VM heap %s B and native %s B live (allocated "
-                      "within the profile), the rest %s B (allocator caches "
-                      "and fragmentation, machine code, stacks, mapped files, "
-                      "and what was allocated before the start)" %
+                      "within the profile), JIT machine code %s B mapped, "
+                      "the rest %s B (allocator caches and fragmentation, "
+                      "stacks, mapped files, and what was allocated before "
+                      "the start)" %
                       (fmt(mem["rss_bytes"]),
                        p.eval("human(%d)" % mem["rss_bytes"]),
                        fmt(mem["rss_max_bytes"]), fmt(mem["vm_live_bytes"]),
-                       fmt(mem["native_live_bytes"]), fmt(mem["rest_bytes"]))],
+                       fmt(mem["native_live_bytes"]),
+                       fmt(mem["jit_mcode_bytes"]), fmt(mem["rest_bytes"]))],
                 "the Memory row says info's figures")
             pts = p.eval("document.getElementById('rss-line')"
                          ".getAttribute('points').split(' ').length")

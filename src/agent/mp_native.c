@@ -1,6 +1,7 @@
 /*
-** mp_native.c: native memory: the malloc family and anonymous mmap/munmap
-** as every loaded object calls them, recorded beside the VM's heap.
+** mp_native.c: native memory: the malloc family and anonymous
+** mmap/munmap/mremap as every loaded object calls them, recorded beside
+** the VM's heap.
 **
 ** How calls are seen: at start the relocation slots (JUMP_SLOT and
 ** GLOB_DAT, of DT_JMPREL and DT_RELA) that name a wrapped function in
@@ -55,6 +56,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,7 @@
 #include "mp_sym.h"
 #include "mp_sink.h"
 #include "mp_stream.h"
+#include "mp_where.h"
 
 #if defined(__x86_64__)
 #define R_SLOT	R_X86_64_JUMP_SLOT
@@ -80,6 +83,10 @@
 #elif defined(__aarch64__)
 #define R_SLOT	R_AARCH64_JUMP_SLOT
 #define R_GLOB	R_AARCH64_GLOB_DAT
+#endif
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP	4	/* Linux 5.7; older headers lack it. */
 #endif
 
 #define NATIVE_WAIT_NS	2000000000L	/* Longest wait at stop for wrappers
@@ -105,17 +112,20 @@ static uint32_t thread_id(void)
   return my_tid;
 }
 
-/* The functions wrapped, by index; W_MMAP64 is mmap's other name. */
+/* The functions wrapped, by index; W_MMAP64 is mmap's other name. The
+** memory functions (those of the preload table) come first, up to
+** W_MEM_LAST. */
 enum {
   W_MALLOC, W_CALLOC, W_REALLOC, W_REALLOCARRAY, W_FREE, W_POSIX_MEMALIGN,
   W_ALIGNED_ALLOC, W_MEMALIGN, W_VALLOC, W_PVALLOC, W_MMAP, W_MMAP64,
-  W_MUNMAP, W_DLOPEN, W_DLCLOSE, W_DLSYM, W_N
+  W_MUNMAP, W_MREMAP, W_DLOPEN, W_DLCLOSE, W_DLSYM, W_N,
+  W_MEM_LAST = W_MREMAP
 };
-_Static_assert(W_MUNMAP + 1 == MP_PL_N, "the preload table's order");
+_Static_assert(W_MEM_LAST + 1 == MP_PL_N, "the preload table's order");
 static const char *const wname[W_N] = {
   "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
   "aligned_alloc", "memalign", "valloc", "pvalloc", "mmap", "mmap64",
-  "munmap", "dlopen", "dlclose", "dlsym"
+  "munmap", "mremap", "dlopen", "dlclose", "dlsym"
 };
 
 /* The real functions (their definitions, as dlsym finds them). */
@@ -133,6 +143,7 @@ static struct {
   void *(*mmap)(void *, size_t, int, int, int, off_t);
   void *(*mmap64)(void *, size_t, int, int, int, off_t);
   int (*munmap)(void *, size_t);
+  void *(*mremap)(void *, size_t, size_t, int, ...);
   void *(*dlopen)(const char *, int);
   int (*dlclose)(void *);
   void *(*dlsym)(void *, const char *);
@@ -147,6 +158,9 @@ typedef struct nat_ev {
   uint8_t nf;		/* MP_NF_*. */
   uint8_t take;		/* Its new block is recorded (sampled, or not
 			   sampling). */
+  uint8_t jit;		/* An allocation of the JIT's assembler: its
+			   machine code, not an event (see apply()). */
+  int mflags;		/* mremap: its flags (MREMAP_*). */
 } nat_ev;
 
 typedef struct nat_q {
@@ -173,6 +187,8 @@ typedef struct nat_obj {
 ** of several). */
 typedef struct nat_map {
   uint64_t addr, size;
+  int jit;		/* The JIT's machine code: its unmapping is no
+			   event. */
 } nat_map;
 
 #define FILTER_SLOTS	65536	/* Sampling's filter of live sampled blocks. */
@@ -216,6 +232,11 @@ static struct {
   uintptr_t luajit;	/* Base of LuaJIT's object (its dlsym). */
   uintptr_t ldso;	/* Base of the dynamic linker. */
   uintptr_t page;
+  /* Cold, last: among the fields above, it made bench's ffioff row
+  ** about 7 % slower (bench/README.md). */
+  mp_hash jit;		/* Live blocks of the JIT's assembler (its
+			   unwind tables), the VM's thread's: address -> 0,
+			   not events. */
 } nat = { .mu = PTHREAD_MUTEX_INITIALIZER, .pmu = PTHREAD_MUTEX_INITIALIZER };
 
 #define BIG	UINT32_MAX
@@ -296,8 +317,9 @@ static size_t map_find(uint64_t a)
   return lo;
 }
 
-/* Note a live mapping (a, size) at index i of the list; 0 or -1. */
-static int map_insert(size_t i, uint64_t a, uint64_t size)
+/* Note a live mapping (a, size; jit: of the JIT's machine code) at index
+** i of the list; 0 or -1. */
+static int map_insert(size_t i, uint64_t a, uint64_t size, int jit)
 {
   if (nat.nmaps == nat.capmaps) {
     size_t cap = nat.capmaps ? 2 * nat.capmaps : 16;
@@ -309,6 +331,7 @@ static int map_insert(size_t i, uint64_t a, uint64_t size)
   memmove(&nat.maps[i + 1], &nat.maps[i], (nat.nmaps - i) * sizeof(*nat.maps));
   nat.maps[i].addr = a;
   nat.maps[i].size = size;
+  nat.maps[i].jit = jit;
   nat.nmaps++;
   return 0;
 }
@@ -377,7 +400,8 @@ static void put_drop(mp_state *s, uint64_t a)
 ** munmap's, or what a MAP_FIXED mmap replaced), page-rounded, at node: a
 ** mapping inside the range is freed, one that it cuts is resized to what
 ** is left (two pieces when the range is inside it: a resize and a new
-** block). A munmap (unseen) of no mapping seen is counted. */
+** block). A munmap (unseen) of no mapping seen is counted. The JIT's
+** machine code is no event: its mappings change without a word. */
 static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
 				    uint32_t node, int unseen)
 {
@@ -397,7 +421,7 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
       memmove(&nat.maps[i], &nat.maps[i + 1],
 	      (nat.nmaps - i - 1) * sizeof(*nat.maps));
       nat.nmaps--;
-      put_event(s, &p, node);
+      if (!m.jit) put_event(s, &p, node);
       continue;
     }
     p.ev = MP_AEV_REALLOC;
@@ -405,10 +429,10 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
     p.nsize = lo ? lo : hi;
     nat.maps[i].addr = p.naddr;
     nat.maps[i].size = p.nsize;
-    put_event(s, &p, node);
+    if (!m.jit) put_event(s, &p, node);
     i++;
     if (lo && hi) {	/* The part after the range: a block of its own. */
-      if (map_insert(i, end, hi) < 0) {
+      if (map_insert(i, end, hi, m.jit) < 0) {
 	__atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
 	continue;
       }
@@ -416,11 +440,65 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
       p.oaddr = p.osize = 0;
       p.naddr = end;
       p.nsize = hi;
-      put_event(s, &p, node);
+      if (!m.jit) put_event(s, &p, node);
       i++;
     }
   }
   if (!hit && unseen && !sampling()) nat.unseen++;
+}
+
+/* Apply mremap event e (old range oaddr, osize; new naddr, nsize; its
+** flags) at node: a recorded mapping it resizes or moves whole is one
+** resize (the caller billed with what it adds, the block at its new
+** address); a part of one is unmapped as by munmap and mapped anew;
+** MREMAP_DONTUNMAP, or an old size of 0 (a copy of a shared mapping),
+** leaves the old range mapped; MREMAP_FIXED replaces what was mapped at
+** the new range first. A mapping not seen (made before the start, or of
+** a file) is counted. */
+static MP_NOINLINE void apply_remap(mp_state *s, nat_ev *e, uint32_t node)
+{
+  uint64_t pg = nat.page - 1, olen = (e->osize + pg) & ~pg;
+  size_t i = map_find(e->oaddr);
+  int hit = i < nat.nmaps && nat.maps[i].addr < e->oaddr + (olen ? olen : 1);
+  int jit = hit && nat.maps[i].jit;
+  int keep = (e->mflags & MREMAP_DONTUNMAP) || !olen;
+  nat_ev u = *e;
+  u.ev = MP_AEV_FREE;
+  if (e->mflags & MREMAP_FIXED) {	/* What it replaces. */
+    u.oaddr = e->naddr;
+    u.osize = e->nsize;
+    apply_unmap(s, &u, node, 0);
+    i = map_find(e->oaddr);
+    u = *e;
+    u.ev = MP_AEV_FREE;
+  }
+  if (!hit) {
+    if (!sampling()) nat.unseen++;
+    return;
+  }
+  if (!keep && nat.maps[i].addr == e->oaddr &&
+      ((nat.maps[i].size + pg) & ~pg) == olen) {	/* The whole mapping. */
+    e->osize = nat.maps[i].size;
+    memmove(&nat.maps[i], &nat.maps[i + 1],
+	    (nat.nmaps - i - 1) * sizeof(*nat.maps));
+    nat.nmaps--;
+    if (map_insert(map_find(e->naddr), e->naddr, e->nsize, jit) < 0) {
+      __atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
+      e->ev = MP_AEV_FREE;	/* Its old block is gone all the same. */
+      e->naddr = e->nsize = 0;
+    }
+    if (!jit) put_event(s, e, node);
+    return;
+  }
+  if (!keep) apply_unmap(s, &u, node, 0);
+  if (map_insert(map_find(e->naddr), e->naddr, e->nsize, jit) < 0) {
+    __atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  u = *e;
+  u.ev = MP_AEV_ALLOC;
+  u.oaddr = u.osize = 0;
+  if (!jit) put_event(s, &u, node);
 }
 
 /* Apply event e to the live blocks and write what it makes, at node (0:
@@ -428,11 +506,15 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
 ** (counted when not sampling; a resize of one is an allocation), and a
 ** sampled block resized into one not taken leaves the sample. An mmap
 ** with an old range (MAP_FIXED) unmaps it first, and maps only if it is
-** an allocation (anonymous, taken). */
+** an allocation (anonymous, taken). An allocation of the JIT's assembler
+** (e->jit) is kept apart and not written, nor is the end of one: the
+** machine code is a figure of its own (MP_X_MCODE), not a C leak. */
 static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
 {
   int old = 0;
+  uint32_t v;
   if (e->nf == MP_NF_MUNMAP) { apply_unmap(s, e, node, 1); return; }
+  if (e->nf == MP_NF_MREMAP) { apply_remap(s, e, node); return; }
   if (e->nf == MP_NF_MMAP && e->osize) {
     apply_unmap(s, e, node, 0);
     if (e->ev != MP_AEV_ALLOC) return;
@@ -441,6 +523,7 @@ static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
   if (e->ev & MP_AEV_FREE) {
     old = live_take(e->oaddr, &e->osize);
     if (old && sampling()) filter_add(e->oaddr, -1);
+    else if (!old && mp_hash_take(&nat.jit, e->oaddr, &v)) e->jit = 1;
     else if (!old && !sampling()) nat.unseen++;
     if (e->ev == MP_AEV_FREE) {
       if (old) put_event(s, e, node);
@@ -454,7 +537,11 @@ static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
   }
   if (e->nf == MP_NF_MMAP) {
     size_t i = map_find(e->naddr);
-    if (map_insert(i, e->naddr, e->nsize) < 0) goto lost;
+    if (map_insert(i, e->naddr, e->nsize, e->jit) < 0) goto lost;
+    if (e->jit) return;
+  } else if (e->jit) {
+    if (mp_hash_put(&nat.jit, e->naddr, 0) < 0) goto lost;
+    return;
   } else if (live_put(e->naddr, e->nsize) < 0) {
     goto lost;
   }
@@ -502,7 +589,8 @@ static void drain_queue(mp_state *s)
   if (b) put_queued(s, b);
 }
 
-/* Write the process's resident set size (MP_X_RSS), if it can be read. */
+/* Write the process's resident set size (MP_X_RSS), if it can be read,
+** and the JIT's machine code beside it (MP_X_MCODE). */
 static void put_rss(mp_state *s)
 {
   char buf[64];
@@ -516,6 +604,8 @@ static void put_rss(mp_state *s)
   buf[n] = '\0';
   if (sscanf(buf, "%llu %llu", &size, &rss) != 2) return;
   s->pos = mp_put_xuleb(s->pos, MP_X_RSS, rss * nat.page);
+  s->pos = mp_put_xuleb(s->pos, MP_X_MCODE,
+			mp_where_mcode((global_State *)s->g));
   mp_settle(s);
 }
 
@@ -583,11 +673,20 @@ static MP_NOINLINE void vm_record(mp_state *s, nat_ev *e)
   uint32_t node;
   mp_enter(s);
   if (MP_LIKELY(__atomic_load_n(&s->recording, __ATOMIC_RELAXED))) {
-    node = mp_stack_here(s, __builtin_frame_address(0));
+    int own;
+    node = mp_stack_here(s, __builtin_frame_address(0), &own);
+    /* What the JIT's assembler allocates is its machine code (the mcode
+    ** areas, their unwind tables): no other code runs meanwhile on this
+    ** thread, and the VM's own heap is behind the guard. Asked only
+    ** when the VM does its own work: no cost on the common path. */
+    if (MP_UNLIKELY(own) && e->ev == MP_AEV_ALLOC &&
+	mp_where_assembles((global_State *)s->g))
+      e->jit = 1;
     if (MP_UNLIKELY(__atomic_load_n(&nat.resizing, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&nat.q.n, __ATOMIC_RELAXED)))
       drain_queue(s);
-    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
+    if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP &&
+	!e->jit)
       filter_add(e->naddr, 1);
     apply(s, e, node);
   }
@@ -651,6 +750,7 @@ static MP_INLINE void ev_set(nat_ev *e, int ev, int nf, uint64_t o,
   e->ev = (uint8_t)ev;
   e->nf = (uint8_t)nf;
   e->take = 1;
+  e->jit = 0;
 }
 
 #define CALLER	((uintptr_t)__builtin_return_address(0))
@@ -759,36 +859,48 @@ static MP_NOINLINE void w_free(void *p)
   WRAP_END();
 }
 
-/* The real resize of function nf. */
-static MP_INLINE void *resize_call(int nf, void *p, size_t k, size_t n)
+/* The real resize of function nf: realloc (p, n), reallocarray (p, k,
+** n), or mremap (p, old size k, new size n, flags f, address to), whose
+** failure (MAP_FAILED) is NULL here. */
+static MP_INLINE void *resize_call(int nf, void *p, size_t k, size_t n,
+				   int f, void *to)
 {
-  return nf == MP_NF_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
+  void *r;
+  if (nf == MP_NF_REALLOC) return real.realloc(p, n);
+  if (nf == MP_NF_REALLOCARRAY) return real.reallocarray(p, k, n);
+  r = real.mremap(p, k, n, f, to);
+  return r == MAP_FAILED ? NULL : r;
 }
 
 /* A resize, made under the lock: the block it frees must not be another
 ** thread's event before this one (the VM's thread writes what was queued
 ** before it; another's sets nat.resizing, which the VM's thread asks
 ** after its own allocations). take: its new block is recorded; else only
-** its old block's end is. */
+** its old block's end is. mremap (nf): a mapping moves (f, to: its flags
+** and address), of which the event has the old size (k) and flags. */
 static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
-				size_t n, int take, uintptr_t caller)
+				size_t n, int take, uintptr_t caller, int f,
+				void *to)
 {
   nat_ev e;
   void *r;
   nat_q *b = NULL;
   uint32_t node = 0;
-  ev_set(&e, MP_AEV_REALLOC, nf, (uintptr_t)p, 0, 0,
-	 nf == MP_NF_REALLOC ? n : (uint64_t)k * n, caller);
+  int remap = nf == MP_NF_MREMAP;
+  ev_set(&e, MP_AEV_REALLOC, nf, (uintptr_t)p, remap ? k : 0, 0,
+	 nf == MP_NF_REALLOCARRAY ? (uint64_t)k * n : n, caller);
   e.take = (uint8_t)take;
+  e.mflags = f;
+  take = take && !remap;	/* Mappings are not in the filter. */
   if (s) {
     mp_enter(s);
     if (!__atomic_load_n(&s->recording, __ATOMIC_RELAXED)) {
       mp_leave(s);
-      return resize_call(nf, p, k, n);
+      return resize_call(nf, p, k, n, f, to);
     }
-    node = mp_stack_here(s, __builtin_frame_address(0));
+    node = mp_stack_here(s, __builtin_frame_address(0), NULL);
     pthread_mutex_lock(&nat.mu);
-    r = resize_call(nf, p, k, n);
+    r = resize_call(nf, p, k, n, f, to);
     b = take_queue();
     pthread_mutex_unlock(&nat.mu);
     if (b) put_queued(s, b);
@@ -802,12 +914,12 @@ static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
   }
   __atomic_add_fetch(&nat.inflight, 1, __ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&nat.on, __ATOMIC_SEQ_CST)) {
-    r = resize_call(nf, p, k, n);
+    r = resize_call(nf, p, k, n, f, to);
   } else {
     e.tid = thread_id();
     pthread_mutex_lock(&nat.mu);
     __atomic_store_n(&nat.resizing, 1, __ATOMIC_RELAXED);
-    r = resize_call(nf, p, k, n);
+    r = resize_call(nf, p, k, n, f, to);
     if (r) {
       e.naddr = (uintptr_t)r;
       if (sampling() && take) filter_add(e.naddr, 1);
@@ -833,21 +945,24 @@ static MP_INLINE void *resize_wrap(unsigned on, int nf, void *p, size_t k,
   void *r;
   int take = 1;
   if (p && !size) {
-    if (sampling() && !filter_has(p)) return resize_call(nf, p, k, n);
+    if (sampling() && !filter_has(p))
+      return resize_call(nf, p, k, n, 0, NULL);
   } else {
     take = taken(on, size);
-    if (!take && (!p || !filter_has(p))) return resize_call(nf, p, k, n);
+    if (!take && (!p || !filter_has(p)))
+      return resize_call(nf, p, k, n, 0, NULL);
   }
-  if (vm_gen == on && !(s = vm_begin(on))) return resize_call(nf, p, k, n);
+  if (vm_gen == on && !(s = vm_begin(on)))
+    return resize_call(nf, p, k, n, 0, NULL);
   depth++;
   if (p && !size) {
     ev_set(&e, MP_AEV_FREE, nf, (uintptr_t)p, 0, 0, 0, caller);
     if (s) vm_record(s, &e);
     else other_record(&e);
-    r = resize_call(nf, p, k, n);
+    r = resize_call(nf, p, k, n, 0, NULL);
   } else if (p) {
-    r = resize(s, nf, p, k, n, take, caller);
-  } else if ((r = resize_call(nf, p, k, n)) != NULL) {
+    r = resize(s, nf, p, k, n, take, caller, 0, NULL);
+  } else if ((r = resize_call(nf, p, k, n, 0, NULL)) != NULL) {
     ev_set(&e, MP_AEV_ALLOC, nf, 0, 0, (uintptr_t)r, size, caller);
     if (s) vm_record(s, &e);
     else other_record(&e);
@@ -913,6 +1028,29 @@ static MP_NOINLINE int w_munmap(void *a, size_t n)
   depth--;
   WRAP_END();
   return rc;
+}
+
+/* A remapping (a recorded mapping grown, shrunk or moved: see
+** apply_remap()), made under the lock as a resize is. */
+static MP_NOINLINE void *w_mremap(void *a, size_t osz, size_t nsz, int flags,
+				  ...)
+{
+  void *r, *to = NULL;
+  va_list ap;
+  if (flags & MREMAP_FIXED) {
+    va_start(ap, flags);
+    to = va_arg(ap, void *);
+    va_end(ap);
+  }
+  {
+    WRAP_ON(real.mremap(a, osz, nsz, flags, to));
+    WRAP_VM(real.mremap(a, osz, nsz, flags, to));
+    depth++;
+    r = resize(s_, MP_NF_MREMAP, a, osz, nsz, 1, CALLER, flags, to);
+    depth--;
+    WRAP_END();
+  }
+  return r ? r : MAP_FAILED;
 }
 
 /* -- Patching -------------------------------------------------------------- */
@@ -1150,7 +1288,7 @@ static MP_NOINLINE void *w_dlsym(void *h, const char *name)
   void *p = real.dlsym(h, name);
   int w;
   if (!p || !__atomic_load_n(&nat.on, __ATOMIC_ACQUIRE)) return p;
-  for (w = 0; w <= W_MUNMAP; w++)
+  for (w = 0; w <= W_MEM_LAST; w++)
     if (p == real_of(w)) return wrapper_of(w);
   return p;
 }
@@ -1162,7 +1300,7 @@ static void *wrapper_of(int w)
     (void *)w_reallocarray, (void *)w_free, (void *)w_posix_memalign,
     (void *)w_aligned_alloc, (void *)w_memalign, (void *)w_valloc,
     (void *)w_pvalloc, (void *)w_mmap, (void *)w_mmap, (void *)w_munmap,
-    (void *)w_dlopen, (void *)w_dlclose, (void *)w_dlsym
+    (void *)w_mremap, (void *)w_dlopen, (void *)w_dlclose, (void *)w_dlsym
   };
   return wrap[w];
 }
@@ -1211,6 +1349,7 @@ static void fork_child(void)
   nat.npatch = nat.nobj = 0;
   memset(&nat.live, 0, sizeof(nat.live));	/* The parent's: left. */
   memset(&nat.big, 0, sizeof(nat.big));
+  memset(&nat.jit, 0, sizeof(nat.jit));
   memset(&nat.q, 0, sizeof(nat.q));
   memset(&nat.spare, 0, sizeof(nat.spare));
   nat.bigs = NULL;
@@ -1239,7 +1378,7 @@ static int prepare(void)
 		 nat.pl->n != MP_PL_N))
     return -1;
   if (nat.pl)
-    for (w = 0; w <= W_MUNMAP; w++) ((void **)&real)[w] = nat.pl->real[w];
+    for (w = 0; w <= W_MEM_LAST; w++) ((void **)&real)[w] = nat.pl->real[w];
   nat.page = (uintptr_t)sysconf(_SC_PAGESIZE);
   nat.ldso = (uintptr_t)getauxval(AT_BASE);
   if (dladdr((void *)lua_getallocf, &i)) nat.luajit = (uintptr_t)i.dli_fbase;
@@ -1305,6 +1444,7 @@ int mp_native_start(mp_state *s)
   }
   mp_hash_init_map(&nat.live);
   mp_hash_init_map(&nat.big);
+  mp_hash_init_map(&nat.jit);
   nat.nmaps = 0;
   memset(nat.cparent, 0, sizeof(nat.cparent));
   memset(nat.cid, 0, sizeof(nat.cid));
@@ -1317,7 +1457,7 @@ int mp_native_start(mp_state *s)
   patch_all();
   if (nat.pl) {	/* Every call reaches a wrapper, once. */
     int w;
-    for (w = 0; w <= W_MUNMAP; w++)
+    for (w = 0; w <= W_MEM_LAST; w++)
       __atomic_store_n(&nat.pl->hook[w], wrapper_of(w), __ATOMIC_RELEASE);
     s->pos = mp_put_info(s->pos, "native_preload", "1");
     mp_settle(s);
@@ -1344,7 +1484,7 @@ void mp_native_stop(mp_state *s)
   __atomic_store_n(&nat.on, 0, __ATOMIC_SEQ_CST);
   if (nat.pl) {
     int w;
-    for (w = 0; w <= W_MUNMAP; w++)
+    for (w = 0; w <= W_MEM_LAST; w++)
       __atomic_store_n(&nat.pl->hook[w], NULL, __ATOMIC_RELEASE);
   }
   pthread_mutex_lock(&nat.pmu);
@@ -1373,6 +1513,7 @@ void mp_native_stop(mp_state *s)
       !__atomic_load_n(&nat.vm_inside, __ATOMIC_ACQUIRE)) {
     mp_hash_free(&nat.live);
     mp_hash_free(&nat.big);
+    mp_hash_free(&nat.jit);
     real.free(nat.bigs);
     real.free(nat.q.e);
     real.free(nat.spare.e);

@@ -11,13 +11,14 @@
 #include <stdint.h>
 
 #define MP_PRELOAD_SYM		"ljmp_preload"	/* The table's symbol. */
-#define MP_PRELOAD_VERSION	1
+#define MP_PRELOAD_VERSION	2	/* 2: mremap. */
 
 /* The functions, in the order of mp_native.c's wrappers. */
 enum {
   MP_PL_MALLOC, MP_PL_CALLOC, MP_PL_REALLOC, MP_PL_REALLOCARRAY, MP_PL_FREE,
   MP_PL_POSIX_MEMALIGN, MP_PL_ALIGNED_ALLOC, MP_PL_MEMALIGN, MP_PL_VALLOC,
-  MP_PL_PVALLOC, MP_PL_MMAP, MP_PL_MMAP64, MP_PL_MUNMAP, MP_PL_N
+  MP_PL_PVALLOC, MP_PL_MMAP, MP_PL_MMAP64, MP_PL_MUNMAP, MP_PL_MREMAP,
+  MP_PL_N
 };
 
 typedef struct mp_preload {

@@ -506,10 +506,11 @@ void *mp_hook_alloc_stacks(void *ud, void *ptr, size_t osize, size_t nsize)
 /* -- Native events (mp_native.c) ------------------------------------------ */
 
 /* See mp_stack.h. */
-uint32_t mp_stack_here(mp_state *s, const void *from)
+uint32_t mp_stack_here(mp_state *s, const void *from, int *own)
 {
   mp_at at;
   uint32_t id = capture_at(s, from, 0, &at);
+  if (own) *own = at == MP_AT_VM;
   return at == MP_AT_HOST ? 0 : id;	/* Only there is the host on top
 					   (not read from the node: one
 					   cache miss less per event). */

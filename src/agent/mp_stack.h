@@ -96,10 +96,12 @@ static MP_INLINE void mp_stack_sym_free(mp_state *s, void *ptr, size_t osize)
 
 /* For native events (mp_native.c), on the VM's thread inside an event:
 ** the node of the Lua stack now (from: the caller's frame), 0 if no Lua
-** code runs (the VM's own work, the host); the node of frame f on node
-** parent (0: out of memory); and the event ev (MP_AEV_*) at node, its
-** old block (frees, reallocations) and its new one (the rest). */
-uint32_t mp_stack_here(mp_state *s, const void *from);
+** code runs (the VM's own work, the host), and into *own (unless NULL)
+** whether the VM does its own work (the collector, the JIT compiler);
+** the node of frame f on node parent (0: out of memory); and the event
+** ev (MP_AEV_*) at node, its old block (frees, reallocations) and its new
+** one (the rest). */
+uint32_t mp_stack_here(mp_state *s, const void *from, int *own);
 uint32_t mp_stack_child(mp_state *s, uint32_t parent, const mp_snode *f);
 void mp_stack_event(mp_state *s, int ev, uint32_t node, uint64_t oaddr,
 		    uint64_t osize, uint64_t naddr, uint64_t nsize);

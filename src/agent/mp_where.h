@@ -88,6 +88,27 @@ static MP_INLINE mp_at mp_where_is(global_State *g, int32_t vst, mp_where *w)
   return MP_AT_VM;	/* The collector, the JIT compiler. */
 }
 
+/* Whether the JIT's assembler runs (it makes machine code): what the VM's
+** thread allocates natively then, outside the VM's allocator, is the
+** JIT's mcode areas (lj_mcode.c mmaps them only from the assembler) and
+** their unwind tables. */
+static MP_INLINE int mp_where_assembles(const global_State *g)
+{
+  return g->vmstate == ~LJ_VMST_ASM;
+}
+
+/* The bytes of machine code the JIT has mapped (every mcode area, those
+** made before a recording started too); 0 without a JIT. */
+static MP_INLINE uint64_t mp_where_mcode(global_State *g)
+{
+#if LJ_HASJIT
+  return G2J(g)->szallmcarea;
+#else
+  (void)g;
+  return 0;
+#endif
+}
+
 /* Whether an allocation of nsize bytes is the VM's string table growing
 ** (lj_str_resize(), called by whatever code interned the string that
 ** filled it): its owner is the VM, not the line that happened to make the

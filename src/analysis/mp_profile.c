@@ -318,7 +318,10 @@ int mp_profile_memory(const mp_profile *p, mp_memory *m)
   free(by);
   m->rss = p->rss;
   m->rss_max = p->rss_max;
-  m->rest = m->rss > m->vm + m->native ? m->rss - m->vm - m->native : 0;
+  m->has_mcode = p->nmcode > 0;
+  m->mcode = p->mcode;
+  m->rest = m->rss > m->vm + m->native + m->mcode
+	    ? m->rss - m->vm - m->native - m->mcode : 0;
   return 1;
 }
 
@@ -654,6 +657,10 @@ static int on_item(mp_profile *p, const mp_item *it)
     if (it->id > p->rss_max) p->rss_max = it->id;
     p->nrss++;
     if (p->tl) mp_timeline_rss(p->tl, p->nev, it->id);
+    return MP_OK;
+  case MP_SRC_MCODE:
+    p->mcode = it->id;
+    p->nmcode++;
     return MP_OK;
   }
   if (!mp_symtab_add(&p->syms, it)) return nomem(p, it->offset);

@@ -212,6 +212,9 @@ typedef struct mp_profile {
   uint64_t rss, rss_max;	/* The process's RSS: the last, the largest
 				   (MP_X_RSS of native profiles)... */
   uint32_t nrss;		/* ...and how many the stream has. */
+  uint64_t mcode;	/* The JIT's machine code mapped: the last
+			   (MP_X_MCODE)... */
+  uint32_t nmcode;	/* ...and how many the stream has. */
   uint32_t window;	/* Temporaries: MP_TEMP_WINDOW unless set. */
   int full;		/* The pass keeps blocks by owner (want or
 			   sample). */
@@ -326,12 +329,17 @@ uint64_t mp_profile_peak_ns(const mp_profile *p);
 /* Where a process's memory was at the end of a profile with RSS records
 ** (native ones, MP_X_RSS): its RSS, the largest at a time mark, the bytes
 ** live of the VM's heap and of native memory (allocated within the
-** profile), and the rest (allocator caches and fragmentation, machine
-** code, stacks, mapped files, what was allocated before the start). */
+** profile), the JIT's machine code mapped (MP_X_MCODE, when the stream
+** has it: else it is in the rest), and the rest (allocator caches and
+** fragmentation, stacks, mapped files, what was allocated before the
+** start). */
 typedef struct mp_memory {
   uint64_t rss, rss_max;
   uint64_t vm, native;
-  uint64_t rest;	/* rss - vm - native, or 0 if they exceed it. */
+  uint64_t mcode;	/* The JIT's machine code, if has_mcode. */
+  int has_mcode;
+  uint64_t rest;	/* rss - vm - native - mcode, or 0 if they exceed
+			   it. */
 } mp_memory;
 
 /* Fill *m for p after the pass: 1; 0 if p has no such figures (no RSS

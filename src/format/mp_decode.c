@@ -370,6 +370,12 @@ static int get_xrec(mp_reader *r, mp_item *it)
 	MP_OK)
       return rc;
     break;
+  case MP_X_MCODE:
+    it->src = MP_SRC_MCODE;
+    if ((rc = get_uleb_in(r, &q, end, &it->id, "machine code size")) !=
+	MP_OK)
+      return rc;
+    break;
   case MP_X_DROP:
     it->src = MP_SRC_DROP;
     if ((rc = get_uleb_in(r, &q, end, &it->oaddr, "dropped address")) !=

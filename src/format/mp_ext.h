@@ -51,6 +51,11 @@
 **   MP_X_RSS      bytes                 native profiles: the process's
 **                                       resident set size, after each time
 **                                       mark and at the end
+**   MP_X_MCODE    bytes                 native profiles: the bytes of
+**                                       machine code the JIT has mapped
+**                                       (its mcode areas, which are no
+**                                       native events), beside each RSS
+**                                       record
 **   frame       := kind payload
 **     MP_FK_LUA       proto-addr line   a Lua function at a line
 **     MP_FK_BUILTIN   builtin-id        a builtin, named by MP_X_BUILTIN: its
@@ -144,6 +149,8 @@
 ** above 2^63, no event refers to it. */
 #define MP_FNAME_TAG		((uint64_t)1 << 63)
 #define MP_SRC_FNAME		(12 << 2)
+#define MP_SRC_MCODE		(13 << 2)	/* The JIT's machine code: id
+						   bytes. */
 
 /* Extended record types. */
 enum {
@@ -152,7 +159,8 @@ enum {
   MP_X_INFO = 3,
   MP_X_TIME = 4,
   MP_X_DROP = 5,
-  MP_X_RSS = 6
+  MP_X_RSS = 6,
+  MP_X_MCODE = 7
 };
 
 #define MP_LJN_MAGIC		"ljn"	/* The trailer of notes. */
@@ -176,7 +184,8 @@ enum {
 enum {
   MP_NF_MALLOC = 1, MP_NF_CALLOC, MP_NF_REALLOC, MP_NF_REALLOCARRAY,
   MP_NF_FREE, MP_NF_POSIX_MEMALIGN, MP_NF_ALIGNED_ALLOC, MP_NF_MEMALIGN,
-  MP_NF_VALLOC, MP_NF_PVALLOC, MP_NF_MMAP, MP_NF_MUNMAP, MP_NF_N
+  MP_NF_VALLOC, MP_NF_PVALLOC, MP_NF_MMAP, MP_NF_MUNMAP, MP_NF_MREMAP,
+  MP_NF_N
 };
 
 /* The name of native function nf, or NULL if it is none. */
@@ -185,7 +194,7 @@ static inline const char *mp_native_fname(uint64_t nf)
   static const char *const names[MP_NF_N] = {
     NULL, "malloc", "calloc", "realloc", "reallocarray", "free",
     "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-    "mmap", "munmap"
+    "mmap", "munmap", "mremap"
   };
   return nf < MP_NF_N ? names[nf] : NULL;
 }

@@ -5,12 +5,13 @@
 ** the start, a call bound before it): each calls the agent's wrapper
 ** while the agent has set it (mp_native.c, through the table
 ** ljmp_preload), and the allocator's own function otherwise (glibc's
-** __libc_* entry points; mmap and munmap as system calls). Nothing here
+** __libc_* entry points; mmap, munmap and mremap as system calls). Nothing here
 ** allocates or records: the agent's wrappers do, once per call.
 */
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -77,6 +78,18 @@ static int real_munmap(void *a, size_t n)
   return (int)syscall(SYS_munmap, a, n);
 }
 
+static void *real_mremap(void *a, size_t o, size_t n, int flags, ...)
+{
+  void *na = NULL;
+  va_list ap;
+  if (flags & MREMAP_FIXED) {
+    va_start(ap, flags);
+    na = va_arg(ap, void *);
+    va_end(ap);
+  }
+  return (void *)syscall(SYS_mremap, a, o, n, flags, na);
+}
+
 EXPORT mp_preload ljmp_preload = {
   MP_PRELOAD_VERSION, MP_PL_N, { 0 },
   {
@@ -84,7 +97,8 @@ EXPORT mp_preload ljmp_preload = {
     (void *)real_reallocarray, (void *)__libc_free,
     (void *)real_posix_memalign, (void *)real_aligned_alloc,
     (void *)__libc_memalign, (void *)__libc_valloc, (void *)__libc_pvalloc,
-    (void *)real_mmap, (void *)real_mmap, (void *)real_munmap
+    (void *)real_mmap, (void *)real_mmap, (void *)real_munmap,
+    (void *)real_mremap
   }
 };
 
@@ -164,4 +178,17 @@ EXPORT void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
 EXPORT int munmap(void *a, size_t n)
 {
   return ((int (*)(void *, size_t))TO(MP_PL_MUNMAP))(a, n);
+}
+
+EXPORT void *mremap(void *a, size_t o, size_t n, int flags, ...)
+{
+  void *na = NULL;
+  va_list ap;
+  if (flags & MREMAP_FIXED) {	/* The new address, only then passed. */
+    va_start(ap, flags);
+    na = va_arg(ap, void *);
+    va_end(ap);
+  }
+  return ((void *(*)(void *, size_t, size_t, int, ...))TO(MP_PL_MREMAP))(
+    a, o, n, flags, na);
 }

@@ -127,25 +127,31 @@ void mp_render_peak_line(FILE *out, const mp_profile *p, int human)
 
 void mp_render_memory_line(FILE *out, const mp_memory *m, int human)
 {
-  char b[5][64];
+  char b[6][64];
   fprintf(out, "RSS %s at the end (at most %s at a time mark): VM heap %s "
-	  "and native %s live (allocated within the profile), the rest %s "
-	  "(allocator caches and fragmentation, machine code, stacks, mapped "
-	  "files, and what was allocated before the start)",
+	  "and native %s live (allocated within the profile), ",
 	  mp_fmt_bytes(b[0], sizeof(b[0]), m->rss, human),
 	  mp_fmt_bytes(b[1], sizeof(b[1]), m->rss_max, human),
 	  mp_fmt_bytes(b[2], sizeof(b[2]), m->vm, human),
-	  mp_fmt_bytes(b[3], sizeof(b[3]), m->native, human),
-	  mp_fmt_bytes(b[4], sizeof(b[4]), m->rest, human));
+	  mp_fmt_bytes(b[3], sizeof(b[3]), m->native, human));
+  if (m->has_mcode)
+    fprintf(out, "JIT machine code %s mapped, ",
+	    mp_fmt_bytes(b[5], sizeof(b[5]), m->mcode, human));
+  fprintf(out, "the rest %s (allocator caches and fragmentation, %sstacks, "
+	  "mapped files, and what was allocated before the start)",
+	  mp_fmt_bytes(b[4], sizeof(b[4]), m->rest, human),
+	  m->has_mcode ? "" : "machine code, ");
 }
 
 void mp_render_json_memory(FILE *out, const mp_memory *m)
 {
   fprintf(out, ",\"memory\":{\"rss_bytes\":%llu,\"rss_max_bytes\":%llu,"
-	  "\"vm_live_bytes\":%llu,\"native_live_bytes\":%llu,"
-	  "\"rest_bytes\":%llu}", (unsigned long long)m->rss,
-	  (unsigned long long)m->rss_max, (unsigned long long)m->vm,
-	  (unsigned long long)m->native, (unsigned long long)m->rest);
+	  "\"vm_live_bytes\":%llu,\"native_live_bytes\":%llu,",
+	  (unsigned long long)m->rss, (unsigned long long)m->rss_max,
+	  (unsigned long long)m->vm, (unsigned long long)m->native);
+  if (m->has_mcode)	/* Else it is in the rest. */
+    fprintf(out, "\"jit_mcode_bytes\":%llu,", (unsigned long long)m->mcode);
+  fprintf(out, "\"rest_bytes\":%llu}", (unsigned long long)m->rest);
 }
 
 /* Heaviest first, then by label. */

@@ -66,8 +66,10 @@ function summary() {
       var m = s.memory;
       row('Memory', 'RSS ' + num(m.rss_bytes) + ' B (' + human(m.rss_bytes) + ') at the end, at most ' +
           num(m.rss_max_bytes) + ' B at a time mark: VM heap ' + num(m.vm_live_bytes) + ' B and native ' +
-          num(m.native_live_bytes) + ' B live (allocated within the profile), the rest ' +
-          num(m.rest_bytes) + ' B (allocator caches and fragmentation, machine code, stacks, ' +
+          num(m.native_live_bytes) + ' B live (allocated within the profile), ' +
+          (m.jit_mcode_bytes != null ? 'JIT machine code ' + num(m.jit_mcode_bytes) + ' B mapped, ' : '') +
+          'the rest ' + num(m.rest_bytes) + ' B (allocator caches and fragmentation, ' +
+          (m.jit_mcode_bytes != null ? '' : 'machine code, ') + 'stacks, ' +
           'mapped files, and what was allocated before the start)');
     }
     if (s.duration_ns != null) row('Duration', dur(s.duration_ns));

@@ -1,11 +1,15 @@
 /*
 ** native_mod.c: a Lua C module of the tests that allocates native memory
 ** of known sizes (tests/agent-native.t): malloc and free, calloc,
-** realloc, mmap, a leak, calls through pointers taken at load time, and
+** realloc, mmap, mremap, a leak, calls through pointers taken at load time, and
 ** threads that allocate meanwhile.
 */
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* mremap */
+#endif
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -58,6 +62,45 @@ static int map(lua_State *L)
 		 -1, 0);
   if (p == MAP_FAILED) return luaL_error(L, "mmap failed");
   munmap(p, n);
+  return 0;
+}
+
+/* mremap of a known mapping of 4 pages: shrunk to 2 pages and grown
+** back to 4 in place, grown to 16 with MREMAP_MAYMOVE, then shrunk to 3
+** and kept (unmapped by remap_free): the addresses after each step, as
+** numbers. */
+static void *remapped;
+static size_t remapped_n;
+
+static int remap(lua_State *L)
+{
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE), i;
+  static const size_t step[] = { 2, 4, 16, 3 };
+  void *p = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  size_t n = 4 * pg;
+  if (p == MAP_FAILED) return luaL_error(L, "mmap failed");
+  lua_pushnumber(L, (lua_Number)(uintptr_t)p);
+  for (i = 0; i < 4; i++) {
+    void *q = mremap(p, n, step[i] * pg, step[i] == 16 ? MREMAP_MAYMOVE : 0);
+    if (q == MAP_FAILED) return luaL_error(L, "mremap to %d pages failed",
+					   (int)step[i]);
+    p = q;
+    n = step[i] * pg;
+    memset(p, 1, n);
+    lua_pushnumber(L, (lua_Number)(uintptr_t)p);
+  }
+  remapped = p;
+  remapped_n = n;
+  return 5;
+}
+
+/* Unmap what remap kept. */
+static int remap_free(lua_State *L)
+{
+  (void)L;
+  if (remapped) munmap(remapped, remapped_n);
+  remapped = NULL;
   return 0;
 }
 
@@ -163,7 +206,7 @@ int luaopen_native_mod(lua_State *L)
     { "churn", churn }, { "leak", leak }, { "resize", resize },
     { "map", map }, { "early", early }, { "threads_start", threads_start },
     { "threads_stop", threads_stop }, { "threads_rounds", threads_rounds },
-    { NULL, NULL }
+    { "remap", remap }, { "remap_free", remap_free }, { NULL, NULL }
   };
   luaL_register(L, "native_mod", f);
   return 1;
