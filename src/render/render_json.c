@@ -148,6 +148,31 @@ typedef struct notes {
   int n;
 } notes;
 
+/* The "trace_lines" field of trace site `site`'s row: the lines inside
+** its code with their allocations and reallocations, or (live: HEAP
+** SUMMARY's row) the blocks they hold at the end. -1 when out of memory. */
+static int trace_lines(FILE *out, const mp_stacktree *t, uint32_t site,
+		       int live)
+{
+  mp_tline *a;
+  uint32_t j, n;
+  if (mp_trace_lines(t, site, live, &a, &n) < 0) return -1;
+  fputs(",\"trace_lines\":[", out);
+  for (j = 0; j < n; j++) {
+    fputs(j ? ",{\"line\":" : "{\"line\":", out);
+    mp_json_cstr(out, a[j].label);
+    if (live)
+      fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
+	      (unsigned long long)a[j].c.plus, (unsigned long long)a[j].c.n);
+    else
+      fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu}",
+	      (unsigned long long)a[j].c.n, (unsigned long long)a[j].c.plus);
+  }
+  fputc(']', out);
+  free(a);
+  return 0;
+}
+
 /* A note as a string of the "notes" array. */
 static void note_string(void *ctx, const char *line)
 {
@@ -261,22 +286,11 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
       if (k == MP_AEV_ALLOC && o->stacks && t.stacks &&
 	  p->site[r->site].loc.src == MP_SRC_TRACE) {
 	/* The lines inside the trace, as the text lists them. */
-	mp_tline *a;
-	uint32_t nl;
-	if (mp_trace_lines(&t, r->site, 0, &a, &nl) < 0) {
+	if (trace_lines(out, &t, r->site, 0) < 0) {
 	  mp_stacktree_free(&t);
 	  free(used);
 	  return -1;
 	}
-	fputs(",\"trace_lines\":[", out);
-	for (j = 0; j < nl; j++) {
-	  fputs(j ? ",{\"line\":" : "{\"line\":", out);
-	  mp_json_cstr(out, a[j].label);
-	  fprintf(out, ",\"events\":%llu,\"alloc_bytes\":%llu}",
-		  (unsigned long long)a[j].c.n, (unsigned long long)a[j].c.plus);
-	}
-	fputc(']', out);
-	free(a);
       }
       if (k != MP_AEV_ALLOC) {
 	fputs(",\"overrides\":[", out);
@@ -307,22 +321,11 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
 	    (unsigned long long)r->cost.plus, (unsigned long long)r->cost.n);
     if (hl && p->site[r->site].loc.src == MP_SRC_TRACE) {
       /* The lines inside the trace that hold its blocks, as the text. */
-      mp_tline *a;
-      uint32_t nl;
-      if (mp_trace_lines(&t, r->site, 1, &a, &nl) < 0) {
+      if (trace_lines(out, &t, r->site, 1) < 0) {
 	mp_stacktree_free(&t);
 	free(used);
 	return -1;
       }
-      fputs(",\"trace_lines\":[", out);
-      for (j = 0; j < nl; j++) {
-	fputs(j ? ",{\"line\":" : "{\"line\":", out);
-	mp_json_cstr(out, a[j].label);
-	fprintf(out, ",\"bytes\":%llu,\"blocks\":%llu}",
-		(unsigned long long)a[j].c.plus, (unsigned long long)a[j].c.n);
-      }
-      fputc(']', out);
-      free(a);
     }
     fputc('}', out);
   }
