@@ -5,7 +5,9 @@
 # tests/lib/cdp.py) it loads with no console error or exception and shows
 # them: the totals, the types, the retainers with their paths and, with
 # --profile, the lines that made what they hold; a click opens a node of
-# the dominator tree. The text report agrees too.
+# the dominator tree. The text report agrees too. The program lives under
+# a long directory, so that its lines are long: at 1280x800 the page does
+# not scroll sideways, the long cells cut with their full text in a title.
 import json
 import os
 import re
@@ -34,11 +36,14 @@ for i = 1, 2000 do handler(i); remember(i) end
 _G.keep = handler
 assert(mp.stop{ collect = true, snapshot = "leak.ljh" })
 """
-with open(TMP + "/leak.lua", "w") as f:
+LONG = TMP + "/" + "/".join(["a-rather-long-directory-name-%d" % i
+                             for i in range(6)])
+os.makedirs(LONG)
+with open(LONG + "/leak.lua", "w") as f:
     f.write(LEAK)
-ok(run(LUAJIT, "-joff", "leak.lua", cwd=TMP, env=ENV) is not None,
+ok(run(LUAJIT, "-joff", LONG + "/leak.lua", cwd=LONG, env=ENV) is not None,
    "the leaking program runs, recorded and snapshotted")
-SNAP, PROF = TMP + "/leak.ljh", TMP + "/leak.ljm"
+SNAP, PROF = LONG + "/leak.ljh", LONG + "/leak.ljm"
 
 
 def data_of(path):
@@ -174,6 +179,21 @@ with Browser(timeout=60) as br:
         "a click on a node opens it: its children are shown")
     ok(p.eval("document.getElementById('tree-info').textContent")
        .startswith(T[k][7] + ": "), "and its path is shown")
+    # At 1280x800: no horizontal scrolling; a cut cell has its full text
+    # in its title.
+    pw = br.open("file://" + HP, width=1280, height=800)
+    w = pw.eval("[document.documentElement.scrollWidth, "
+                "document.documentElement.clientWidth]")
+    ok(w[0] <= w[1] <= 1280, "at 1280 px no horizontal scrolling (content "
+       "%s px wide, viewport %s)" % (w[0], w[1]), w)
+    cut = pw.eval("Array.prototype.filter.call(document.querySelectorAll("
+                  "'td.label div, #tree .dpath'), function (d) { return "
+                  "d.scrollWidth > d.clientWidth && (d.title || "
+                  "d.parentNode.title) != d.textContent; })"
+                  ".length")
+    longest = max(len(l["line"]) for l in J["recording"]["lines"])
+    ok(cut == 0 and longest > 200, "every cut cell has its full text in its "
+       "title (the longest line is %d characters)" % longest, cut)
     p0 = br.open("file://" + H0)
     is_(p0.problems(), [], "without --profile: no error either")
     is_(p0.eval("getComputedStyle(document.getElementById('made-section'))"

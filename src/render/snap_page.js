@@ -21,8 +21,11 @@ function row(tbody, cells) {
   var tr = make('tr');
   cells.forEach(function (c) {
     var td = make('td', c[1] || '');
-    if (c[1] == 'label') td.appendChild(make('div', '', c[0]));
-    else td.textContent = c[0];
+    /* A label may be cut (ellipsis): its full text is in its title. */
+    if (c[1] == 'label') {
+      td.appendChild(make('div', '', c[0]));
+      if (c[0]) td.title = c[2] || c[0];
+    } else td.textContent = c[0];
     if (c[2]) td.title = c[2];
     tr.appendChild(td);
   });
@@ -134,7 +137,7 @@ function node(i) {
   line.appendChild(make('span', 'dnum', bytes(n[4])));
   line.appendChild(make('span', 'dnum', pct(n[4], total)));
   line.appendChild(make('span', 'dtype', n[2]));
-  line.appendChild(make('span', 'dpath', n[7]));
+  line.appendChild(make('span', 'dpath', n[7])).title = n[7];
   line.setAttribute('data-i', i);
   box.appendChild(line);
   function toggle() {
