@@ -39,6 +39,7 @@
 #include "mp_hook.h"
 #include "mp_names.h"
 #include "mp_sink.h"
+#include "mp_tab.h"
 #include "mp_stream.h"
 #include "../format/mp_format.h"
 
@@ -118,15 +119,8 @@ static void discard_forked(lua_State *L, mp_state *s)
 ** without its cache of absent ones). */
 static int has_gc(global_State *g, const GCudata *u)
 {
-  const GCtab *mt = tabref(u->metatable);
-  GCstr *key = mmname_str(g, MM_gc);
-  const Node *n;
-  if (!mt || !mt->hmask) return 0;
-  n = hashstr(mt, key);
-  do {
-    if (tvisstr(&n->key) && strV(&n->key) == key) return !tvisnil(&n->val);
-  } while ((n = nextnode(n)));
-  return 0;
+  const TValue *v = mp_tab_str(tabref(u->metatable), mmname_str(g, MM_gc));
+  return v && !tvisnil(v);
 }
 
 /* Whether userdata u's finaliser is the program's: neither a closed or

@@ -46,6 +46,7 @@
 #include "mp_agent.h"
 #include "mp_check.h"
 #include "mp_options.h"
+#include "mp_tab.h"
 #include "mp_frame.h"
 #include "mp_api.h"
 #include "mp_proc.h"
@@ -466,21 +467,17 @@ static uint64_t obj_size(hwalk *w, GCobj *o)
 static int weak_mode(hwalk *w, GCtab *mt)
 {
   uint32_t *c;
-  GCstr *mode = mmname_str(w->g, MM_mode);
+  const TValue *v;
   int weak = 0;
-  MSize i;
   if (mt->nomm & (1u << MM_mode)) return 0;
   if ((c = mp_hash_get(&w->modes, (uintptr_t)mt)) != NULL)
     return (int)*c - 1;
-  for (i = 0; mt->hmask && i <= mt->hmask; i++) {
-    Node *n = &noderef(mt->node)[i];
-    if (tvisstr(&n->key) && strV(&n->key) == mode && tvisstr(&n->val)) {
-      const char *p = strVdata(&n->val);
-      for (; *p; p++) {
-	if (*p == 'k') weak |= 1;
-	else if (*p == 'v') weak |= 2;
-      }
-      break;
+  v = mp_tab_str(mt, mmname_str(w->g, MM_mode));
+  if (v && tvisstr(v)) {
+    const char *p = strVdata(v);
+    for (; *p; p++) {
+      if (*p == 'k') weak |= 1;
+      else if (*p == 'v') weak |= 2;
     }
   }
   if (mp_hash_put(&w->modes, (uintptr_t)mt, (uint32_t)weak + 1) < 0)

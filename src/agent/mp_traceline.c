@@ -27,6 +27,7 @@
 #include "lj_ircall.h"
 #include "lj_tab.h"
 
+#include "mp_tab.h"
 #include "mp_traceline.h"
 #include "mp_sym.h"
 
@@ -496,18 +497,6 @@ static inline int bc_iscall(BCIns ins)
 	 op == BC_CALLMT || op == BC_ITERC;
 }
 
-/* The value of global name key in table env, or NULL. */
-static const TValue *global_of(const GCtab *env, const GCstr *key)
-{
-  const Node *n;
-  if (!env->hmask) return NULL;
-  n = hashstr(env, key);
-  do {
-    if (tvisstr(&n->key) && strV(&n->key) == key) return &n->val;
-  } while ((n = nextnode(n)));
-  return NULL;
-}
-
 /* The Lua function the call at pos of fn (whose prototype is pt) calls,
 ** when the trace inlined it: found from the instructions that loaded its
 ** slot (a move, an upvalue, a global; in the base frame, the slot itself),
@@ -530,7 +519,7 @@ static const GCfunc *callee_of(const mp_tcand *c, const GCfunc *fn,
       GCupval *uv = gco2uv(gcref(fn->l.uvptr[bc_d(w)]));
       v = uvval(uv);
     } else if (op == BC_GGET && fn) {
-      v = global_of(tabref(fn->l.env), gco2str(proto_kgc(pt, ~(ptrdiff_t)bc_d(w))));
+      v = mp_tab_str(tabref(fn->l.env), gco2str(proto_kgc(pt, ~(ptrdiff_t)bc_d(w))));
     } else if (op != BC_FNEW) {
       return NULL;
     }
