@@ -361,7 +361,9 @@ static void mode_parallel(int n, const char *prefix, int shared)
       }
       fclose(f);
     }
+    free(w[i].out.data);
   }
+  free(w);
 }
 
 /* -- sysalloc ------------------------------------------------------------- */
