@@ -330,6 +330,25 @@ local fails = select(2, tap:gsub("\nnot ok", "")) + (tap:find("^not ok") and 1 o
 t.ok(tap:find("1..4\n", 1, true) and fails == 0,
      "cut at every byte and fuzzed: clear errors, no crash", tap)
 os.remove(path)
+-- The same of a snapshot taken while recording, which lists the parts of
+-- tables and threads (docs/FORMAT.md).
+do
+  local prof = T.tmpname("cutprof")
+  big = {}
+  for i = 1, 300 do big[i] = { i, i, i, i, x = i } end
+  assert(mp.start({ path = prof, stacks = 4 }))
+  assert(mp.snapshot(path))
+  assert(mp.stop())
+  big = nil
+  p = io.popen(t.timeout(BUILD .. "/tests/snap_cut " .. t.shq(path), 300))
+  tap = p:read("*a")
+  p:close()
+  fails = select(2, tap:gsub("\nnot ok", "")) + (tap:find("^not ok") and 1 or 0)
+  t.ok(tap:find("1..4\n", 1, true) and fails == 0,
+       "with parts: cut at every byte and fuzzed, clear errors, no crash", tap)
+  os.remove(path)
+  os.remove(prof)
+end
 
 -- 11. A table kept by luaL_ref from C, snapshotted with ljmp_snapshot().
 path = T.tmpname("ref")

@@ -219,6 +219,7 @@ typedef struct hwalk {
   uint64_t rstr, rbytes;	/* ...and those of them written. */
   hframe *fr;		/* Scratch: a thread's frames, top first. */
   size_t frcap;
+  int parts;		/* 1: a recording runs, write the parts. */
   int oom;
 } hwalk;
 
@@ -679,6 +680,40 @@ static void walk_thread(hwalk *w, lua_State *th)
   }
 }
 
+/* A part of object o: a block of its own at p, allocated apart from it. */
+static void put_part(hwalk *w, GCobj *o, const void *p)
+{
+  put_b(w, MP_HE_PART);
+  put_u(w, mp_zigzag((int64_t)((uint64_t)(uintptr_t)p - (uintptr_t)o)));
+  item_done(w);
+}
+
+/* The parts of o, if it has any (see MP_HE_PART), while a recording
+** runs: the join credits each to the line that allocated it. */
+static void walk_parts(hwalk *w, GCobj *o)
+{
+  switch (o->gch.gct) {
+  case ~LJ_TTAB: {
+    GCtab *t = gco2tab(o);
+    if (t->asize > 0 && t->colo <= 0) put_part(w, o, tvref(t->array));
+    if (t->hmask > 0) put_part(w, o, noderef(t->node));
+    break;
+  }
+  case ~LJ_TTHREAD:
+    put_part(w, o, tvref(o->th.stack));
+    break;
+#if LJ_HASBUFFER
+  case ~LJ_TUDATA: {
+    SBufExt *sbx = (SBufExt *)uddata(&o->ud);
+    if (o->ud.udtype == UDTYPE_BUFFER && !sbufiscoworborrow(sbx) &&
+	sbufsz(sbx))
+      put_part(w, o, sbx->b);
+    break;
+  }
+#endif
+  }
+}
+
 /* Write object o (numbered id): head, address, size, extra, edges. */
 static void walk_obj(hwalk *w, GCobj *o)
 {
@@ -736,6 +771,7 @@ static void walk_obj(hwalk *w, GCobj *o)
   }
   item_done(w);
   if (type == MP_HT_STR) return;
+  if (w->parts) walk_parts(w, o);
   switch (type) {
   case MP_HT_UPVAL:
     if (tvisgcv(uvval(&o->uv))) {
@@ -904,6 +940,10 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
   if (!w.q) { rc = LJMP_ENOMEM; goto out; }
   mp_hash_init_map(&w.ids.far);
   mp_hash_init_map(&w.modes);
+  {
+    mp_state *r = mp_proc_find(w.g);
+    w.parts = r && r->ext && __atomic_load_n(&r->recording, __ATOMIC_RELAXED);
+  }
   rc = mp_sink_prepare(s, opt.bufsize ? opt.bufsize : (size_t)1 << 20,
 		       opt.path != NULL);
   if (rc) {

@@ -400,7 +400,8 @@ int mp_heap_put_slow(mp_heap *h, uint64_t addr, uint64_t size,
 }
 
 /* See mp_heap.h. */
-int mp_heap_owner(const mp_heap *h, uint64_t addr, uint32_t *site)
+int mp_heap_owner(const mp_heap *h, uint64_t addr, uint32_t *site,
+		  uint64_t *size)
 {
   uint64_t k = (addr >> MP_HPAGE_BITS) + 1;
   uint32_t off = (uint32_t)addr & ((1u << MP_HPAGE_BITS) - 1), j, m;
@@ -412,5 +413,9 @@ int mp_heap_owner(const mp_heap *h, uint64_t addr, uint32_t *site)
   for (j = mp_hpage_home(off, g->lg); key[j] != off + 1; j = (j + 1) & m)
     if (!key[j]) return 0;
   *site = mp_hpage_val(g)[j].site;
+  if (size) {
+    *size = mp_hpage_val(g)[j].size;
+    if (*size == MP_HEAP_BIG) *size = big_size(h, addr);
+  }
   return 1;
 }

@@ -217,9 +217,10 @@ int mp_heap_take(mp_heap *h, uint64_t addr, uint64_t *size,
   return 1;
 }
 
-/* The owner of block addr into *site, without taking it: 1, or 0 if no
-** block is there. */
-int mp_heap_owner(const mp_heap *h, uint64_t addr, uint32_t *site);
+/* The owner of block addr into *site and, if size is not NULL, its size
+** into *size, without taking it: 1, or 0 if no block is there. */
+int mp_heap_owner(const mp_heap *h, uint64_t addr, uint32_t *site,
+		  uint64_t *size);
 
 /* Table of page key k, or NULL; unlike mp_heap_page(), leaves the last
 ** page as it is, so that it can look ahead of the operations. */

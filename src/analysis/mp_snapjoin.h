@@ -8,7 +8,11 @@
 ** mark whose numbers are the snapshot's, the heap table holds the blocks
 ** live at that moment with their owners, and each object of the snapshot
 ** is the block at its address: it was made (allocated, or resized last)
-** within the recording by that owner's site, else before the start.
+** within the recording by that owner's site, else before the start. The
+** parts of an object (a table's array and hash, a thread's stack: blocks
+** of its own allocated apart, listed by a snapshot taken while recording)
+** are found the same way: a part made by another site than its object's
+** is credited to that site, and its bytes are no longer the object's.
 */
 
 #ifndef MP_SNAPJOIN_H
@@ -24,9 +28,19 @@ typedef struct mp_snapjoin {
   uint32_t *site;	/* By object: the site that made it + 1; 0: made
 			   before the recording. */
   int found;		/* The mark of the snapshot was met. */
+  int oom;		/* Out of memory for the parts. */
   uint64_t ev;		/* The events before it. */
   uint32_t made;	/* Objects made within the recording... */
-  uint64_t made_bytes;	/* ...and their self sizes. */
+  uint64_t made_bytes;	/* ...and the bytes of theirs and of the parts
+			   made within it. */
+  struct mp_joinpart {
+    uint32_t obj;	/* The object... */
+    uint32_t site;	/* ...the site that made the part + 1; 0: before
+			   the recording... */
+    uint64_t bytes;	/* ...and the part's bytes, taken from the
+			   object's. */
+  } *part;		/* The parts not made by their object's site. */
+  uint32_t npart, cappart;
 } mp_snapjoin;
 
 /* A join of snapshot sn, to attach to a profile before reading it; 0, or

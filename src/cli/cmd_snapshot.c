@@ -585,6 +585,20 @@ static int joined_build(joined *jd, const mp_heapsnap *h,
     jd->objects[s - 1]++;
     jd->held[(size_t)(s - 1) * (jd->ntop + 1) + near[i]] += sn->size[i];
   }
+  /* Parts made by another line than their object's move to that line,
+  ** held where their object is. */
+  for (i = 0; i < j->npart; i++) {
+    const struct mp_joinpart *pt = &j->part[i];
+    uint32_t s = j->site[pt->obj];
+    if (pt->site - 1 >= jd->nsite) continue;
+    if (s && s - 1 < jd->nsite) {
+      jd->bytes[s - 1] -= pt->bytes;
+      jd->held[(size_t)(s - 1) * (jd->ntop + 1) + near[pt->obj]] -= pt->bytes;
+    }
+    jd->bytes[pt->site - 1] += pt->bytes;
+    jd->held[(size_t)(pt->site - 1) * (jd->ntop + 1) + near[pt->obj]] +=
+      pt->bytes;
+  }
   free(near);
   jd->nlines = joined_sites(jd, jd->lines, o->top);
   return 0;
@@ -845,7 +859,7 @@ static int join_profile(mp_snapjoin *j, mp_profile *p, joined *jd,
     mp_snapjoin_free(j);
     return MP_EXIT_ERROR;
   }
-  if (joined_build(jd, h, j, p, v, o) < 0) {
+  if (j->oom || joined_build(jd, h, j, p, v, o) < 0) {
     fprintf(stderr, "ljmemprof: %s: out of memory\n", mp_cli_name(path));
     joined_free(jd);
     mp_profile_free(p);

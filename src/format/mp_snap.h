@@ -22,6 +22,11 @@
 **              target when kind has MP_HE_NAMED: the bytes of that string
 **              object (a key or a chunk name), given once per string
 **   trailer  := 0x20 objects bytes gctotal vmbytes unreached ubytes flags
+**   part     : an edge of kind MP_HE_PART, zigzag(part - object address),
+**              no target: a block of the object's own (a table's array or
+**              hash part, a thread's stack, a buffer's bytes) allocated
+**              apart from it; written only while a recording runs (the
+**              join credits each block to the line that allocated it)
 **
 ** All numbers are ULEB128. A kind byte holds the kind in its low 5 bits,
 ** MP_HE_NAMED, MP_HE_WEAKK (the key reference is weak) and MP_HE_WEAKV
@@ -37,7 +42,7 @@
 #include "util/mp_hash.h"
 
 #define MP_SNAP_MAGIC		"ljh"
-#define MP_SNAP_VERSION		1
+#define MP_SNAP_VERSION		2	/* 2: parts (MP_HE_PART); 1 is read too. */
 #define MP_SNAP_NAME_MAX	200	/* Name bytes written per string. */
 #define MP_SNAP_TRAILER		0x20
 #define MP_SNAP_END		0x80
@@ -74,6 +79,9 @@ enum {
   MP_HE_FRAME,		/* depth target: the function of that frame. */
   MP_HE_CONST,		/* target: a constant of a prototype. */
   MP_HE_SPECIAL,	/* code target: MP_HS_*. */
+  MP_HE_PART,		/* delta: a block of the object's own at its
+			   address + delta (zigzag), no target; decoded
+			   into the snapshot's part[], not as an edge. */
   MP_HE__MAX
 };
 
@@ -150,6 +158,11 @@ typedef struct mp_snapshot {
   uint32_t nuv, capuv;
   uint64_t *wide;	/* Edge arguments of more than 32 bits. */
   uint32_t nwide, capwide;
+  struct mp_snap_part {
+    uint64_t addr;	/* The block's address... */
+    uint32_t obj;	/* ...and the object it belongs to. */
+  } *part;		/* In the order of their objects. */
+  uint32_t npart, cappart;
   /* The trailer. */
   uint64_t objects, bytes, gctotal, vmbytes, unreached, ubytes, flags;
 } mp_snapshot;

@@ -21,6 +21,7 @@ typedef struct dec {
   mp_snapshot *sn;
   uint32_t cap, ecap;
   uint32_t next;	/* Number of the next new object. */
+  unsigned version;	/* The file's (1 has no parts). */
   char *err;
   size_t errsize;
   int nomem;		/* The failure is out of memory, not the file. */
@@ -183,6 +184,32 @@ static int name_string(dec *d, uint32_t id, uint32_t off)
   return 0;
 }
 
+/* A part of object self (kind byte b read): a block of its own apart from
+** it, at its address + a zigzag delta. Tables have at most two (the
+** array and the hash part), threads and userdata one (a stack, a
+** buffer's bytes). */
+static int part(dec *d, uint32_t self, unsigned b)
+{
+  mp_snapshot *sn = d->sn;
+  uint64_t delta;
+  unsigned t = sn->type[self], have = 0, max;
+  max = t == MP_HT_TAB ? 2 : t == MP_HT_THREAD || t == MP_HT_UDATA ? 1 : 0;
+  if (b != MP_HE_PART) return fail(d, "flags on a part");
+  while (have < sn->npart && sn->part[sn->npart - 1 - have].obj == self)
+    have++;
+  if (!max)
+    return fail(d, "a part of an object of type %u (only tables, threads "
+		"and userdata have parts)", t);
+  if (have >= max) return fail(d, "more than %u parts of one object", max);
+  if (get_u(d, &delta, "a part's address")) return -1;
+  if (mp_array_grow((void **)&sn->part, sn->npart, &sn->cappart,
+		    sizeof(*sn->part)))
+    return nomem(d, "parts");
+  sn->part[sn->npart].addr = sn->addr[self] + (uint64_t)mp_unzigzag(delta);
+  sn->part[sn->npart++].obj = self;
+  return 0;
+}
+
 static int edges(dec *d, uint32_t self)
 {
   for (;;) {
@@ -196,8 +223,13 @@ static int edges(dec *d, uint32_t self)
     wk = (b & MP_HE_WEAKK) != 0;
     wv = (b & MP_HE_WEAKV) != 0;
     named = (b & MP_HE_NAMED) != 0;
-    if (kind == MP_HE_END || kind >= MP_HE__MAX)
+    if (kind == MP_HE_END || kind >= MP_HE__MAX ||
+	(kind == MP_HE_PART && d->version < 2))
       return fail(d, "unknown edge kind %u", kind);
+    if (kind == MP_HE_PART) {
+      if (part(d, self, b)) return -1;
+      continue;
+    }
     if (self == 0 && kind != MP_HE_SPECIAL)
       return fail(d, "a reference from the root that is not a root");
     if (named && kind != MP_HE_FIELD && kind != MP_HE_SPECIAL &&
@@ -301,7 +333,7 @@ void mp_snap_free(mp_snapshot *sn)
 {
   free(sn->addr); free(sn->size); free(sn->type); free(sn->first);
   free(sn->name); mp_hash_free(&sn->uvname); free(sn->e); free(sn->names);
-  free(sn->uvnames); free(sn->wide);
+  free(sn->uvnames); free(sn->wide); free(sn->part);
   memset(sn, 0, sizeof(*sn));
 }
 
@@ -345,11 +377,12 @@ int mp_snap_decode(const uint8_t *data, size_t len, mp_snapshot *sn,
     fail(&d, "not a heap snapshot (it does not begin with 'ljh')");
     goto bad;
   }
-  if (data[3] != MP_SNAP_VERSION) {
-    fail(&d, "snapshot version %u, this reader knows %d", data[3],
+  if (data[3] < 1 || data[3] > MP_SNAP_VERSION) {
+    fail(&d, "snapshot version %u, this reader knows 1 to %d", data[3],
 	 MP_SNAP_VERSION);
     goto bad;
   }
+  d.version = data[3];
   d.p += MP_PROLOGUE_SIZE;
   for (;;) {
     unsigned b = 0;
