@@ -184,6 +184,38 @@ for p in leak two parts; do
   [ -s "$TMPD/jl" ] && cmp -s "$TMPD/jl" "$TMPD/hl"
   ok $? "$p.lua: every line's bytes in the join are its HEAP SUMMARY bytes ($(tr '\n' ';' < "$TMPD/jl"))"
 done
+# With the JIT on, what a trace made is credited to the line inside it:
+# the join's line is the report's line, its bytes its own row's plus its
+# rows under the traces in HEAP SUMMARY, and no trace is a line.
+cat > "$TMPD/jit.lua" <<'LUA'
+local mp = require("ljmemprof")
+assert(mp.start{ path = arg[1] .. "/jit.ljm", stacks = 8 })
+local cache = {}
+local function add(i) cache[#cache + 1] = { id = i, name = "n" .. i } end
+for i = 1, 5000 do add(i) end
+assert(mp.stop{ collect = true, snapshot = arg[1] .. "/jit.ljh" })
+LUA
+run env LUA_CPATH="$BUILD/?.so;;" "$LUAJIT" -jon "$TMPD/jit.lua" "$TMPD"
+is "$rc:$err" "0:" "the program of a compiled loop runs"
+"$BUILD/ljmemprof" report --format json --leak-only --top 0 "$TMPD/jit.ljm" > "$TMPD/jr"
+"$BUILD/ljmemprof" snapshot --format json --profile "$TMPD/jit.ljm" "$TMPD/jit.ljh" > "$TMPD/js"
+python3 - "$TMPD/jr" "$TMPD/js" > "$TMPD/got" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["heap_summary"]
+lines = json.load(open(sys.argv[2]))["recording"]["lines"]
+want = {}
+for r in rows:
+    if r["source"]["kind"] == "lua":
+        want[r["source"]["label"]] = want.get(r["source"]["label"], 0) + r["bytes"]
+    for l in r.get("trace_lines", []):
+        want[l["line"]] = want.get(l["line"], 0) + l["bytes"]
+traced = sum(l["bytes"] for r in rows for l in r.get("trace_lines", []))
+got = {l["line"]: l["bytes"] for l in lines if l["line"].startswith("@")}
+print(traced > 0, got == want, any(l["line"].startswith("TRACE") for l in lines))
+print(sorted(got.items())[-2:])
+PY
+is "$(head -1 "$TMPD/got")" "True True False" \
+  "JIT on: the join's lines are the lines inside the traces ($(tail -1 "$TMPD/got"))"
 # Parts in a hostile file: a table has two at most, only tables, threads
 # and userdata have any, and a version-1 file has none.
 H='ljh\002\000\000\000\001\000\000\020\002\001\000'

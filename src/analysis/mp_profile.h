@@ -202,7 +202,7 @@ typedef struct mp_profile {
   unsigned nsnap;	/* Marks met (those past MP_SNAPMARKS not kept). */
   /* Called at each mark, the events before it aggregated (the heap table
   ** as the snapshot saw the heap): mp_snapjoin.c. */
-  void (*on_snap)(void *ctx, const struct mp_profile *p,
+  void (*on_snap)(void *ctx, struct mp_profile *p,
 		  const struct mp_snapmark *m);
   void *snap_ctx;
   /* What the pass computes beyond the report (set before it). */

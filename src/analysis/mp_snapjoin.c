@@ -17,7 +17,28 @@ int mp_snapjoin_init(mp_snapjoin *j, const mp_snapshot *sn)
   return j->site ? 0 : -1;
 }
 
-void mp_snapjoin_on_mark(void *ctx, const mp_profile *p,
+/* The site + 1 that made the block of owner: its site, or for a stack
+** node billed to a JIT trace, the site of the line inside the trace (the
+** first Lua frame from the top, below the trace's frame, as the report's
+** lines of a trace tell it); 0 when out of memory. */
+static uint32_t made_by(mp_profile *p, uint32_t owner)
+{
+  uint32_t site = mp_owner_site(p, owner), k, hops = 0;
+  const mp_pnode *line = NULL;
+  if (!(owner & MP_OWNER_NODE) || p->site[site].loc.src != MP_SRC_TRACE)
+    return site + 1;
+  for (k = owner & ~MP_OWNER_NODE; k && hops++ < p->nnode;
+       k = p->node[k - 1].parent) {
+    const mp_pnode *n = &p->node[k - 1];
+    if (n->kind == MP_FK_TRACE) break;
+    if (!line && n->kind == MP_FK_LUA) line = n;
+  }
+  if (!k || !line) return site + 1;	/* No line told: the trace's. */
+  site = mp_profile_site(p, &line->loc);
+  return site == UINT32_MAX ? 0 : site + 1;
+}
+
+void mp_snapjoin_on_mark(void *ctx, mp_profile *p,
 			 const struct mp_snapmark *m)
 {
   mp_snapjoin *j = ctx;
@@ -32,7 +53,10 @@ void mp_snapjoin_on_mark(void *ctx, const mp_profile *p,
   j->ev = m->ev;
   for (i = 1; i < sn->n; i++)	/* Object 0 is the root. */
     if (mp_heap_owner(&p->heap, sn->addr[i], &owner, NULL)) {
-      j->site[i] = mp_owner_site(p, owner) + 1;
+      if (!(j->site[i] = made_by(p, owner))) {
+	j->oom = 1;
+	return;
+      }
       j->made++;
       j->made_bytes += sn->size[i];
     }
@@ -40,8 +64,11 @@ void mp_snapjoin_on_mark(void *ctx, const mp_profile *p,
     const struct mp_snap_part *pt = &sn->part[i];
     uint32_t site = 0, k;
     uint64_t size = 0, left = sn->size[pt->obj];
-    if (mp_heap_owner(&p->heap, pt->addr, &owner, &size))
-      site = mp_owner_site(p, owner) + 1;
+    if (mp_heap_owner(&p->heap, pt->addr, &owner, &size) &&
+	!(site = made_by(p, owner))) {
+      j->oom = 1;
+      return;
+    }
     /* A part made before the recording whose object was too (or by the
     ** same site) changes nothing. */
     if (site == j->site[pt->obj]) continue;

@@ -13,6 +13,9 @@
 ** of its own allocated apart, listed by a snapshot taken while recording)
 ** are found the same way: a part made by another site than its object's
 ** is credited to that site, and its bytes are no longer the object's.
+** What a JIT trace made, with a stack profile, is credited to the line
+** inside the trace that made it (the report's HEAP SUMMARY lists the same
+** under the trace's row), a site of its own: the join's lines are lines.
 */
 
 #ifndef MP_SNAPJOIN_H
@@ -47,7 +50,7 @@ typedef struct mp_snapjoin {
 ** -1 when out of memory. */
 int mp_snapjoin_init(mp_snapjoin *j, const mp_snapshot *sn);
 /* The hook of the profile pass (mp_profile.on_snap, ctx: the join). */
-void mp_snapjoin_on_mark(void *ctx, const mp_profile *p,
+void mp_snapjoin_on_mark(void *ctx, mp_profile *p,
 			 const struct mp_snapmark *m);
 void mp_snapjoin_free(mp_snapjoin *j);
 

@@ -81,7 +81,7 @@ typedef struct mp_cli_opts {
   uint32_t window;		/* --temporary N, or 0: the default. */
   const char *html;		/* run --html FILE: also the HTML report. */
   /* Called at each snapshot mark of the profile (mp_profile.on_snap). */
-  void (*on_snap)(void *ctx, const struct mp_profile *p,
+  void (*on_snap)(void *ctx, struct mp_profile *p,
 		  const struct mp_snapmark *m);
   void *snap_ctx;
   uint32_t bare_stacks;		/* What a bare --stacks means, set by the
