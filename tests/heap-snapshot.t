@@ -323,6 +323,12 @@ big = nil
 -- changed: errors that name the byte, no crash (tests/c/snap_cut.c).
 path = T.tmpname("cut")
 assert(mp.snapshot(path))
+do
+  local f = assert(io.open(path, "rb"))
+  local head = f:read(4)
+  f:close()
+  t.is(head, "ljh\1", "taken without a recording: version 1 (no parts)")
+end
 p = io.popen(t.timeout(BUILD .. "/tests/snap_cut " .. t.shq(path), 300))
 local tap = p:read("*a")
 p:close()
@@ -340,6 +346,10 @@ do
   assert(mp.snapshot(path))
   assert(mp.stop())
   big = nil
+  local f = assert(io.open(path, "rb"))
+  local head = f:read(4)
+  f:close()
+  t.is(head, "ljh\2", "taken while recording: version 2 (it lists parts)")
   p = io.popen(t.timeout(BUILD .. "/tests/snap_cut " .. t.shq(path), 300))
   tap = p:read("*a")
   p:close()

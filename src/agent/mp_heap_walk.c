@@ -969,7 +969,8 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
       goto out;
     }
   }
-  mp_put_prologue(head, MP_SNAP_MAGIC, MP_SNAP_VERSION);
+  /* Version 1 without parts: what every reader of snapshots reads. */
+  mp_put_prologue(head, MP_SNAP_MAGIC, w.parts ? MP_SNAP_VERSION : 1);
   if ((rc = mp_sink_begin(s, head, sizeof(head))) != 0) {
     rc = rc == ENOMEM ? LJMP_ENOMEM : -rc;
     if (created) unlink(path);

@@ -42,7 +42,8 @@
 #include "util/mp_hash.h"
 
 #define MP_SNAP_MAGIC		"ljh"
-#define MP_SNAP_VERSION		2	/* 2: parts (MP_HE_PART); 1 is read too. */
+#define MP_SNAP_VERSION		2	/* 2: parts (MP_HE_PART), written while
+					   recording; else 1, read too. */
 #define MP_SNAP_NAME_MAX	200	/* Name bytes written per string. */
 #define MP_SNAP_TRAILER		0x20
 #define MP_SNAP_END		0x80
