@@ -225,6 +225,19 @@ const char *mp_note_closefin(char *buf, size_t size, unsigned n)
   return buf;
 }
 
+const char *mp_note_cut(char *buf, size_t size, const mp_profile *p)
+{
+  const char *what = p->rc == MP_ERR_TRUNC ? "cut short" :
+		     p->rc == MP_ERR_IO ? "unreadable" : "damaged";
+  snprintf(buf, size, "%s %s at byte %zu, after %llu event%s: its frees "
+	   "after that are missing, so what is held is an upper bound (the "
+	   "blocks made before the cut that the program still held, and "
+	   "those it freed later)", p->merged > 1 ? "a merged profile is" :
+	   "the profile is", what, p->r.err_offset,
+	   (unsigned long long)p->nev, p->nev == 1 ? "" : "s");
+  return buf;
+}
+
 /* The note of a profile without call stacks whose live blocks are on
 ** JIT traces: a trace's row tells no line then (with stacks, the lines
 ** inside it are told), and the way to the lines is to record again. */
@@ -259,6 +272,7 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
   char line[MP_LABEL_MAX + 512], b1[64], b2[64];
   mp_cost all;
   uint32_t top = mp_profile_gc_top(p, &all);
+  if (p->rc != MP_END) fn(ctx, mp_note_cut(line, sizeof(line), p));
   if (p->collect)
     fn(ctx, "a full garbage collection ran before the end: what is held is "
 	 "reachable");
