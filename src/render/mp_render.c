@@ -209,10 +209,15 @@ int mp_heap_lines(const mp_sections *sec, const mp_render_opts *o)
   return 0;
 }
 
+/* The stream does not say whether 'ljmemprof run' recorded it, so the
+** note is true of both: run's collection is at lua_close(), which a
+** plain os.exit() never reaches. */
 const char mp_note_uncollected[] =
   "the profile notes no full garbage collection before its end: what is "
-  "held may be garbage never collected (record with mp.stop{collect = "
-  "true}, or 'ljmemprof run', to see only what is reachable)";
+  "held may be garbage never collected (to see only what is reachable, "
+  "record with mp.stop{collect = true} or 'ljmemprof run', whose "
+  "collection runs as the Lua state closes: a script that ends with "
+  "os.exit(code) skips it, os.exit(code, true) closes the state)";
 
 const char *mp_note_closefin(char *buf, size_t size, unsigned n)
 {
