@@ -367,7 +367,7 @@ echo "$out" | grep -q '^collected:  no (what is live may be garbage not yet coll
 ok $? "info: no note, no collection"
 # A profile without the note says so in one line of NOTES (text, json,
 # check), what is held there may be garbage; one with it does not.
-U="the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)"
+U="the profile notes no full garbage collection before its end: what is held may be garbage never collected (to see only what is reachable, record with mp.stop{collect = true} or 'ljmemprof run', whose collection runs as the Lua state closes: a script that ends with os.exit(code) skips it, os.exit(code, true) closes the state)"
 run $MP report --leak-only "$TMPD/peak.ljm"
 is "$(echo "$out" | sed -n '/^NOTES:/,$p')" "NOTES:
 $U" "text: NOTES says that no full collection is noted before the end"

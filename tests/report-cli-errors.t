@@ -36,11 +36,17 @@ run $MP report "$TMPD/v5.ljm"
 is "$rc:$out:$err" "2::ljmemprof: $TMPD/v5.ljm: not a memprof profile: bad data at byte 3: expected ljs version 1 to 3, found version 5" \
   "unsupported version: not a profile"
 
+# The NOTES of a profile cut short or damaged (how, at byte $2) after one
+# event: that note, then the one of no final collection.
+notes_cut() {
+  printf '\n\nNOTES:\nthe profile is %s at byte %s, after 1 event: its frees after that are missing, so what is held is an upper bound (the blocks made before the cut that the program still held, and those it freed later)%s' \
+    "$1" "$2" "${NOTES_NONE#*NOTES:}"
+}
 # An alloc event (offsets 15-18), then a header with source 7 (offset 19).
 printf 'ljs\003\000\000\000\200ljm\003\000\000\000\005\200\002\040\037\200\002\040\200' >"$TMPD/badev.ljm"
 run $MP report --leak-only "$TMPD/badev.ljm"
 is "$rc:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "bad event: what came before it is reported, status 3"
+INTERNAL holds 32B in 1 block (100.0%)$(notes_cut damaged 19)" "bad event: what came before it is reported, status 3"
 is "$err" "ljmemprof: $TMPD/badev.ljm: warning: bad data at byte 19 (expected event header valid in version 3, found 0x1f); reporting what came before" \
   "bad event header: one warning with offset and expectation"
 run $MP info "$TMPD/badev.ljm"
@@ -63,7 +69,7 @@ head -c 20 "$good" >"$TMPD/cut.ljm"
 run $MP report --leak-only "$TMPD/cut.ljm"
 is "$rc" 3 "cut stream: status 3"
 is "$out" "HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "cut stream: the alloc before the cut is reported"
+INTERNAL holds 32B in 1 block (100.0%)$(notes_cut "cut short" 20)" "cut stream: the alloc before the cut is reported"
 is "$err" "ljmemprof: $TMPD/cut.ljm: warning: data ends at byte 20 before the end of the profile (expected ULEB128 old address, found end of data); reporting what came before" \
   "cut stream: one warning line with the offset"
 : >"$TMPD/empty.ljm"
@@ -98,14 +104,14 @@ is "$rc:$out:$err" "2::ljmemprof run: --heap native needs --native: without it n
   "run --heap native without --native: refused before anything runs"
 run $MP report --leak-only - <"$TMPD/cut.ljm"
 is "$rc:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "'-' reads standard input"
+INTERNAL holds 32B in 1 block (100.0%)$(notes_cut "cut short" 20)" "'-' reads standard input"
 
 out=$(cat "$TMPD/cut.ljm" | with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "'-' reads a pipe"
+INTERNAL holds 32B in 1 block (100.0%)$(notes_cut "cut short" 20)" "'-' reads a pipe"
 out=$(cat "$TMPD/cut.ljm" | TMPDIR="$TMPD/none" with_timeout 60 $MP report --leak-only - 2>/dev/null)
 is "$?:$out" "3:HEAP SUMMARY: 32B in 1 block live at the end, by the source that allocated or last resized them
-INTERNAL holds 32B in 1 block (100.0%)$NOTES_NONE" "a pipe is read as a stream: no temporary file, TMPDIR unused"
+INTERNAL holds 32B in 1 block (100.0%)$(notes_cut "cut short" 20)" "a pipe is read as a stream: no temporary file, TMPDIR unused"
 
 # Usage errors.
 run $MP report --bogus "$good"

@@ -155,7 +155,7 @@ INTERNAL holds 1448B in 5 blocks (89.7%)
 @tiny.lua:5 holds 64B in 1 block (4.0%)
 
 NOTES:
-the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)
+the profile notes no full garbage collection before its end: what is held may be garbage never collected (to see only what is reachable, record with mp.stop{collect = true} or 'ljmemprof run', whose collection runs as the Lua state closes: a script that ends with os.exit(code) skips it, os.exit(code, true) closes the state)
 
 ]], "--leak-only: the live blocks by owner, their sum info's live; " ..
      "Tarantool's profile notes no final collection, and NOTES says so")

@@ -66,7 +66,8 @@ ok $? "a warning says the profile is cut short"
 is "$out" "HEAP SUMMARY: 0B in 0 blocks live at the end, by the source that allocated or last resized them
 
 NOTES:
-the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)" "an empty report, which notes no final collection"
+the profile is cut short at byte 15, after 0 events: its frees after that are missing, so what is held is an upper bound (the blocks made before the cut that the program still held, and those it freed later)
+the profile notes no full garbage collection before its end: what is held may be garbage never collected (to see only what is reachable, record with mp.stop{collect = true} or 'ljmemprof run', whose collection runs as the Lua state closes: a script that ends with os.exit(code) skips it, os.exit(code, true) closes the state)" "an empty report, which notes the cut and no final collection"
 
 # Killed after writing several MiB: the part written is reported.
 cat >"$TMPD/killbig.lua" <<'EOF'
@@ -351,6 +352,22 @@ f:close()
 EOL
 run with_timeout 60 "$MP" run nofin.lua
 is "$rc:$(echo "$out" | grep -c 'ended as the VM closed')" "0:0" "no finaliser of the script's: no note"
+cd - >/dev/null
+# A script that ends with os.exit(code) never closes its Lua state, so
+# run's final collection (at lua_close) does not run: the note says so,
+# and how to get it; os.exit(code, true) closes the state and collects.
+cd "$TMPD" || exit 1
+printf 'KEEP = {}\nfor i = 1, 10 do KEEP[i] = { i } end\nos.exit(0)\n' >exit.lua
+printf 'KEEP = {}\nfor i = 1, 10 do KEEP[i] = { i } end\nos.exit(0, true)\n' >exitc.lua
+with_timeout 60 "$MP" run -o exit.ljm exit.lua >/dev/null 2>&1 &&
+  with_timeout 60 "$MP" run -o exitc.ljm exitc.lua >/dev/null 2>&1
+ok $? "run: the scripts ending with os.exit(0) and os.exit(0, true) are recorded"
+is "$("$MP" report exit.ljm | sed -n '/^NOTES:$/,$p')" "NOTES:
+the profile notes no full garbage collection before its end: what is held may be garbage never collected (to see only what is reachable, record with mp.stop{collect = true} or 'ljmemprof run', whose collection runs as the Lua state closes: a script that ends with os.exit(code) skips it, os.exit(code, true) closes the state)" \
+  "run, os.exit(0): the note says run's collection needs the state closed"
+is "$("$MP" report exitc.ljm | sed -n '/^NOTES:$/,$p')" "NOTES:
+a full garbage collection ran before the end: what is held is reachable" \
+  "run, os.exit(0, true): the state closed, the collection ran"
 cd - >/dev/null
 done_testing
 

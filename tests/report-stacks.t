@@ -187,7 +187,7 @@ is "$out" "HEAP SUMMARY: $((b6 + b8))B in 17 blocks live at the end, by the sour
 CALL STACKS: none in this profile (it was recorded with one frame per event; record with mp.start{stacks = 64} or 'ljmemprof run --stacks')
 
 NOTES:
-the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)" \
+the profile notes no full garbage collection before its end: what is held may be garbage never collected (to see only what is reachable, record with mp.stop{collect = true} or 'ljmemprof run', whose collection runs as the Lua state closes: a script that ends with os.exit(code) skips it, os.exit(code, true) closes the state)" \
   "text --stacks-per-source without stacks recorded: one line says so"
 run $MP report --format json --stacks-per-source 2 --metric leak-count "$P"
 echo "$out" | grep -q '^"call_stacks":{"recorded":false,"metric":"leak-count","per_source":2,"sources":\[\]}'

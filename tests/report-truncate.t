@@ -77,6 +77,18 @@ t.is(err, "", "and warns about nothing")
 t.ok(full and full.complete == true, "and is complete")
 local fc = counts(full)
 
+-- The note that opens NOTES of a profile cut at byte at.
+local function cut_note(at, tot)
+  local n = tot.alloc_events + tot.realloc_events + tot.free_events
+  return "the profile is cut short at byte " .. at .. ", after " .. n ..
+         " event" .. (n == 1 and "" or "s") .. ": its frees after that " ..
+         "are missing, so what is held is an upper bound (the blocks made " ..
+         "before the cut that the program still held, and those it freed " ..
+         "later)"
+end
+t.is(full.notes[1]:match("^the profile is cut"), nil,
+     "the whole profile has no note of a cut")
+
 local bad, first = 0, nil
 local function fail(len, why)
   bad = bad + 1
@@ -105,6 +117,8 @@ for len = 0, #data - 1 do
   elseif not obj then fail(len, "output is not JSON")
   elseif obj.complete ~= false or obj.truncated_at ~= tonumber(at) then
     fail(len, "complete/truncated_at wrong")
+  elseif obj.notes[1] ~= cut_note(len, obj.totals) then
+    fail(len, "first note " .. tostring(obj.notes[1]))
   else
     for k, row in pairs(counts(obj)) do
       local f = fc[k]
@@ -140,6 +154,34 @@ local text = f:read("*a")
 f:close()
 t.ok(text:find("^ALLOCATIONS\n") and text:find("\nHEAP SUMMARY: "),
      "a prefix gets the full text report", text)
+
+-- A prefix's report written to a file, text or HTML, and check: the cut
+-- is said there too (not only on stderr), with its status 3 kept.
+local half = math.floor(#data / 2)
+write(cut, data:sub(1, half))
+local hobj = report(cut)
+local note = cut_note(half, hobj.totals)
+local function run(cmd)
+  local h = assert(io.popen(t.timeout(cmd .. " 2>'" .. TMP .. "/err'") ..
+                            "; echo \"rc=$?\""))
+  local out = h:read("*a")
+  h:close()
+  return out:gsub("rc=%d+\n$", ""), tonumber(out:match("rc=(%d+)\n$")),
+         slurp(TMP .. "/err")
+end
+local _, orc, oerr = run(CLI .. " report -o '" .. TMP .. "/r.txt' '" .. cut ..
+                         "'")
+t.is(orc .. ":" .. (oerr:match("warning: data ends at byte %d+") or oerr),
+     "3:warning: data ends at byte " .. half, "report -o: status 3, warned")
+t.ok(("\n" .. slurp(TMP .. "/r.txt")):find("\nNOTES:\n" .. note:gsub("%p", "%%%0") ..
+                                          "\n", 1),
+     "report -o: NOTES opens with the cut", slurp(TMP .. "/r.txt"))
+run(CLI .. " report --format html -o '" .. TMP .. "/r.html' '" .. cut .. "'")
+t.ok(slurp(TMP .. "/r.html"):find('"cut_note":' .. cjson.encode(note), 1, true),
+     "report --format html: the summary's cut_note is the note")
+local cout, crc = run(CLI .. " check --max-leak none '" .. cut .. "'")
+t.ok(crc == 3 and cout:find("\nnote: " .. note .. "\n", 1, true),
+     "check: status 3, and the note", cout)
 
 -- In-process: every prefix of the Tarantool fixture and of this profile
 -- through the profile pass (tests/c/report_cut.c).

@@ -127,6 +127,8 @@ t.same({ rc, line and line:gsub("%s+", " ") },
        { 0, " " .. items_cost .. "B +" .. items_cost .. "B 0 -> 100 100 0 " ..
 	 'package.loaded["app.cache"].items[*] (tables)' },
        "snapshot --diff, text: the class line", out)
+t.ok(out:find("; resized: 0 objects, 0B\n", 1, true),
+     "snapshot --diff, text: no resized bytes read 0B, with their unit", out)
 t.ok(out:find("  ... and 1 more path classes changed\n", 1, true),
      "--top 1: the rest counted", out)
 -- --top 0 is all of them, as in the profile reports.

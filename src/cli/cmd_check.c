@@ -226,6 +226,7 @@ int mp_cmd_check(int argc, char **argv)
 	 mp_fmt_bytes(b3, sizeof(b3), p.peak_bytes, c.human),
 	 limit(b4, sizeof(b4), c.max_peak, c.human));
   /* What the figure leaves out, said where it is read. */
+  if (p.rc != MP_END) printf("note: %s\n", mp_note_cut(note, sizeof(note), &p));
   if (vm.n)
     printf("note: not counted as leaked: INTERNAL's %s in %llu block%s, the "
 	   "VM's own (the string table, JIT traces, grown Lua stacks; --all "

@@ -361,11 +361,12 @@ static void print_json(FILE *f, const mp_heapsnap *h, const snap_view *v)
   fprintf(f, "]");
 }
 
-/* A signed number of bytes, "+N" or "-N" (or "0"), into buf. */
+/* A signed number of bytes, "+NB" or "-NB" (or "0B": a change of none
+** carries its unit like the other figures), into buf. */
 static const char *sbytes(char *buf, size_t size, int64_t v)
 {
   char t[40];
-  if (!v) return "0";
+  if (!v) return "0B";
   mp_fmt_bytes(t, sizeof(t), v < 0 ? (uint64_t)-v : (uint64_t)v, 0);
   snprintf(buf, size, "%c%s", v < 0 ? '-' : '+', t);
   return buf;

@@ -209,10 +209,15 @@ int mp_heap_lines(const mp_sections *sec, const mp_render_opts *o)
   return 0;
 }
 
+/* The stream does not say whether 'ljmemprof run' recorded it, so the
+** note is true of both: run's collection is at lua_close(), which a
+** plain os.exit() never reaches. */
 const char mp_note_uncollected[] =
   "the profile notes no full garbage collection before its end: what is "
-  "held may be garbage never collected (record with mp.stop{collect = "
-  "true}, or 'ljmemprof run', to see only what is reachable)";
+  "held may be garbage never collected (to see only what is reachable, "
+  "record with mp.stop{collect = true} or 'ljmemprof run', whose "
+  "collection runs as the Lua state closes: a script that ends with "
+  "os.exit(code) skips it, os.exit(code, true) closes the state)";
 
 const char *mp_note_closefin(char *buf, size_t size, unsigned n)
 {
@@ -222,6 +227,19 @@ const char *mp_note_closefin(char *buf, size_t size, unsigned n)
 	   "buffers, what a __gc cleared); to record what it held, end the "
 	   "script with require(\"ljmemprof\").stop{collect = true}", n,
 	   n == 1 ? "" : "s", n == 1 ? "it" : "they");
+  return buf;
+}
+
+const char *mp_note_cut(char *buf, size_t size, const mp_profile *p)
+{
+  const char *what = p->rc == MP_ERR_TRUNC ? "cut short" :
+		     p->rc == MP_ERR_IO ? "unreadable" : "damaged";
+  snprintf(buf, size, "%s %s at byte %zu, after %llu event%s: its frees "
+	   "after that are missing, so what is held is an upper bound (the "
+	   "blocks made before the cut that the program still held, and "
+	   "those it freed later)", p->merged > 1 ? "a merged profile is" :
+	   "the profile is", what, p->r.err_offset,
+	   (unsigned long long)p->nev, p->nev == 1 ? "" : "s");
   return buf;
 }
 
@@ -259,6 +277,7 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
   char line[MP_LABEL_MAX + 512], b1[64], b2[64];
   mp_cost all;
   uint32_t top = mp_profile_gc_top(p, &all);
+  if (p->rc != MP_END) fn(ctx, mp_note_cut(line, sizeof(line), p));
   if (p->collect)
     fn(ctx, "a full garbage collection ran before the end: what is held is "
 	 "reachable");

@@ -183,7 +183,8 @@ void mp_render_json_memory(FILE *out, const mp_memory *m);
 void mp_render_json_summary(FILE *out, const mp_profile *p);
 
 /* The notes that end a report (text NOTES, JSON "notes"), one line each
-** without a newline, through fn(ctx, line): that a full collection ran
+** without a newline, through fn(ctx, line): that the profile is cut
+** short (or damaged) and after how many events; that a full collection ran
 ** before the end, or mp_note_uncollected; what the final collection freed
 ** of the blocks the program made (garbage, or what only the main chunk's
 ** locals held: they end when it returns), with the source that made the
@@ -198,6 +199,11 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
 /* The note of a profile that says of no full collection before its end
 ** (`report`, `check`). */
 extern const char mp_note_uncollected[];
+
+/* Into buf, the note of a profile cut short, damaged or unreadable
+** (p->rc is not MP_END): after how many events, and that the frees past
+** the cut are missing (`report`, `check`). */
+const char *mp_note_cut(char *buf, size_t size, const mp_profile *p);
 
 /* Into buf, the note of a profile whose recording ended in lua_close()
 ** after n finalisers of userdata ran (`report`, `check`). */

@@ -48,7 +48,7 @@ function summary() {
   } else {
     row('Format', 'memprof, symtab version ' + s.versions[0] + ', events version ' +
         s.versions[1] + s.version_note + (s.profiles > 1 ? ', ' + s.profiles + ' profiles merged' : ''));
-    row('Complete', s.complete ? 'yes' : 'no, cut or damaged at byte ' + s.truncated_at);
+    row('Complete', s.complete ? 'yes' : 'no: ' + s.cut_note);
     row(s.sample || s.rates ? 'Events (estimated)' : 'Events',
         num(s.alloc_events + s.realloc_events + s.free_events) +
         ' (alloc ' + num(s.alloc_events) + ', realloc ' + num(s.realloc_events) +

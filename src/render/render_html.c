@@ -292,6 +292,13 @@ static int json_report(FILE *out, const mp_sections *sec,
 	  p->rc == MP_END ? "true" : "false", p->rc == MP_END ? 0 :
 	  p->r.err_offset, p->r.ljs_version, p->r.ljm_version);
   mp_json_cstr(out, mp_version_note(p->r.ljm_version));
+  fputs(",\"cut_note\":", out);	/* As NOTES says it. */
+  if (p->rc != MP_END) {
+    char note[256];
+    mp_json_cstr(out, mp_note_cut(note, sizeof(note), p));
+  } else {
+    fputs("null", out);
+  }
   fprintf(out, ",\"profiles\":%u,\"recorded_events\":%llu,"
 	  "\"alloc_events\":%llu,\"realloc_events\":%llu,\"free_events\":%llu,"
 	  "\"alloc_bytes\":%llu,\"free_bytes\":%llu,\"live_bytes\":%llu,"

@@ -57,6 +57,6 @@ complete() { "$BUILD/ljmemprof" events "$1" 2>/dev/null | tail -n 1 | sed -n 's/
 NOTES_NONE="
 
 NOTES:
-the profile notes no full garbage collection before its end: what is held may be garbage never collected (record with mp.stop{collect = true}, or 'ljmemprof run', to see only what is reachable)"
+the profile notes no full garbage collection before its end: what is held may be garbage never collected (to see only what is reachable, record with mp.stop{collect = true} or 'ljmemprof run', whose collection runs as the Lua state closes: a script that ends with os.exit(code) skips it, os.exit(code, true) closes the state)"
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/ljmp-test.XXXXXX")
 trap 'rm -rf "$TMPD"' EXIT
