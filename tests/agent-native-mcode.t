@@ -5,7 +5,8 @@
 -- leak, check passes), and every memory view names them once, as "JIT
 -- machine code", the bytes the JIT has mapped (J->szallmcarea), out of
 -- the rest. A jit.flush() unmaps them again: still no event, nothing
--- counted as a free of a block not seen.
+-- counted as a free of a block not seen, for areas mapped before the
+-- start too.
 package.path = "tests/lib/?.lua;" .. package.path
 local T = require("mp_test")
 local t = require("tap")
@@ -27,8 +28,8 @@ local function run(cmd)
 end
 
 -- Record code (a chunk named @work.lua) with native memory.
--- The machine code made before is unmapped first (jit.flush(): its
--- unmapping would be a free of a block not seen).
+-- The machine code made before is unmapped first (jit.flush()), so that
+-- the areas at the end are the chunk's alone.
 local function record(code, name)
   local path = T.tmpname(name)
   local fn = assert(loadstring(code, "@work.lua"))
@@ -42,7 +43,7 @@ end
 
 -- The native events of a profile, and the count of frees of blocks not
 -- seen allocated (the note native_unseen: key and value, each after its
--- length byte, in the raw stream; no view shows it).
+-- length byte, in the raw stream; nil when there is none).
 local function native(path)
   local f = assert(io.popen(T.cli .. " events " .. t.shq(path)))
   local n = 0
@@ -125,6 +126,53 @@ do
 			     t.shq(path)))).memory
   t.is(m.jit_mcode_bytes, 0, "flushed: no machine code mapped at the end")
   os.remove(path)
+end
+
+-- Machine code made before the start, flushed while recording: LuaJIT
+-- unmaps its areas (and frees their unwind tables, registered with
+-- libgcc), which are no blocks of the program's: no event, not counted
+-- in native_unseen; the two frees of blocks ffi.C.malloc made before the
+-- start alone are. Then a trace made within the recording and flushed in
+-- turn: still none. Sampled, nothing is counted.
+do
+  local ffi = require("ffi")
+  ffi.cdef [[
+void *malloc(size_t);
+void free(void *);
+]]
+  for _, opts in ipairs({ {}, { sample = 256, seed = 5 } }) do
+    local how = opts.sample and "sampled: " or ""
+    local path = T.tmpname("mcode-old")
+    jit.flush()
+    OLD = { ffi.C.malloc(100), ffi.C.malloc(200) }
+    local fn = assert(loadstring(CODE, "@work.lua"))
+    fn()	-- The loop's trace, in an area mapped before the start.
+    collectgarbage()
+    opts.path = path
+    opts.native = true
+    assert(mp.start(opts))
+    assert(loadstring([[
+local C = require("ffi").C
+C.free(OLD[1])
+C.free(OLD[2])
+jit.flush()
+MCODE_LOOP2 = 0
+for i = 1, 100000 do MCODE_LOOP2 = MCODE_LOOP2 + i % 5 end
+jit.flush()
+]], "@flush.lua"))()
+    assert(mp.stop())
+    local n, unseen = native(path)
+    t.is(n, 0, how .. "old machine code flushed: no native event")
+    t.is(unseen, not opts.sample and "2" or nil,
+	 how .. "old machine code flushed: only the two frees not seen counted")
+    local info = cjson.decode((run(T.cli .. " info --format json " ..
+				   t.shq(path))))
+    t.is(info.native_unseen, opts.sample and 0 or 2,
+	 how .. "info json: native_unseen")
+    t.is(info.memory.jit_mcode_bytes, 0,
+	 how .. "old machine code flushed: none mapped at the end")
+    os.remove(path)
+  end
 end
 
 t.done()

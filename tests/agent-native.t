@@ -8,7 +8,8 @@
 -- on, a C leak found by --leak-only, a mapping mremapped; lua-cjson's VM
 -- allocations are not counted twice; the program behaves as without:
 -- threads allocating while recording starts and stops, fork, a module
--- unloaded before stop.
+-- unloaded before stop. The notes native_unseen (frees of blocks made
+-- before the start) and native_lost in every view.
 package.path = "tests/lib/?.lua;" .. package.path
 local T = require("mp_test")
 local t = require("tap")
@@ -628,6 +629,130 @@ ADDRS = { nm.remap() }
   local ps = pk["native_mod.remap [native]"] or {}
   t.is(string.format("%s %s %s", doc.peak.bytes, ps.bytes, ps.blocks),
        "65536 65536 1", how .. "sixteen pages at the peak")
+  os.remove(path)
+end
+
+
+-- 13. Frees and resizes of blocks made before the start (ffi.C.malloc
+-- before it; free and realloc while recording): no event, counted in the
+-- note native_unseen, which every view says: info (text, JSON), the
+-- report (text under MEMORY, JSON), the HTML page's data. Not written when
+-- sampling (0); a profile without native has no such field.
+local cjson = require("cjson")
+
+-- The output of a command of the CLI on path.
+local function cli(args, path)
+  local f = assert(io.popen(T.cli .. " " .. args .. " " .. t.shq(path)))
+  local out = f:read("*a")
+  f:close()
+  return out
+end
+
+-- The HTML page of path's report.
+local function html(path)
+  local out = T.tmpname("html")
+  cli("report --format html -o " .. t.shq(out), path)
+  local f = assert(io.open(out))
+  local page = f:read("*a")
+  f:close()
+  os.remove(out)
+  return page
+end
+
+do
+  local UNSEEN = "4 frees or resizes of native blocks allocated before " ..
+		 "the recording started (not counted)"
+  local C = ffi.C
+  for _, opts in ipairs({ {}, { sample = 256, seed = 5 } }) do
+    local how = opts.sample and "sampled: " or ""
+    OLD = { C.malloc(100), C.malloc(200), C.malloc(300), C.malloc(400) }
+    local path = record([[
+jit.off()
+local C = require("ffi").C
+C.free(OLD[1])
+C.free(OLD[2])
+C.free(OLD[3])
+OLD[4] = C.realloc(OLD[4], 5000)
+C.free(OLD[4])
+]], opts, "unseen")
+    local n = opts.sample and 0 or 4
+    local info = cli("info", path)
+    t.is(info:match("\nunseen: +([^\n]*)"), not opts.sample and UNSEEN or nil,
+	 how .. "info: unseen: says the four")
+    t.is(info:match("\nlost:"), nil, how .. "info: no line lost:")
+    local j = cjson.decode(cli("info --format json", path))
+    t.is(string.format("%s %s", j.native_unseen, j.native_lost), n .. " 0",
+	 how .. "info json: native_unseen, native_lost")
+    local r = cli("report", path)
+    local mem = (r:match("\n(MEMORY: .-)\n\n") or "?"):match("^[^\n]*\n?(.*)$")
+    t.is(mem, not opts.sample and "  " .. UNSEEN or "",
+	 how .. "report: under MEMORY")
+    t.is(r:match("native events? lost"), nil, how .. "report: nothing lost")
+    j = cjson.decode(cli("report --format json", path))
+    t.is(string.format("%s %s", j.native_unseen, j.native_lost), n .. " 0",
+	 how .. "report json: native_unseen, native_lost")
+    local page = html(path)
+    t.ok(page:find('"native_unseen":' .. n .. ',"native_lost":0', 1, true),
+	 how .. "html: the page's data has them")
+    os.remove(path)
+  end
+  local path = record("local x = {}", { native = false }, "unseen-vm")
+  local j = cjson.decode(cli("report --format json", path))
+  t.is(tostring(j.native_unseen) .. " " .. tostring(j.native_lost), "nil nil",
+       "without native: no field")
+  j = cjson.decode(cli("info --format json", path))
+  t.is(tostring(j.native_unseen) .. " " .. tostring(j.native_lost), "nil nil",
+       "without native: no field in info")
+  os.remove(path)
+end
+
+-- 14. native_lost: events the agent had no memory to keep (it cannot be
+-- provoked here): a stream made by hand with the notes, as the agent
+-- writes them at stop. Every view says it, NOTES too (the native figures
+-- are wrong by it); a merge of two sums both notes.
+do
+  local P = dofile("tests/lib/mkprof.lua")
+  local LOST = "3 native events lost: the agent had no memory to keep " ..
+	       "them (native figures are short by them)"
+  -- A native profile of one VM allocation and the two notes.
+  local function crafted(unseen, lost, name)
+    local path = T.tmpname(name)
+    local f = assert(io.open(path, "wb"))
+    f:write(P.head_ext(), P.info("native", "1"), P.alloc_ext(4096, 32),
+	    P.info("native_unseen", tostring(unseen)),
+	    P.info("native_lost", tostring(lost)), P.final())
+    f:close()
+    return path
+  end
+  local path = crafted(0, 3, "lost")
+  local info = cli("info", path)
+  t.is(info:match("\nlost: +([^\n]*)"), LOST, "crafted: info: lost:")
+  t.is(info:match("\nunseen:"), nil, "crafted: info: no unseen: for 0")
+  local j = cjson.decode(cli("info --format json", path))
+  t.is(string.format("%s %s", j.native_unseen, j.native_lost), "0 3",
+       "crafted: info json")
+  local r = cli("report", path)
+  t.is(r:match("\nMEMORY:\n(.-)\n\n"), "  " .. LOST,
+       "crafted: report: under MEMORY (no RSS: a heading alone)")
+  t.is(r:match("\nNOTES:\n.*\n(" .. LOST:gsub("%p", "%%%0") .. ")\n"), LOST,
+       "crafted: report: a line of NOTES")
+  j = cjson.decode(cli("report --format json", path))
+  local noted = 0
+  for _, l in ipairs(j.notes) do if l == LOST then noted = noted + 1 end end
+  t.is(string.format("%s %s %d", j.native_unseen, j.native_lost, noted),
+       "0 3 1", "crafted: report json: the fields and a note")
+  t.ok(html(path):find('"native_unseen":0,"native_lost":3', 1, true),
+       "crafted: html: the page's data")
+  local two = crafted(5, 4, "lost2")
+  j = cjson.decode(cli("report --format json " .. t.shq(two), path))
+  t.is(string.format("%s %s", j.native_unseen, j.native_lost), "5 7",
+       "crafted: a merge sums them")
+  r = cli("report " .. t.shq(two), path)
+  t.is(r:match("\nMEMORY:\n(.-)\n\n"), "  5 frees or resizes of native " ..
+       "blocks allocated before the recording started (not counted)\n" ..
+       "  7 native events lost: the agent had no memory to keep them " ..
+       "(native figures are short by them)", "crafted: a merge's MEMORY")
+  os.remove(two)
   os.remove(path)
 end
 

@@ -188,8 +188,11 @@ typedef struct nat_obj {
 typedef struct nat_map {
   uint64_t addr, size;
   int jit;		/* The JIT's machine code: its unmapping is no
-			   event. */
+			   event (JIT_OLD: an area mapped before the
+			   start, see nat.premc). */
 } nat_map;
+
+#define JIT_OLD		2	/* nat_map.jit of an mcode area made before. */
 
 #define FILTER_SLOTS	65536	/* Sampling's filter of live sampled blocks. */
 
@@ -218,6 +221,8 @@ static struct {
   size_t nbig, capbig;
   nat_map *maps;	/* Live mappings, by address. */
   size_t nmaps, capmaps;
+  size_t premc;		/* Of them, the JIT's areas mapped before the
+			   start (JIT_OLD). */
   uint32_t cparent[MP_NF_N], cid[MP_NF_N];	/* Last native node by
 						   function and parent. */
   uint64_t unseen;	/* Frees of blocks not seen allocated. */
@@ -333,7 +338,52 @@ static int map_insert(size_t i, uint64_t a, uint64_t size, int jit)
   nat.maps[i].size = size;
   nat.maps[i].jit = jit;
   nat.nmaps++;
+  if (jit == JIT_OLD) nat.premc++;
   return 0;
+}
+
+/* Forget live mapping i. */
+static void map_remove(size_t i)
+{
+  if (nat.maps[i].jit == JIT_OLD) nat.premc--;
+  memmove(&nat.maps[i], &nat.maps[i + 1],
+	  (nat.nmaps - i - 1) * sizeof(*nat.maps));
+  nat.nmaps--;
+}
+
+/* Note the JIT's mcode areas mapped before the start (on the VM's
+** thread), so that their unmapping by a flush is no free of a block not
+** seen. Its list is walked once: a few areas (maxmcode / sizemcode), and
+** only if their sizes add up to what the JIT says it has mapped. */
+static void map_old_mcode(global_State *g)
+{
+  uint64_t sum = 0, size;
+  size_t n = 0, i;
+  void *a;
+  for (a = mp_where_mcarea(g); a && n < 65536; n++) {
+    a = mp_where_mcnext(a, &size);
+    sum += size;
+  }
+  if (a || sum != mp_where_mcode(g)) return;	/* Not the list it seems. */
+  for (a = mp_where_mcarea(g); a; ) {
+    uint64_t at = (uint64_t)(uintptr_t)a;
+    void *next = mp_where_mcnext(a, &size);
+    i = map_find(at);
+    if ((i < nat.nmaps && nat.maps[i].addr < at + size) ||
+	map_insert(i, at, size, JIT_OLD) < 0)
+      return;	/* Their munmaps are then counted, as before. */
+    a = next;
+  }
+}
+
+/* Whether a free of a block not seen is the JIT's as it unmaps its
+** machine code (lj_mcode_free(): it empties its list of areas, then
+** frees each area's unwind table and unmaps the area): on the VM's
+** thread, while areas mapped before the start are, though the JIT lists
+** none, which happens there alone. Asked only of frees not seen. */
+static int mcode_freeing(mp_state *s, const nat_ev *e)
+{
+  return !e->tid && nat.premc && !mp_where_mcarea((global_State *)s->g);
 }
 
 /* -- Writing (the VM's thread) ---------------------------------------------- */
@@ -418,9 +468,7 @@ static MP_NOINLINE void apply_unmap(mp_state *s, const nat_ev *e,
     p.osize = m.size;
     if (!lo && !hi) {
       p.ev = MP_AEV_FREE;
-      memmove(&nat.maps[i], &nat.maps[i + 1],
-	      (nat.nmaps - i - 1) * sizeof(*nat.maps));
-      nat.nmaps--;
+      map_remove(i);
       if (!m.jit) put_event(s, &p, node);
       continue;
     }
@@ -460,7 +508,7 @@ static MP_NOINLINE void apply_remap(mp_state *s, nat_ev *e, uint32_t node)
   uint64_t pg = nat.page - 1, olen = (e->osize + pg) & ~pg;
   size_t i = map_find(e->oaddr);
   int hit = i < nat.nmaps && nat.maps[i].addr < e->oaddr + (olen ? olen : 1);
-  int jit = hit && nat.maps[i].jit;
+  int jit = hit ? nat.maps[i].jit : 0;
   int keep = (e->mflags & MREMAP_DONTUNMAP) || !olen;
   nat_ev u = *e;
   u.ev = MP_AEV_FREE;
@@ -479,9 +527,7 @@ static MP_NOINLINE void apply_remap(mp_state *s, nat_ev *e, uint32_t node)
   if (!keep && nat.maps[i].addr == e->oaddr &&
       ((nat.maps[i].size + pg) & ~pg) == olen) {	/* The whole mapping. */
     e->osize = nat.maps[i].size;
-    memmove(&nat.maps[i], &nat.maps[i + 1],
-	    (nat.nmaps - i - 1) * sizeof(*nat.maps));
-    nat.nmaps--;
+    map_remove(i);
     if (map_insert(map_find(e->naddr), e->naddr, e->nsize, jit) < 0) {
       __atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
       e->ev = MP_AEV_FREE;	/* Its old block is gone all the same. */
@@ -524,7 +570,7 @@ static MP_INLINE void apply(mp_state *s, nat_ev *e, uint32_t node)
     old = live_take(e->oaddr, &e->osize);
     if (old && sampling()) filter_add(e->oaddr, -1);
     else if (!old && mp_hash_take(&nat.jit, e->oaddr, &v)) e->jit = 1;
-    else if (!old && !sampling()) nat.unseen++;
+    else if (!old && !sampling() && !mcode_freeing(s, e)) nat.unseen++;
     if (e->ev == MP_AEV_FREE) {
       if (old) put_event(s, e, node);
       return;
@@ -1445,7 +1491,8 @@ int mp_native_start(mp_state *s)
   mp_hash_init_map(&nat.live);
   mp_hash_init_map(&nat.big);
   mp_hash_init_map(&nat.jit);
-  nat.nmaps = 0;
+  nat.nmaps = nat.premc = 0;
+  map_old_mcode((global_State *)s->g);
   memset(nat.cparent, 0, sizeof(nat.cparent));
   memset(nat.cid, 0, sizeof(nat.cid));
   nat.unseen = nat.lost = 0;
@@ -1519,7 +1566,7 @@ void mp_native_stop(mp_state *s)
     real.free(nat.spare.e);
     real.free(nat.maps);
     nat.maps = NULL;
-    nat.nmaps = nat.capmaps = 0;
+    nat.nmaps = nat.capmaps = nat.premc = 0;
     nat.bigs = NULL;
     nat.nbig = nat.capbig = 0;
     memset(&nat.q, 0, sizeof(nat.q));

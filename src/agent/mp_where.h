@@ -109,6 +109,31 @@ static MP_INLINE uint64_t mp_where_mcode(global_State *g)
 #endif
 }
 
+/* The JIT's newest mcode area, NULL if none, and while lj_mcode_free()
+** unmaps them (it empties the list first, then unmaps each area). */
+static MP_INLINE void *mp_where_mcarea(global_State *g)
+{
+#if LJ_HASJIT
+  return G2J(g)->mcarea;
+#else
+  (void)g;
+  return NULL;
+#endif
+}
+
+/* The mcode area made before area (mp_where_mcarea()), NULL if none, and
+** into *size the bytes area has mapped. */
+static MP_INLINE void *mp_where_mcnext(void *area, uint64_t *size)
+{
+#if LJ_HASJIT
+  *size = ((MCLink *)area)->size;
+  return ((MCLink *)area)->next;
+#else
+  *size = 0;
+  return NULL;
+#endif
+}
+
 /* Whether an allocation of nsize bytes is the VM's string table growing
 ** (lj_str_resize(), called by whatever code interned the string that
 ** filled it): its owner is the VM, not the line that happened to make the

@@ -145,6 +145,8 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
   m->peak_blocks += s->peak_blocks;
   m->collect = m->merged ? m->collect && s->collect : s->collect;
   m->native |= s->native;
+  m->native_unseen += s->native_unseen;
+  m->native_lost += s->native_lost;
   if (!m->stopped[0]) memcpy(m->stopped, s->stopped, sizeof(m->stopped));
   if (s->stacks > m->stacks) m->stacks = s->stacks;
   if (s->sample) m->sample = s->sample;

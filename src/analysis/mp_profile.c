@@ -190,6 +190,10 @@ static int info_add(mp_profile *p, const mp_item *it)
   } else if (info_is(it, "closefin")) {
     uint64_t n = info_number(it);
     p->closefin = n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
+  } else if (info_is(it, "native_unseen")) {
+    p->native_unseen = info_number(it);
+  } else if (info_is(it, "native_lost")) {
+    p->native_lost = info_number(it);
   } else if (info_is(it, "collect")) {
     p->collect = it->value_len == 1 && it->value[0] == '1';
   } else if (info_is(it, "snapshot")) {	/* "OBJECTS BYTES TOTAL CUT NAME" */

@@ -183,6 +183,13 @@ typedef struct mp_profile {
   int collect;		/* 1: a full collection ran before the end. */
   unsigned closefin;	/* Userdata finalisers lua_close() ran before the
 			   recording ended (their frees are in it). */
+  uint64_t native_unseen;	/* Frees and resizes of native blocks not
+				   seen allocated (made before the start):
+				   no event (0 when sampled: not counted);
+				   a merge: the sum. */
+  uint64_t native_lost;	/* Native events the agent had no memory to
+			   keep (the native figures are short by them);
+			   a merge: the sum. */
   int gcstart;		/* 1: past the start of that collection (its
 			   frees are no temporaries). */
   char stopped[64];	/* Why recording stopped early, or "". */

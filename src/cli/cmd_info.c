@@ -40,7 +40,10 @@ const char mp_help_info[] =
 "    (allocated within the profile), the machine code the JIT has\n"
 "    mapped (LuaJIT's mcode areas: no native source, never a leak), and\n"
 "    the rest (allocator caches and fragmentation, stacks, mapped files,\n"
-"    and what was allocated before the start).\n"
+"    and what was allocated before the start); when not 0, the frees and\n"
+"    resizes of native blocks allocated before the recording started\n"
+"    (unseen:, not counted; not counted at all when sampled) and the\n"
+"    native events the agent had no memory to keep (lost:).\n"
 "    Each heap snapshot taken while recording (mp.snapshot(), or\n"
 "    mp.stop{snapshot = PATH}) is listed (snapshot:) with the event it\n"
 "    follows and its numbers: its objects, their bytes and what the VM\n"
@@ -88,7 +91,7 @@ int mp_cmd_info(int argc, char **argv)
   mp_memory where;
   int rc, k, mem, json = 0;
   uint32_t nsrc;	/* The report's sources (the rest: callers). */
-  char b[64];
+  char b[64], note[256];
   if ((rc = mp_cli_file_args("info", argc, argv, NULL, info_opt, &json,
 			     &path)) >= 0)
     return rc;
@@ -249,6 +252,12 @@ int mp_cmd_info(int argc, char **argv)
       mp_render_memory_line(stdout, &where, 0);
       fputc('\n', stdout);
     }
+    if (p.native_unseen)
+      printf("unseen:     %s\n", mp_note_native_unseen(note, sizeof(note),
+							 p.native_unseen));
+    if (p.native_lost)
+      printf("lost:       %s\n", mp_note_native_lost(note, sizeof(note),
+						       p.native_lost));
     if (p.sample)
       printf("sampled:    one sample every %.0f bytes allocated on average: "
 	     "counts and bytes are estimates\n", p.sample);

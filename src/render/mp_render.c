@@ -243,6 +243,33 @@ const char *mp_note_cut(char *buf, size_t size, const mp_profile *p)
   return buf;
 }
 
+const char *mp_note_native_unseen(char *buf, size_t size, uint64_t n)
+{
+  if (!n) *buf = '\0';
+  else snprintf(buf, size, "%llu free%s or resize%s of native blocks "
+		"allocated before the recording started (not counted)",
+		(unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "" : "s");
+  return buf;
+}
+
+const char *mp_note_native_lost(char *buf, size_t size, uint64_t n)
+{
+  if (!n) *buf = '\0';
+  else snprintf(buf, size, "%llu native event%s lost: the agent had no "
+		"memory to keep %s (native figures are short by %s)",
+		(unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+		n == 1 ? "it" : "them");
+  return buf;
+}
+
+void mp_render_json_native(FILE *out, const mp_profile *p)
+{
+  if (p->native)
+    fprintf(out, ",\"native_unseen\":%llu,\"native_lost\":%llu",
+	    (unsigned long long)p->native_unseen,
+	    (unsigned long long)p->native_lost);
+}
+
 /* The note of a profile without call stacks whose live blocks are on
 ** JIT traces: a trace's row tells no line then (with stacks, the lines
 ** inside it are told), and the way to the lines is to record again. */
@@ -301,6 +328,8 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
     fn(ctx, line);
   }
   if (p->closefin) fn(ctx, mp_note_closefin(line, sizeof(line), p->closefin));
+  if (p->native_lost)
+    fn(ctx, mp_note_native_lost(line, sizeof(line), p->native_lost));
   trace_note(sec, human, fn, ctx);
   return top;
 }

@@ -179,7 +179,8 @@ void mp_render_memory_line(FILE *out, const mp_memory *m, int human);
 void mp_render_json_memory(FILE *out, const mp_memory *m);
 
 /* The JSON fields that summarise p (each after a comma): "peak", "live",
-** "collected", and "stopped" and "sampled" when they apply. */
+** "collected", and "stopped", "sampled" and the native notes
+** (mp_render_json_native) when they apply. */
 void mp_render_json_summary(FILE *out, const mp_profile *p);
 
 /* The notes that end a report (text NOTES, JSON "notes"), one line each
@@ -188,7 +189,8 @@ void mp_render_json_summary(FILE *out, const mp_profile *p);
 ** before the end, or mp_note_uncollected; what the final collection freed
 ** of the blocks the program made (garbage, or what only the main chunk's
 ** locals held: they end when it returns), with the source that made the
-** most of it; why recording stopped early; in a profile without call
+** most of it; why recording stopped early; the native events lost
+** (mp_note_native_lost: the native figures are short); in a profile without call
 ** stacks, what is live at the end on JIT traces (their rows tell no
 ** line: record with --stacks or -joff). Sizes as -H if human. Returns
 ** the site named, or UINT32_MAX (its alias, if any, is the caller's to
@@ -208,6 +210,20 @@ const char *mp_note_cut(char *buf, size_t size, const mp_profile *p);
 /* Into buf, the note of a profile whose recording ended in lua_close()
 ** after n finalisers of userdata ran (`report`, `check`). */
 const char *mp_note_closefin(char *buf, size_t size, unsigned n);
+
+/* Into buf, what native_unseen (p->native_unseen) frees and resizes of
+** native blocks made before the start say, as text prints it (info,
+** report's MEMORY), or "" when there are none. */
+const char *mp_note_native_unseen(char *buf, size_t size, uint64_t n);
+
+/* Into buf, the note of n native events the agent lost (no memory to keep
+** them): info, report's MEMORY and NOTES; "" when there are none. */
+const char *mp_note_native_lost(char *buf, size_t size, uint64_t n);
+
+/* The JSON fields of the native notes after a comma, in a profile
+** recorded with native memory (else none): "native_unseen" and
+** "native_lost", 0 when there were none. */
+void mp_render_json_native(FILE *out, const mp_profile *p);
 
 /* How the note on live blocks of JIT traces begins (Tarantool's layout
 ** has no such note: --accounting tarantool leaves it out). */

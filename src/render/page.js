@@ -72,6 +72,14 @@ function summary() {
           (m.jit_mcode_bytes != null ? '' : 'machine code, ') + 'stacks, ' +
           'mapped files, and what was allocated before the start)');
     }
+    if (s.native_unseen)	/* Native profiles: what the native figures leave out. */
+      row('Not seen allocated', num(s.native_unseen) + ' free' + (s.native_unseen == 1 ? '' : 's') +
+          ' or resize' + (s.native_unseen == 1 ? '' : 's') +
+          ' of native blocks allocated before the recording started (not counted)');
+    if (s.native_lost)
+      row('Lost', num(s.native_lost) + ' native event' + (s.native_lost == 1 ? '' : 's') +
+          ' lost: the agent had no memory to keep ' + (s.native_lost == 1 ? 'it' : 'them') +
+          ' (native figures are short by ' + (s.native_lost == 1 ? 'it' : 'them') + ')');
     if (s.duration_ns != null) row('Duration', dur(s.duration_ns));
     var g = s.final_collection;	/* What it freed, as NOTES says it: on the same line. */
     row('Collected before the end', s.collected ? 'yes: what is live is reachable' +

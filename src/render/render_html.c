@@ -353,6 +353,7 @@ static int json_report(FILE *out, const mp_sections *sec,
 	  (unsigned long long)sec->made_total.n,
 	  (unsigned long long)sec->made_total.plus);
   if (hasmem) mp_render_json_memory(out, &mem);	/* As info says it. */
+  mp_render_json_native(out, p);	/* As the JSON report has them. */
   fputc('}', out);
   fputs(",\n\"sources\":[", out);
   for (i = 0; i < p->nsite; i++) {

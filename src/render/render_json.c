@@ -223,6 +223,7 @@ void mp_render_json_summary(FILE *out, const mp_profile *p)
     }
     fprintf(out, "\"recorded_events\":%llu}", (unsigned long long)p->nev);
   }
+  mp_render_json_native(out, p);
 }
 
 int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)

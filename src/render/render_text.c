@@ -353,10 +353,22 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   if (o->tarantool) more_rows(out, n, m);
   else more_held(out, sec->live, n, m, o->human);
   fputc('\n', out);
-  if (mem > 0) {	/* Where the memory is (native profiles). */
-    fputs("MEMORY: ", out);
-    mp_render_memory_line(out, &mm, o->human);
-    fputs("\n\n", out);
+  if (mem > 0 || p->native_unseen || p->native_lost) {
+    /* Where the memory is (native profiles), what it leaves out. */
+    char note[256];
+    fputs("MEMORY:", out);
+    if (mem > 0) {
+      fputc(' ', out);
+      mp_render_memory_line(out, &mm, o->human);
+    }
+    fputc('\n', out);
+    if (p->native_unseen)
+      fprintf(out, "  %s\n", mp_note_native_unseen(note, sizeof(note),
+						     p->native_unseen));
+    if (p->native_lost)
+      fprintf(out, "  %s\n", mp_note_native_lost(note, sizeof(note),
+						   p->native_lost));
+    fputc('\n', out);
   }
   if (o->peak && sec->peak) {
     fputs("PEAK: ", out);
