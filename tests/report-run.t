@@ -336,6 +336,10 @@ is "$rc:$(echo "$out" | sed -n '/^NOTES:/,$p' | grep -c 'ended as the VM closed'
 is "$(echo "$out" | grep 'ended as the VM closed')" "$closenote" "it counts the one finaliser of the script's"
 run "$MP" check --max-leak 1M fin.ljm
 is "$rc:$(echo "$out" | grep -c "^note: $closenote\$")" "0:1" "check says it too"
+cp fin.ljm fin2.ljm
+run "$MP" report fin.ljm fin2.ljm
+is "$rc:$(echo "$out" | grep -o 'which ran [0-9]* userdata finalisers* first')" \
+  "0:which ran 2 userdata finalisers first" "a merge of two profiles: the finalisers of both"
 run "$MP" report --format json fin.ljm
 case $out in *"\"notes\":"*"ended as the VM closed"*) r=0;; *) r=1;; esac
 ok $r "and the JSON's notes"

@@ -147,6 +147,8 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
   m->native |= s->native;
   m->native_unseen += s->native_unseen;
   m->native_lost += s->native_lost;
+  m->closefin = m->closefin + s->closefin < m->closefin ? UINT32_MAX
+						   : m->closefin + s->closefin;
   if (!m->stopped[0]) memcpy(m->stopped, s->stopped, sizeof(m->stopped));
   if (s->stacks > m->stacks) m->stacks = s->stacks;
   if (s->sample) m->sample = s->sample;
