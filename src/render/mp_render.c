@@ -245,20 +245,18 @@ const char *mp_note_cut(char *buf, size_t size, const mp_profile *p)
 
 const char *mp_note_native_unseen(char *buf, size_t size, uint64_t n)
 {
-  if (!n) *buf = '\0';
-  else snprintf(buf, size, "%llu free%s or resize%s of native blocks "
-		"allocated before the recording started (not counted)",
-		(unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "" : "s");
+  snprintf(buf, size, "%llu free%s or resize%s of native blocks "
+	   "allocated before the recording started (not counted)",
+	   (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "" : "s");
   return buf;
 }
 
 const char *mp_note_native_lost(char *buf, size_t size, uint64_t n)
 {
-  if (!n) *buf = '\0';
-  else snprintf(buf, size, "%llu native event%s lost: the agent had no "
-		"memory to keep %s (native figures are short by %s)",
-		(unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
-		n == 1 ? "it" : "them");
+  snprintf(buf, size, "%llu native event%s lost: the agent had no memory "
+	   "to keep %s (native figures are short by %s)",
+	   (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+	   n == 1 ? "it" : "them");
   return buf;
 }
 

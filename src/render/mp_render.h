@@ -213,11 +213,11 @@ const char *mp_note_closefin(char *buf, size_t size, unsigned n);
 
 /* Into buf, what native_unseen (p->native_unseen) frees and resizes of
 ** native blocks made before the start say, as text prints it (info,
-** report's MEMORY), or "" when there are none. */
+** report's MEMORY); n is not 0. */
 const char *mp_note_native_unseen(char *buf, size_t size, uint64_t n);
 
 /* Into buf, the note of n native events the agent lost (no memory to keep
-** them): info, report's MEMORY and NOTES; "" when there are none. */
+** them): info, report's MEMORY and NOTES; n is not 0. */
 const char *mp_note_native_lost(char *buf, size_t size, uint64_t n);
 
 /* The JSON fields of the native notes after a comma, in a profile
