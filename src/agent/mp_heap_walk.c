@@ -408,6 +408,12 @@ static uint64_t vm_bytes(global_State *g)
 
 /* An object's self size, as LuaJIT's allocator was asked for it (what
 ** freeing it gives back). */
+/* Whether table t's array part is a block of its own (not inside t's). */
+static inline int array_apart(const GCtab *t)
+{
+  return t->asize > 0 && t->colo <= 0;
+}
+
 static uint64_t obj_size(hwalk *w, GCobj *o)
 {
   switch (o->gch.gct) {
@@ -442,7 +448,7 @@ static uint64_t obj_size(hwalk *w, GCobj *o)
     GCtab *t = gco2tab(o);
     uint64_t n = t->colo ? sizetabcolo((uint32_t)t->colo & 0x7f)
 			 : sizeof(GCtab);
-    if (t->asize > 0 && t->colo <= 0) n += (uint64_t)t->asize * sizeof(TValue);
+    if (array_apart(t)) n += (uint64_t)t->asize * sizeof(TValue);
     if (t->hmask > 0) n += (uint64_t)(t->hmask + 1) * sizeof(Node);
     return n;
   }
@@ -695,7 +701,7 @@ static void walk_parts(hwalk *w, GCobj *o)
   switch (o->gch.gct) {
   case ~LJ_TTAB: {
     GCtab *t = gco2tab(o);
-    if (t->asize > 0 && t->colo <= 0) put_part(w, o, tvref(t->array));
+    if (array_apart(t)) put_part(w, o, tvref(t->array));
     if (t->hmask > 0) put_part(w, o, noderef(t->node));
     break;
   }

@@ -71,12 +71,12 @@ void mp_snapjoin_on_mark(void *ctx, mp_profile *p,
     }
     /* A part made before the recording whose object was too (or by the
     ** same site) changes nothing. */
-    if (site == j->site[pt->obj]) continue;
+    if (site == j->site[pt->obj] || !site)	/* !site: size unknown. */
+      continue;
     /* Its object's bytes less the parts taken from it already: a part is
     ** never more than what is left (a damaged or foreign profile). */
     for (k = j->npart; k > 0 && j->part[k - 1].obj == pt->obj; k--)
       left -= j->part[k - 1].bytes;
-    if (!site) continue;	/* Its size is unknown: it stays. */
     if (size > left) size = left;
     if (mp_array_grow((void **)&j->part, j->npart, &j->cappart,
 		      sizeof(*j->part))) {
