@@ -347,6 +347,51 @@ do
        .. "native_mod_worker+offset", worker)
 end
 
+-- 6b. Lua idle while the threads allocate: the queue of their events
+-- holds 65536; once full, a thread waits for the VM's thread at most
+-- 20 ms, then what does not fit is lost, counted, until stop takes the
+-- queue. Before the bound, the queue grew as long as Lua was idle. The
+-- loop is interpreted and allocates nothing, so nothing takes the queue
+-- before stop.
+do
+  nm.threads_start()
+  local t0 = os.time()
+  while nm.threads_rounds() < 1000 and os.time() - t0 < 20 do end
+  local path = T.tmpname("idle")
+  local function idle()
+    local r0, c0 = nm.threads_rounds(), os.clock()
+    while nm.threads_rounds() < r0 + 50000 and os.clock() - c0 < 60 do end
+    return nm.threads_rounds() - r0, os.clock() - c0
+  end
+  jit.off(idle)
+  assert(mp.start{ path = path, native = true })
+  local made, took = idle()
+  assert(mp.stop())
+  local rounds, bad = nm.threads_stop()
+  t.is(bad, 0, "idle Lua: no block of theirs was corrupted")
+  t.ok(made >= 50000, "idle Lua: each thread made 50000 rounds (150000 " ..
+       "events) while recording, in " .. string.format("%.1f", took) .. " s",
+       made)
+  local al, r = sources(path, "allocations", "--heap native")
+  local kept = 0
+  for _, section in ipairs{ "allocations", "reallocations", "deallocations" } do
+    for _, e in ipairs(r[section]) do
+      if e.source.label:match("^native_mod_worker%+0x%x+ %[native%]$") then
+	kept = kept + e.events
+      end
+    end
+  end
+  t.ok(kept > 0 and kept <= 65536, "idle Lua: what the queue held, at " ..
+       "most 65536 events, is in the profile", kept)
+  local f = assert(io.popen(T.cli .. " info --format json " .. t.shq(path)))
+  local j = require("cjson").decode(f:read("*a"))
+  f:close()
+  t.ok(j.native_lost >= 4 * 3 * (50000 - 1) - 65536, "idle Lua: the events " ..
+       "that did not fit are counted lost (native_lost)", j.native_lost)
+  t.is(r.complete, true, "idle Lua: the profile is complete")
+  os.remove(path)
+end
+
 -- 7. fork: the child records nothing and runs as without.
 do
   local path = T.tmpname("fork")
@@ -706,14 +751,16 @@ C.free(OLD[4])
   os.remove(path)
 end
 
--- 14. native_lost: events the agent had no memory to keep (it cannot be
--- provoked here): a stream made by hand with the notes, as the agent
+-- 14. native_lost: events the agent could not keep (out of memory cannot
+-- be provoked here; a full queue is, in 6b): a stream made by hand with
+-- the notes, as the agent
 -- writes them at stop. Every view says it, NOTES too (the native figures
 -- are wrong by it); a merge of two sums both notes.
 do
   local P = dofile("tests/lib/mkprof.lua")
-  local LOST = "3 native events lost: the agent had no memory to keep " ..
-	       "them (native figures are short by them)"
+  local LOST = "3 native events lost: the agent could not keep them " ..
+	       "(out of memory, or other threads' queue full while the " ..
+	       "VM's thread took none); native figures are short by them"
   -- A native profile of one VM allocation and the two notes.
   local function crafted(unseen, lost, name)
     local path = T.tmpname(name)
@@ -750,8 +797,9 @@ do
   r = cli("report " .. t.shq(two), path)
   t.is(r:match("\nMEMORY:\n(.-)\n\n"), "  5 frees or resizes of native " ..
        "blocks allocated before the recording started (not counted)\n" ..
-       "  7 native events lost: the agent had no memory to keep them " ..
-       "(native figures are short by them)", "crafted: a merge's MEMORY")
+       "  7 native events lost: the agent could not keep them (out of " ..
+       "memory, or other threads' queue full while the VM's thread took " ..
+       "none); native figures are short by them", "crafted: a merge's MEMORY")
   os.remove(two)
   os.remove(path)
 end

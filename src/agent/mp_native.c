@@ -91,6 +91,10 @@
 
 #define NATIVE_WAIT_NS	2000000000L	/* Longest wait at stop for wrappers
 					   inside a recording. */
+#define QUEUE_MAX	65536	/* Other threads' events queued at most (two
+				   buffers of 3.5 MiB). */
+#define QUEUE_WAIT_NS	20000000L	/* Longest wait of another thread for
+					   room in the queue. */
 /* > 0 while this thread must not record: inside a wrapper's recording or
 ** real call, or inside the VM's allocator. Initial-exec: no allocation
 ** on first use (which would come back here). */
@@ -226,8 +230,13 @@ static struct {
   uint32_t cparent[MP_NF_N], cid[MP_NF_N];	/* Last native node by
 						   function and parent. */
   uint64_t unseen;	/* Frees of blocks not seen allocated. */
-  uint64_t lost;	/* Events not kept (out of memory; atomic). */
+  uint64_t lost;	/* Events not kept (out of memory, or the queue full;
+			   atomic). */
   nat_q q, spare;	/* Queued by other threads; written by the VM's. */
+  pthread_cond_t room;	/* The queue was taken (with mu). */
+  int waiting;		/* Threads waiting for room (under mu). */
+  int full;		/* A wait for room timed out: until the queue is
+			   taken, what does not fit is lost (under mu). */
   pthread_mutex_t pmu;	/* The patches. */
   nat_patch *patch;
   size_t npatch, cappatch;
@@ -622,6 +631,8 @@ static nat_q *take_queue(void)
   nat.q.e = e;
   nat.q.cap = cap;
   __atomic_store_n(&nat.q.n, 0, __ATOMIC_RELAXED);
+  nat.full = 0;
+  if (nat.waiting) pthread_cond_broadcast(&nat.room);
   return &nat.spare;
 }
 
@@ -664,7 +675,41 @@ void mp_native_drain(mp_state *s)
   depth--;
 }
 
-/* Queue event e of another thread (under nat.mu). */
+/* Wait (under nat.mu) until the queue has room for another event of a
+** thread other than the VM's, of recording on: 1 if it has, else 0. The
+** VM's thread takes the queue at its next native event or time mark, so
+** it may not come for long (Lua idle in a poll, a long C call): a thread
+** waits at most QUEUE_WAIT_NS, and once one timed out none waits again
+** until the queue is taken. What has no room is lost (counted). Bounded,
+** the queue never makes the VM's thread apply more at once than it can
+** keep up with, nor grows while Lua is idle. */
+static int queue_room(unsigned on)
+{
+  struct timespec until;
+  if (MP_LIKELY(nat.q.n < QUEUE_MAX)) return 1;
+  if (!nat.full) {
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += QUEUE_WAIT_NS;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    nat.waiting++;
+    while (nat.q.n >= QUEUE_MAX &&
+	   __atomic_load_n(&nat.on, __ATOMIC_ACQUIRE) == on)
+      if (pthread_cond_timedwait(&nat.room, &nat.mu, &until)) {
+	nat.full = nat.q.n >= QUEUE_MAX;
+	break;
+      }
+    nat.waiting--;
+    if (nat.q.n < QUEUE_MAX) return 1;
+  }
+  if (__atomic_load_n(&nat.on, __ATOMIC_ACQUIRE) == on)
+    __atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+/* Queue event e of another thread (under nat.mu, with room). */
 static void enqueue(const nat_ev *e)
 {
   if (nat.q.n == nat.q.cap) {
@@ -743,13 +788,14 @@ static MP_NOINLINE void vm_record(mp_state *s, nat_ev *e)
 ** made); a sampled block counts in the filter before it is returned. */
 static MP_NOINLINE void other_record(nat_ev *e)
 {
+  unsigned on;
   __atomic_add_fetch(&nat.inflight, 1, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&nat.on, __ATOMIC_SEQ_CST)) {
+  if ((on = __atomic_load_n(&nat.on, __ATOMIC_SEQ_CST))) {
     e->tid = thread_id();
     pthread_mutex_lock(&nat.mu);
     if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
       filter_add(e->naddr, 1);
-    enqueue(e);
+    if (queue_room(on)) enqueue(e);
     pthread_mutex_unlock(&nat.mu);
   }
   __atomic_sub_fetch(&nat.inflight, 1, __ATOMIC_RELEASE);
@@ -932,6 +978,7 @@ static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
   void *r;
   nat_q *b = NULL;
   uint32_t node = 0;
+  unsigned on;
   int remap = nf == MP_NF_MREMAP;
   ev_set(&e, MP_AEV_REALLOC, nf, (uintptr_t)p, remap ? k : 0, 0,
 	 nf == MP_NF_REALLOCARRAY ? (uint64_t)k * n : n, caller);
@@ -959,17 +1006,19 @@ static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
     return r;
   }
   __atomic_add_fetch(&nat.inflight, 1, __ATOMIC_SEQ_CST);
-  if (!__atomic_load_n(&nat.on, __ATOMIC_SEQ_CST)) {
+  if (!(on = __atomic_load_n(&nat.on, __ATOMIC_SEQ_CST))) {
     r = resize_call(nf, p, k, n, f, to);
   } else {
+    int room;
     e.tid = thread_id();
     pthread_mutex_lock(&nat.mu);
+    room = queue_room(on);	/* Before the resize: it may wait. */
     __atomic_store_n(&nat.resizing, 1, __ATOMIC_RELAXED);
     r = resize_call(nf, p, k, n, f, to);
     if (r) {
       e.naddr = (uintptr_t)r;
       if (sampling() && take) filter_add(e.naddr, 1);
-      enqueue(&e);
+      if (room) enqueue(&e);
     }
     __atomic_store_n(&nat.resizing, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&nat.mu);
@@ -1385,12 +1434,25 @@ static void fork_parent(void)
   pthread_mutex_unlock(&nat.pmu);
 }
 
+/* The queue's condition, on the monotonic clock (a wait's timeout does
+** not move with the time of day). */
+static void room_init(void)
+{
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(&nat.room, &a);
+  pthread_condattr_destroy(&a);
+}
+
 static void fork_child(void)
 {
   pthread_mutex_init(&nat.mu, NULL);
   pthread_mutex_init(&nat.pmu, NULL);
+  room_init();
   nat.on = 0;
   nat.inflight = nat.vm_inside = nat.resizing = 0;
+  nat.waiting = nat.full = 0;
   nat.s = NULL;
   nat.npatch = nat.nobj = 0;
   memset(&nat.live, 0, sizeof(nat.live));	/* The parent's: left. */
@@ -1432,6 +1494,7 @@ static int prepare(void)
   ** whatever stop does. */
   if (dladdr((void *)&mp_native_start, &i) && i.dli_fname && *i.dli_fname)
     real.dlopen(i.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  room_init();
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   /* Stop's barrier on the VM's thread (see vm_begin()). */
   nat.membar = syscall(SYS_membarrier,
@@ -1496,6 +1559,7 @@ int mp_native_start(mp_state *s)
   memset(nat.cparent, 0, sizeof(nat.cparent));
   memset(nat.cid, 0, sizeof(nat.cid));
   nat.unseen = nat.lost = 0;
+  nat.full = 0;
   if (!++nat.gen) nat.gen = 1;
   vm_gen = nat.gen;	/* This thread is the VM's. */
   __atomic_store_n(&nat.s, s, __ATOMIC_RELEASE);
@@ -1537,6 +1601,9 @@ void mp_native_stop(mp_state *s)
   pthread_mutex_lock(&nat.pmu);
   unpatch_all();
   pthread_mutex_unlock(&nat.pmu);
+  pthread_mutex_lock(&nat.mu);	/* No thread waits for room any more. */
+  pthread_cond_broadcast(&nat.room);
+  pthread_mutex_unlock(&nat.mu);
   /* The VM's thread raised vm_inside before it read nat.on: either it is
   ** seen raised now, or that thread saw nat.on fall. */
   if (nat.membar)

@@ -187,8 +187,9 @@ typedef struct mp_profile {
 				   seen allocated (made before the start):
 				   no event (0 when sampled: not counted);
 				   a merge: the sum. */
-  uint64_t native_lost;	/* Native events the agent had no memory to
-			   keep (the native figures are short by them);
+  uint64_t native_lost;	/* Native events the agent could not keep
+			   (out of memory, or the other threads' queue
+			   full; the native figures are short by them);
 			   a merge: the sum. */
   int gcstart;		/* 1: past the start of that collection (its
 			   frees are no temporaries). */

@@ -253,8 +253,9 @@ const char *mp_note_native_unseen(char *buf, size_t size, uint64_t n)
 
 const char *mp_note_native_lost(char *buf, size_t size, uint64_t n)
 {
-  snprintf(buf, size, "%llu native event%s lost: the agent had no memory "
-	   "to keep %s (native figures are short by %s)",
+  snprintf(buf, size, "%llu native event%s lost: the agent could not keep "
+	   "%s (out of memory, or other threads' queue full while the VM's "
+	   "thread took none); native figures are short by %s",
 	   (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
 	   n == 1 ? "it" : "them");
   return buf;

@@ -78,8 +78,9 @@ function summary() {
           ' of native blocks allocated before the recording started (not counted)');
     if (s.native_lost)
       row('Lost', num(s.native_lost) + ' native event' + (s.native_lost == 1 ? '' : 's') +
-          ' lost: the agent had no memory to keep ' + (s.native_lost == 1 ? 'it' : 'them') +
-          ' (native figures are short by ' + (s.native_lost == 1 ? 'it' : 'them') + ')');
+          ' lost: the agent could not keep ' + (s.native_lost == 1 ? 'it' : 'them') +
+          " (out of memory, or other threads' queue full while the VM's thread took none);" +
+          ' native figures are short by ' + (s.native_lost == 1 ? 'it' : 'them'));
     if (s.duration_ns != null) row('Duration', dur(s.duration_ns));
     var g = s.final_collection;	/* What it freed, as NOTES says it: on the same line. */
     row('Collected before the end', s.collected ? 'yes: what is live is reachable' +
