@@ -328,7 +328,7 @@ example: $(BUILD)/ljmemprof.so $(BUILD)/ljmemprof $(LUAJIT_BIN)
 TESTS      ?= tests/
 test: all $(SAN_BIN) $(if $(filter luajit2,$(FLAVOUR)),nginx-lua)
 	PATH="$(TEST_PATH)" BUILD=$(BUILD) FLAVOUR=$(FLAVOUR) LUAJIT_INC=$(abspath $(LUAJIT_SRC))/src \
-	  LUAJIT_LIBS="$(LUAJIT_LIBS)" LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove $(TESTS)
+	  LUAJIT_LIBS="$(LUAJIT_LIBS)" LUAJIT=$(if $(LUAJIT_BIN),$(ABS_BUILD)/bin/luajit,luajit) prove --exec tests/lib/timed.sh $(TESTS)
 
 # Installed like a Lua module and a C library: the module where this
 # flavour's LuaJIT looks for C modules (LUA_CMOD, scripts/cmod-dir.sh:
