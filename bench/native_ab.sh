@@ -3,7 +3,7 @@
 # the runs of every column interleaved (drift falls on all alike), with
 # the median CPU seconds and its ratio to the unprofiled run:
 #   bench/native_ab.sh [--pairs N] [--old DIR] WORK MODE...
-# WORK is cjson, ffi, ffioff or vm; MODE stacks, native or sampled (none is always
+# WORK is cjson, ffi, ffioff, ffibuf or vm; MODE stacks, native or sampled (none is always
 # run). --old DIR: the same modes with DIR/ljmemprof.so too (a build of
 # an earlier commit), in columns of their own.
 set -eu
