@@ -168,4 +168,58 @@ run "$MP" check --max-leak 1G d.ljm
 echo "$out" | grep -q "stopped early"
 ok $((!$?)) "no such note on a whole recording"
 
+# What modules keep by design: a program that only requires a module
+# leaks, to check, what the module's loading made (held by
+# package.loaded); a note says how much of the leaked that is, the
+# verdict unchanged.
+cat >"$TMPD/mod.lua" <<'EOF'
+local M = {}
+for i = 1, 20 do M[i] = { i } end
+function M.get(i) return M[i] end
+return M
+EOF
+cat >"$TMPD/usemod.lua" <<'EOF'
+jit.off()
+local mp = require("ljmemprof")
+package.path = "./?.lua;" .. package.path
+collectgarbage(); collectgarbage("stop")
+assert(mp.start{path = arg[1], stacks = arg[3] == "flat" and 0 or 8})
+local m = require("mod")
+if arg[2] == "leak" then _G.kept = { 1, 2, 3 } end
+assert(mp.stop{collect = true})
+EOF
+mod_note() { # BYTES BLOCKS PERCENT [flat]
+  [ "$4" = flat ] && w="; without call stacks, only their own sources are known" || w=
+  echo "note: of the leaked, $1B in $2 blocks ($3%) were made while modules loaded (under require, a package loader or a luaopen_ function$w): what package.loaded keeps by design; require the modules before the profiler starts, or allow for them in --max-leak"
+}
+for v in only leak; do
+  LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" usemod.lua "m-$v.ljm" "$v"
+  ok $? "the profile of a program that requires a module ($v) is recorded"
+done
+run "$MP" check m-only.ljm
+mb=$(echo "$out" | sed -n '1s/^over the limit: leaked \([0-9]*\)B in \([0-9]*\) blocks .*/\1/p')
+mn=$(echo "$out" | sed -n '1s/^over the limit: leaked \([0-9]*\)B in \([0-9]*\) blocks .*/\2/p')
+is "$rc:$(echo "$out" | grep '^note: of the leaked')" "1:$(mod_note "$mb" "$mn" 100.0)" \
+  "only a module loaded: over the limit, and all of the leaked ($mb B in $mn blocks) is the module's, said so"
+[ "${mn:-0}" -gt 20 ]
+ok $? "the module's 20 tables, its function and its chunk are among them ($mn blocks)"
+run "$MP" check m-leak.ljm
+lb=$(echo "$out" | sed -n '1s/^over the limit: leaked \([0-9]*\)B in .*/\1/p')
+pct=$(awk -v a="$mb" -v b="$lb" 'BEGIN { printf "%.1f", 100 * a / b }')
+is "$rc:$(echo "$out" | grep '^note: of the leaked')" "1:$(mod_note "$mb" "$mn" "$pct")" \
+  "a program's own leak beside it: the module's part is the same ($mb of $lb B)"
+echo "$out" | grep -q "^		main chunk (usemod.lua:7)$"
+ok $? "and the program's own leak is still named with its stack"
+run "$MP" check --max-leak none m-only.ljm
+is "$rc" 0 "within the limits: the note does not change the verdict"
+LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$LUAJIT" usemod.lua m-flat.ljm only flat
+fb=$("$MP" report --leak-only m-flat.ljm | sed -n 's/^package.loaders\[2\] holds \([0-9]*\)B in \([0-9]*\) blocks* .*/\1 \2/p')
+run "$MP" check m-flat.ljm
+is "$(echo "$out" | grep '^note: of the leaked' | sed 's/ ([0-9.]*%)//')" \
+  "$(mod_note ${fb% *} ${fb#* } 0 flat | sed 's/ (0%)//')" \
+  "without stacks: only the loader's own blocks ($fb), and the note says so"
+run "$MP" check d.ljm
+echo "$out" | grep -q "^note: of the leaked"
+ok $((!$?)) "no such note when nothing was loaded"
+
 done_testing

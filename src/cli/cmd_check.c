@@ -49,7 +49,12 @@ const char mp_help_check[] =
 "    Prints one line, `ok: ...` or `over the limit: ...`, with both\n"
 "    figures and their limits, then `note: not counted as leaked:\n"
 "    INTERNAL's ...` when the VM's own blocks hold something and --all\n"
-"    is not given (with the leaked figure, info's live), `note: ...` if\n"
+"    is not given (with the leaked figure, info's live), `note: of the\n"
+"    leaked, ...` when blocks made while modules loaded (under require,\n"
+"    a package loader or a C module's luaopen_) are among the leaked\n"
+"    (package.loaded keeps them by design: the verdict is the same;\n"
+"    require the modules before the profiler starts, or allow for\n"
+"    them), `note: ...` if\n"
 "    the profile notes no full collection before its end (what is\n"
 "    counted as leaked may be garbage never collected), and if\n"
 "    recording stopped early (the size limit, a write error: the\n"
@@ -155,6 +160,32 @@ static const char *limit(char *buf, size_t size, long long lim, int human)
   return buf;
 }
 
+/* Whether node x is a frame of module loading: require, a package loader
+** (package.loaders[N]) or a C module's luaopen_ function. */
+static int loading_frame(const mp_tnode *x)
+{
+  return x->kind != MP_FK_LUA && x->label &&
+	 (!strcmp(x->label, "require") ||
+	  !strncmp(x->label, "package.loaders[", 16) ||
+	  !strncmp(x->label, "luaopen_", 8));
+}
+
+/* Into *c, what the blocks still live that were made while a module
+** loaded hold: those of a node at or under a loading frame, of its
+** sources alone in a profile without stacks (then the lines of a module's
+** main chunk are not known to be loading: the figure is a floor). */
+static void loading_held(const mp_stacktree *t, mp_cost *c)
+{
+  uint32_t i, j;
+  memset(c, 0, sizeof(*c));
+  for (i = 1; i < t->n; i++) {
+    if (!t->node[i].live.n || t->node[i].kind == MP_FK_INTERNAL) continue;
+    for (j = i; j && !loading_frame(&t->node[j]); j = t->node[j].parent)
+      ;
+    if (j) mp_cost_add(c, &t->node[i].live);
+  }
+}
+
 /* Print the sources and stacks of tree t under metric m: the excess. */
 static int show(const mp_sections *sec, const mp_stacktree *t, mp_metric m,
 		const check_opts *c)
@@ -185,6 +216,7 @@ int mp_cmd_check(int argc, char **argv)
   const char *path;
   uint64_t leak_n = 0, leak = 0;
   mp_cost vm = { 0, 0, 0 };	/* What INTERNAL holds, left out. */
+  mp_cost mods;			/* What module loading made, kept. */
   uint32_t i;
   int rc, over_leak, over_peak;
   char b1[64], b2[64], b3[64], b4[64], note[512];
@@ -232,6 +264,17 @@ int mp_cmd_check(int argc, char **argv)
 	   "VM's own (the string table, JIT traces, grown Lua stacks; --all "
 	   "counts them)\n", mp_fmt_bytes(b1, sizeof(b1), vm.plus, c.human),
 	   (unsigned long long)vm.n, vm.n == 1 ? "" : "s");
+  loading_held(&t, &mods);
+  if (mods.n && leak)
+    printf("note: of the leaked, %s in %llu block%s (%.1f%%) %s made while "
+	   "modules loaded (under require, a package loader or a luaopen_ "
+	   "function%s): what package.loaded keeps by design; require the "
+	   "modules before the profiler starts, or allow for them in "
+	   "--max-leak\n", mp_fmt_bytes(b1, sizeof(b1), mods.plus, c.human),
+	   (unsigned long long)mods.n, mods.n == 1 ? "" : "s",
+	   100.0 * (double)mods.plus / (double)leak, mods.n == 1 ? "was" : "were",
+	   t.stacks ? "" : "; without call stacks, only their own sources "
+	   "are known");
   if (!p.collect) printf("note: %s\n", mp_note_uncollected);
   if (p.closefin)
     printf("note: %s\n", mp_note_closefin(note, sizeof(note), p.closefin));
