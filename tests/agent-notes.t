@@ -118,4 +118,62 @@ t.ok(not ok and err:find("options table expected"), "stop with a string", err)
 t.ok(mp.running(), "still running after the refused calls")
 assert(mp.stop())
 for _, p in ipairs({ pc, pn, pl, pe, pb }) do os.remove(p) end
+-- 5. The program's own collection: a stop without collect right after
+-- collectgarbage() finds the heap as that cycle left it, and notes it
+-- ("settled"); anything allocated after the collection, or a stop that
+-- collects, and there is no such note.
+local function run_out(cmd)
+  local h = assert(io.popen(t.timeout(cmd, 60)))
+  local s = h:read("*a")
+  h:close()
+  return s
+end
+local function settle_run(path, after)
+  collectgarbage()
+  assert(mp.start(path))
+  local keep = {}
+  for i = 1, 500 do local g = { i }; if i % 5 == 0 then keep[#keep + 1] = g end end
+  if after ~= "collect" then collectgarbage() end
+  if after == "alloc" then keep.more = { 1 } end
+  assert(mp.stop(after == "collect" and { collect = true } or nil))
+  return keep
+end
+local ps, pa, pk = T.tmpname("settled"), T.tmpname("alloc"), T.tmpname("stopgc")
+settle_run(ps)
+settle_run(pa, "alloc")
+settle_run(pk, "collect")
+local is_, ia, ik = items(ps), items(pa), items(pk)
+t.ok(has(is_, "note settled=1") and not has(is_, "note collect=1"),
+     "collectgarbage() then stop(): noted settled, not collected", table.concat(is_, "\n"))
+t.ok(not has(ia, "note settled=1"), "an allocation after the collection: no such note",
+     table.concat(ia, "\n"))
+t.ok(has(ik, "note collect=1") and not has(ik, "note settled=1"),
+     "stop{collect = true}: collected, not settled", table.concat(ik, "\n"))
+local cli = t.build .. "/ljmemprof "
+t.is(run_out(cli .. "info '" .. ps .. "'"):match("\ncollected:  ([^\n]*)"),
+     "before the stop (the collector had just finished a cycle, as after the program's " ..
+     "collectgarbage(), and nothing was allocated after it: what is live survived it)",
+     "info says the heap was collected before the stop")
+t.is(run_out(cli .. "info '" .. pa .. "'"):match("\ncollected:  ([^\n]*)"),
+     "no (what is live may be garbage not yet collected)", "and not after an allocation")
+local settled_note = "no collection ran at the stop, but the collector had just finished a " ..
+  "cycle and nothing was allocated after it (as after the program's own collectgarbage()): " ..
+  "what is held survived that collection"
+local rep = run_out(cli .. "report '" .. ps .. "'")
+t.ok(rep:find("\nNOTES:\n" .. settled_note .. "\n", 1, true), "the report's NOTES say so", rep)
+t.ok(not rep:find("may be garbage never collected", 1, true), "instead of the note that it may be garbage")
+local js = run_out(cli .. "report --format json '" .. ps .. "'")
+t.ok(js:find('"collected":false,"settled":true', 1, true), "JSON: collected false, settled true")
+t.ok(not run_out(cli .. "report --format json '" .. pa .. "'"):find('"settled"', 1, true),
+     "JSON: no settled key when it was not")
+local chk = run_out(cli .. "check --max-leak none '" .. ps .. "'")
+t.ok(chk:find("^ok: ") and not chk:find("note: the profile notes no full", 1, true),
+     "check: no note that the leaked may be garbage", chk)
+t.ok(run_out(cli .. "check --max-leak none '" .. pa .. "'"):find("note: the profile notes no full", 1, true),
+     "but after an allocation, the note")
+t.ok(run_out(cli .. "report '" .. ps .. "' '" .. pk .. "'"):find("\n" .. settled_note .. "\n", 1, true),
+     "a merge of a settled and a collected profile: settled")
+t.ok(run_out(cli .. "report '" .. ps .. "' '" .. pa .. "'"):find("may be garbage never collected", 1, true),
+     "a merge with an unsettled one: may be garbage")
+for _, p in ipairs({ ps, pa, pk }) do os.remove(p) end
 t.done()

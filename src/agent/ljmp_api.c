@@ -21,6 +21,7 @@
 #include "lj_obj.h"
 #include "lj_tab.h"
 #include "lj_frame.h"
+#include "lj_gc.h"
 #include "lj_jit.h"
 #include "lj_dispatch.h"
 #include "luajit.h"
@@ -504,6 +505,17 @@ static int collect_caught(lua_State *L, char *why, size_t size)
   return -1;
 }
 
+/* Whether the heap is as a finished collection cycle left it: the
+** collector is between cycles and nothing has been allocated since the
+** last one ended (as right after the program's collectgarbage()). A
+** cycle sets the estimate to what survived it, less the userdata it
+** still has to finalise, and only allocations raise the total above it
+** (the sweep lowers both; the string table's shrink only the total). */
+static int settled(const global_State *g)
+{
+  return g->gc.state == GCSpause && g->gc.total <= g->gc.estimate;
+}
+
 /* See mp_api.h. */
 int mp_stop(lua_State *L, unsigned flags, const char *snap,
 	    mp_stopinfo *info)
@@ -528,6 +540,9 @@ int mp_stop(lua_State *L, unsigned flags, const char *snap,
     mp_leave(s);
     gc = collect_caught(L, why, size);
     if (gc >= 0) s->notes |= MP_NOTE_COLLECT;
+  } else if (s && !s->forked && !s->finished && !s->limited &&
+	     settled(G(L))) {
+    s->notes |= MP_NOTE_SETTLED;
   }
   /* The snapshot, after the collection and before the end: the stream
   ** marks it (ljmp_snapshot()). */

@@ -295,6 +295,8 @@ static inline uint8_t *mp_seen(const mp_sampler *sm, uintptr_t a)
 /* Notes written at the end of the stream (MP_X_INFO, see mp_ext.h). */
 #define MP_NOTE_COLLECT	1	/* A full collection ran just before. */
 #define MP_NOTE_SIZE	2	/* Recording stopped at max_size. */
+#define MP_NOTE_SETTLED	4	/* No collection by the stop, but the heap
+				   was as a finished cycle left it. */
 
 #define MP_TICK		4096	/* Events between time marks... */
 #define MP_TICK_SAMPLED	16	/* ...and sampled events between them. */

@@ -143,6 +143,9 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
   m->live_bytes += s->live_bytes;
   m->peak_bytes += s->peak_bytes;
   m->peak_blocks += s->peak_blocks;
+  m->settled = m->merged ? (m->collect || m->settled) &&
+			   (s->collect || s->settled) &&
+			   !(m->collect && s->collect) : s->settled;
   m->collect = m->merged ? m->collect && s->collect : s->collect;
   m->native |= s->native;
   m->native_unseen += s->native_unseen;

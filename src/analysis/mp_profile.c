@@ -196,6 +196,8 @@ static int info_add(mp_profile *p, const mp_item *it)
     p->native_lost = info_number(it);
   } else if (info_is(it, "collect")) {
     p->collect = it->value_len == 1 && it->value[0] == '1';
+  } else if (info_is(it, "settled")) {
+    p->settled = it->value_len == 1 && it->value[0] == '1';
   } else if (info_is(it, "snapshot")) {	/* "OBJECTS BYTES TOTAL CUT NAME" */
     char v[128];
     unsigned long long o, b, t;

@@ -181,6 +181,10 @@ typedef struct mp_profile {
   int native;		/* 1: recorded with native memory (the setting
 			   "native"; a merge: any profile was). */
   int collect;		/* 1: a full collection ran before the end. */
+  int settled;		/* 1: none ran, but the heap at the end was as
+			   a finished cycle left it, nothing allocated
+			   since (the note "settled"; a merge: of every
+			   profile, collected or settled). */
   unsigned closefin;	/* Userdata finalisers lua_close() ran before the
 			   recording ended (their frees are in it). */
   uint64_t native_unseen;	/* Frees and resizes of native blocks not

@@ -224,8 +224,11 @@ int mp_cmd_info(int argc, char **argv)
       printf("duration:   %s (%llu time marks)\n",
 	     mp_fmt_ns(b, sizeof(b), p.mark.ns), (unsigned long long)p.nmark);
     printf("collected:  %s", p.collect ? "yes (a full garbage collection "
-	   "ran before the end: what is live is reachable)" : "no (what is "
-	   "live may be garbage not yet collected)");
+	   "ran before the end: what is live is reachable)" : p.settled ?
+	   "before the stop (the collector had just finished a cycle, as after "
+	   "the program's collectgarbage(), and nothing was allocated after "
+	   "it: what is live survived it)" : "no (what is live may be garbage not yet "
+	   "collected)");
     {	/* As the report's NOTES says it. */
       mp_cost all;
       if (mp_profile_gc_top(&p, &all) != UINT32_MAX)

@@ -219,6 +219,13 @@ const char mp_note_uncollected[] =
   "collection runs as the Lua state closes: a script that ends with "
   "os.exit(code) skips it, os.exit(code, true) closes the state)";
 
+/* The agent's collection did not run, but the collector had finished a
+** cycle with nothing allocated since: what is held survived it. */
+const char mp_note_settled[] =
+  "no collection ran at the stop, but the collector had just finished a "
+  "cycle and nothing was allocated after it (as after the program's own "
+  "collectgarbage()): what is held survived that collection";
+
 const char *mp_note_closefin(char *buf, size_t size, unsigned n)
 {
   snprintf(buf, size, "the recording ended as the VM closed (lua_close), "
@@ -307,6 +314,8 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
   if (p->collect)
     fn(ctx, "a full garbage collection ran before the end: what is held is "
 	 "reachable");
+  else if (p->settled)
+    fn(ctx, mp_note_settled);
   else
     fn(ctx, mp_note_uncollected);
   if (top != UINT32_MAX) {

@@ -186,7 +186,7 @@ void mp_render_json_summary(FILE *out, const mp_profile *p);
 /* The notes that end a report (text NOTES, JSON "notes"), one line each
 ** without a newline, through fn(ctx, line): that the profile is cut
 ** short (or damaged) and after how many events; that a full collection ran
-** before the end, or mp_note_uncollected; what the final collection freed
+** before the end, or mp_note_settled, or mp_note_uncollected; what the final collection freed
 ** of the blocks the program made (garbage, or what only the main chunk's
 ** locals held: they end when it returns), with the source that made the
 ** most of it; why recording stopped early; the native events lost
@@ -201,6 +201,10 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
 /* The note of a profile that says of no full collection before its end
 ** (`report`, `check`). */
 extern const char mp_note_uncollected[];
+
+/* The note of a profile whose stop found the heap as a finished
+** collection cycle left it, nothing allocated since (p->settled). */
+extern const char mp_note_settled[];
 
 /* Into buf, the note of a profile cut short, damaged or unreadable
 ** (p->rc is not MP_END): after how many events, and that the frees past

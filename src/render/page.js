@@ -86,6 +86,8 @@ function summary() {
     row('Collected before the end', s.collected ? 'yes: what is live is reachable' +
         (g ? '; it freed ' + num(g.freed_bytes) + ' B in ' + num(g.freed_blocks) +
          ' blocks made within the profile (most by ' + g.top + '): garbage, or what main-chunk locals held' : '') :
+        s.settled ? "before the stop: the collector had just finished a cycle, as after the program's " +
+        'collectgarbage(), and nothing was allocated after it (what is live survived it)' :
         'no: what is live may be garbage not yet collected');
     if (s.stopped) row('Stopped', s.stopped);
     row('Call stacks', s.stacks ? 'recorded, up to ' + s.stacks + ' frames' : 'not recorded (one frame per event)');

@@ -156,6 +156,7 @@ static void note_line(void *ctx, const char *line)
 {
   notes *n = ctx;
   if (n->tarantool && (line == mp_note_uncollected ||
+			line == mp_note_settled ||
 			!strncmp(line, MP_NOTE_TRACES, strlen(MP_NOTE_TRACES))))
     return;
   if (!n->shown++) fputs("NOTES:\n", n->out);
