@@ -149,4 +149,44 @@ ok $? "vec's own row has that label"
 grep -q '^"TRACE \[[0-9]*\] started at @chain3.lua:9":\[\["@chain3.lua:3",[0-9]*,'"$l3t"',[0-9]*,[0-9]*\]' c3.html
 ok $? "the HTML page has the same lines under the trace (trace_lines)"
 
+# Bytes compiled code made where the agent cannot tell the line (three
+# lines of `..` with no snapshot between them) have the trace as their
+# innermost frame; a note says how much of what was allocated that is,
+# and how to see lines.
+cat >"$TMPD/alone.lua" <<'EOF2'
+local keep = {}
+local function line(i)
+  local s = "a" .. i .. "b"
+  s = s .. "c" .. (i % 7) .. "d"
+  s = s .. "e" .. (i % 11)
+  return s
+end
+for i = 1, 20000 do keep[i % 100 + 1] = line(i) end
+EOF2
+with_timeout 60 "$MP" run -o alone.ljm --stacks 8 alone.lua >/dev/null 2>&1
+with_timeout 60 "$MP" run -o alone0.ljm --stacks 8 -- "$LUAJIT" -joff alone.lua >/dev/null 2>&1
+# The bytes of the collapsed stacks of $1 whose innermost frame is a
+# trace, and of all of them.
+alone=$("$MP" report --format collapsed alone.ljm | awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+  k = split(s, f, ";"); all += n; if (f[k] ~ /^TRACE \[/) on += n }
+  END { print on + 0, all + 0 }')
+on=${alone% *} all=${alone#* }
+note=$("$MP" report alone.ljm | grep '^JIT traces made ')
+pct=$(awk -v a="$on" -v b="$all" 'BEGIN { printf "%.1f", 100 * a / b }')
+case $note in
+  "JIT traces made ${on}B of the ${all}B allocated ($pct%, 1 trace) without a line: the agent could not tell which of the trace's lines did (several that can allocate, and no snapshot of the JIT's between them to tell the way taken); with the JIT off ('ljmemprof run -- luajit -joff SCRIPT') every allocation has its line") r=0 ;;
+  *) r=1; echo "# got: $note (on the trace alone ${on}B of ${all}B)" ;;
+esac
+ok $r "JIT on: the note gives the bytes of the stacks that end in the trace, of all the stacks' (${on}B of ${all}B)"
+[ "$on" -gt $((all / 10)) ]
+ok $? "the concatenations are on the trace alone (${on}B)"
+"$MP" report alone0.ljm | grep -q '^JIT traces made '
+ok $((!$?)) "JIT off: every allocation has its line, no such note"
+"$MP" report --accounting tarantool alone.ljm | grep -q '^JIT traces made '
+ok $((!$?)) "--accounting tarantool leaves it out"
+"$MP" report --format json alone.ljm | grep -q '"JIT traces made '"${on}"'B of the'
+ok $? "the JSON report's notes have it too"
+"$MP" report --leak-only alone.ljm | grep -q '^JIT traces made '"${on}"'B of the'
+ok $? "and --leak-only's NOTES"
+
 done_testing

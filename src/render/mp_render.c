@@ -276,17 +276,58 @@ void mp_render_json_native(FILE *out, const mp_profile *p)
 	    (unsigned long long)p->native_lost);
 }
 
+/* The note of a profile with call stacks (tree t) whose traces made 1%
+** or more of the bytes allocated without a line: events whose innermost
+** frame is the trace (mp_traceline.c could not tell which of several
+** lines made them), which only a profile with the JIT off tells. */
+static void trace_alone_note(const mp_sections *sec, const mp_stacktree *t,
+			     int human,
+			     void (*fn)(void *ctx, const char *line),
+			     void *ctx)
+{
+  const mp_profile *p = sec->p;
+  char line[512], b1[64], b2[64];
+  uint64_t on = 0, all = 0;
+  uint32_t i, n = 0;
+  uint8_t *seen = calloc((size_t)p->nsite + 1, 1);	/* Traces counted. */
+  if (!seen) return;
+  for (i = 1; i < t->n; i++) {
+    const mp_tnode *x = &t->node[i];
+    all += x->alloc.plus;
+    if (x->kind != MP_FK_TRACE || !x->alloc.plus) continue;
+    on += x->alloc.plus;
+    if (x->site < p->nsite && !seen[x->site]++) n++;
+  }
+  free(seen);
+  if (!on || on < all / 100) return;
+  snprintf(line, sizeof(line), MP_NOTE_TRACES_ALONE "%s of the %s "
+	   "allocated%s (%.1f%%, %u trace%s) without a line: the agent could "
+	   "not tell which of the trace's lines did "
+	   "(several that can allocate, and no snapshot of the JIT's between "
+	   "them to tell the way taken); with the JIT off ('ljmemprof run -- "
+	   "luajit -joff SCRIPT') every allocation has its line",
+	   mp_fmt_bytes(b1, sizeof(b1), on, human),
+	   mp_fmt_bytes(b2, sizeof(b2), all, human),
+	   p->sample ? " (estimated)" : "", 100.0 * (double)on / (double)all,
+	   n, n == 1 ? "" : "s");
+  fn(ctx, line);
+}
+
 /* The note of a profile without call stacks whose live blocks are on
 ** JIT traces: a trace's row tells no line then (with stacks, the lines
 ** inside it are told), and the way to the lines is to record again. */
-static void trace_note(const mp_sections *sec, int human,
-		       void (*fn)(void *ctx, const char *line), void *ctx)
+static void trace_note(const mp_sections *sec, const mp_stacktree *t,
+		       int human, void (*fn)(void *ctx, const char *line),
+		       void *ctx)
 {
   const mp_profile *p = sec->p;
   char line[512], b[64];
   mp_cost c = { 0, 0, 0 };
   uint32_t i, n = 0;
-  if (p->stacks) return;
+  if (p->stacks) {
+    if (t && t->stacks) trace_alone_note(sec, t, human, fn, ctx);
+    return;
+  }
   for (i = 0; i < sec->nlive; i++)
     if (p->site[sec->live[i].site].loc.src == MP_SRC_TRACE &&
 	sec->live[i].cost.n) {
@@ -303,8 +344,9 @@ static void trace_note(const mp_sections *sec, int human,
   fn(ctx, line);
 }
 
-uint32_t mp_render_notes(const mp_sections *sec, int human,
-			 void (*fn)(void *ctx, const char *line), void *ctx)
+uint32_t mp_render_notes(const mp_sections *sec, const mp_stacktree *t,
+			 int human, void (*fn)(void *ctx, const char *line),
+			 void *ctx)
 {
   const mp_profile *p = sec->p;
   char line[MP_LABEL_MAX + 512], b1[64], b2[64];
@@ -338,6 +380,6 @@ uint32_t mp_render_notes(const mp_sections *sec, int human,
   if (p->closefin) fn(ctx, mp_note_closefin(line, sizeof(line), p->closefin));
   if (p->native_lost)
     fn(ctx, mp_note_native_lost(line, sizeof(line), p->native_lost));
-  trace_note(sec, human, fn, ctx);
+  trace_note(sec, t, human, fn, ctx);
   return top;
 }

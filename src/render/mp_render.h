@@ -192,11 +192,14 @@ void mp_render_json_summary(FILE *out, const mp_profile *p);
 ** most of it; why recording stopped early; the native events lost
 ** (mp_note_native_lost: the native figures are short); in a profile without call
 ** stacks, what is live at the end on JIT traces (their rows tell no
-** line: record with --stacks or -joff). Sizes as -H if human. Returns
+** line: record with --stacks or -joff); in one with them (given its tree
+** t, else NULL), what the traces allocated without a line, when 1% or
+** more of what was allocated (only -joff tells those lines). Sizes as -H if human. Returns
 ** the site named, or UINT32_MAX (its alias, if any, is the caller's to
 ** list). */
-uint32_t mp_render_notes(const mp_sections *sec, int human,
-			 void (*fn)(void *ctx, const char *line), void *ctx);
+uint32_t mp_render_notes(const mp_sections *sec, const mp_stacktree *t,
+			 int human, void (*fn)(void *ctx, const char *line),
+			 void *ctx);
 
 /* The note of a profile that says of no full collection before its end
 ** (`report`, `check`). */
@@ -232,6 +235,9 @@ void mp_render_json_native(FILE *out, const mp_profile *p);
 /* How the note on live blocks of JIT traces begins (Tarantool's layout
 ** has no such note: --accounting tarantool leaves it out). */
 #define MP_NOTE_TRACES	"TRACE rows hold "
+/* The start of the note of a stack profile's allocations made by
+** compiled code without a line. */
+#define MP_NOTE_TRACES_ALONE	"JIT traces made "
 
 /* Rows of a section of n to show under o. */
 static inline uint32_t mp_rows_shown(uint32_t n, const mp_render_opts *o)

@@ -236,7 +236,7 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   mp_memory mem;
   uint32_t i, j, n;
   int x, k, hasmem = mp_profile_memory(p, &mem);
-  int hl = mp_heap_lines(sec, o), tree = o->stacks || hl;
+  int hl = mp_heap_lines(sec, o), tree = o->stacks || hl || p->stacks;
   if (hasmem < 0) return -1;
   /* The tree first: labelling its frames may number more aliases. */
   if (tree && mp_stacktree_build(&t, sec) < 0) return -1;
@@ -373,22 +373,22 @@ int mp_render_json(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     }
     fputc(']', out);
   }
-  if (o->stacks) {
-    k = mp_render_json_stacks(out, sec, &t, o, used);
+  if (o->stacks && mp_render_json_stacks(out, sec, &t, o, used) < 0) {
     mp_stacktree_free(&t);
-    if (k < 0) { free(used); return -1; }
-  } else if (tree) {
-    mp_stacktree_free(&t);
+    free(used);
+    return -1;
   }
   {	/* The notes of the text, each a string; the site named lists its
 	** alias too. */
     notes n = { out, 0 };
     uint32_t top;
     fputs(",\n\"notes\":[", out);
-    if ((top = mp_render_notes(sec, 0, note_string, &n)) != UINT32_MAX)
+    if ((top = mp_render_notes(sec, tree ? &t : NULL, 0, note_string,
+			       &n)) != UINT32_MAX)
       used[mp_site_alias(sec, top)] = 1;
     fputc(']', out);
   }
+  if (tree) mp_stacktree_free(&t);
   mp_render_json_aliases(out, names, used);
   fputs("}\n", out);
   free(used);

@@ -157,7 +157,9 @@ static void note_line(void *ctx, const char *line)
   notes *n = ctx;
   if (n->tarantool && (line == mp_note_uncollected ||
 			line == mp_note_settled ||
-			!strncmp(line, MP_NOTE_TRACES, strlen(MP_NOTE_TRACES))))
+			!strncmp(line, MP_NOTE_TRACES, strlen(MP_NOTE_TRACES)) ||
+			!strncmp(line, MP_NOTE_TRACES_ALONE,
+				 strlen(MP_NOTE_TRACES_ALONE))))
     return;
   if (!n->shown++) fputs("NOTES:\n", n->out);
   mp_text_put(n->out, line, strlen(line), 0);
@@ -258,7 +260,9 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   int x, k;
   mp_memory mm;
   int mem = mp_profile_memory(p, &mm);
-  int hl = mp_heap_lines(sec, o), tree = o->stacks || hl;
+  /* A stack profile's tree also tells the notes what its traces made
+  ** without a line. */
+  int hl = mp_heap_lines(sec, o), tree = o->stacks || hl || p->stacks;
   if (mem < 0) return -1;
   /* The tree first: labelling its frames may number more aliases. */
   if (tree && mp_stacktree_build(&t, sec) < 0) return -1;
@@ -408,12 +412,11 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
     more_rows(out, n, sec->ntemp);
     fputc('\n', out);
   }
-  if (o->stacks) {
-    k = mp_render_text_stacks(out, sec, &t, o, used);
+  if (o->stacks && mp_render_text_stacks(out, sec, &t, o, used) < 0) {
     mp_stacktree_free(&t);
-    if (k < 0) { free(used); free(links); return -1; }
-  } else if (tree) {
-    mp_stacktree_free(&t);
+    free(used);
+    free(links);
+    return -1;
   }
   {	/* The site a note names lists its alias too. */
     mp_cost all;
@@ -423,9 +426,10 @@ int mp_render_text(FILE *out, const mp_sections *sec, const mp_render_opts *o)
   mp_render_text_aliases(out, names, used);
   {	/* After Tarantool's layout. */
     notes n = { out, o->tarantool, 0 };
-    mp_render_notes(sec, o->human, note_line, &n);
+    mp_render_notes(sec, tree ? &t : NULL, o->human, note_line, &n);
     if (n.shown) fputc('\n', out);
   }
+  if (tree) mp_stacktree_free(&t);
   free(used);
   free(links);
   return ferror(out) ? -1 : 0;
