@@ -680,7 +680,7 @@ void mp_native_drain(mp_state *s)
 ** VM's thread takes the queue at its next native event or time mark, so
 ** it may not come for long (Lua idle in a poll, a long C call): a thread
 ** waits at most QUEUE_WAIT_NS, and once one timed out none waits again
-** until the queue is taken. What has no room is lost (counted). Bounded,
+** until the queue is taken. What has no room is lost (lost_one()). Bounded,
 ** the queue never makes the VM's thread apply more at once than it can
 ** keep up with, nor grows while Lua is idle. */
 static int queue_room(unsigned on)
@@ -704,9 +704,15 @@ static int queue_room(unsigned on)
     nat.waiting--;
     if (nat.q.n < QUEUE_MAX) return 1;
   }
+  return 0;
+}
+
+/* Count an event of recording on that had no room in the queue (none of
+** a recording stopped since: its count is written). */
+static void lost_one(unsigned on)
+{
   if (__atomic_load_n(&nat.on, __ATOMIC_ACQUIRE) == on)
     __atomic_add_fetch(&nat.lost, 1, __ATOMIC_RELAXED);
-  return 0;
 }
 
 /* Queue event e of another thread (under nat.mu, with room). */
@@ -796,6 +802,7 @@ static MP_NOINLINE void other_record(nat_ev *e)
     if (sampling() && (e->ev & MP_AEV_ALLOC) && e->nf != MP_NF_MMAP)
       filter_add(e->naddr, 1);
     if (queue_room(on)) enqueue(e);
+    else lost_one(on);
     pthread_mutex_unlock(&nat.mu);
   }
   __atomic_sub_fetch(&nat.inflight, 1, __ATOMIC_RELEASE);
@@ -1019,6 +1026,7 @@ static MP_NOINLINE void *resize(mp_state *s, int nf, void *p, size_t k,
       e.naddr = (uintptr_t)r;
       if (sampling() && take) filter_add(e.naddr, 1);
       if (room) enqueue(&e);
+      else lost_one(on);	/* Only an event made. */
     }
     __atomic_store_n(&nat.resizing, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&nat.mu);
