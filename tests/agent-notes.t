@@ -130,19 +130,28 @@ local function run_out(cmd)
 end
 local function settle_run(path, after)
   collectgarbage()
-  assert(mp.start(path))
+  assert(mp.start(after == "sampled" and { path = path, sample = 64 } or path))
   local keep = {}
   for i = 1, 500 do local g = { i }; if i % 5 == 0 then keep[#keep + 1] = g end end
+  -- Strings that die: the collection shrinks the string table, which
+  -- lowers the VM's total below its estimate.
+  if after == "shrink" then for i = 1, 60000 do local s = tostring(i) end end
   if after ~= "collect" then collectgarbage() end
-  if after == "alloc" then keep.more = { 1 } end
+  if after == "alloc" or after == "shrink" then keep.more = { 1 } end
   assert(mp.stop(after == "collect" and { collect = true } or nil))
   return keep
 end
 local ps, pa, pk = T.tmpname("settled"), T.tmpname("alloc"), T.tmpname("stopgc")
+local ph, pm = T.tmpname("shrink"), T.tmpname("sampled")
 settle_run(ps)
 settle_run(pa, "alloc")
 settle_run(pk, "collect")
+settle_run(ph, "shrink")
+settle_run(pm, "sampled")
 local is_, ia, ik = items(ps), items(pa), items(pk)
+t.ok(not has(items(ph), "note settled=1"), "an allocation after a collection that shrank the "
+     .. "string table: no such note", table.concat(items(ph), "\n"))
+t.ok(not has(items(pm), "note settled=1"), "sampled (its hook sees few allocations): never noted")
 t.ok(has(is_, "note settled=1") and not has(is_, "note collect=1"),
      "collectgarbage() then stop(): noted settled, not collected", table.concat(is_, "\n"))
 t.ok(not has(ia, "note settled=1"), "an allocation after the collection: no such note",
@@ -175,5 +184,5 @@ t.ok(run_out(cli .. "report '" .. ps .. "' '" .. pk .. "'"):find("\n" .. settled
      "a merge of a settled and a collected profile: settled")
 t.ok(run_out(cli .. "report '" .. ps .. "' '" .. pa .. "'"):find("may be garbage never collected", 1, true),
      "a merge with an unsettled one: may be garbage")
-for _, p in ipairs({ ps, pa, pk }) do os.remove(p) end
+for _, p in ipairs({ ps, pa, pk, ph, pm }) do os.remove(p) end
 t.done()

@@ -372,6 +372,7 @@ int ljmp_start(lua_State *L, const ljmp_options *user)
   s->ctx = opt.ctx;
   s->on_stop = opt.on_stop;
   s->g = G(L);
+  s->alloc_est = (uint64_t)G(L)->gc.estimate;	/* As if one at start. */
   s->sym_min = sizeof(GCproto) < sizeof(GCtrace) ? sizeof(GCproto)
 						 : sizeof(GCtrace);
   s->hi_key = ~(uint64_t)0;
@@ -505,15 +506,18 @@ static int collect_caught(lua_State *L, char *why, size_t size)
   return -1;
 }
 
-/* Whether the heap is as a finished collection cycle left it: the
-** collector is between cycles and nothing has been allocated since the
-** last one ended (as right after the program's collectgarbage()). A
-** cycle sets the estimate to what survived it, less the userdata it
-** still has to finalise, and only allocations raise the total above it
-** (the sweep lowers both; the string table's shrink only the total). */
-static int settled(const global_State *g)
+/* Whether the heap of s is as a finished collection cycle left it: the
+** collector is between cycles, and one ran after the last allocation
+** recorded, which the hooks that see every allocation (not the sampled
+** one) tell: only a cycle changes the estimate (its atomic phase sets
+** it to what survived, its sweep lowers it), and they keep the estimate
+** of each allocation. Between cycles, an allocation leaves the same
+** estimate as at stop. (The total tells nothing: the string table's
+** shrink at the end of a sweep and a table's resize lower it.) */
+static int settled(const mp_state *s, const global_State *g)
 {
-  return g->gc.state == GCSpause && g->gc.total <= g->gc.estimate;
+  return !s->sm.mean && g->gc.state == GCSpause &&
+	 (uint64_t)g->gc.estimate != s->alloc_est;
 }
 
 /* See mp_api.h. */
@@ -541,7 +545,7 @@ int mp_stop(lua_State *L, unsigned flags, const char *snap,
     gc = collect_caught(L, why, size);
     if (gc >= 0) s->notes |= MP_NOTE_COLLECT;
   } else if (s && !s->forked && !s->finished && !s->limited &&
-	     settled(G(L))) {
+	     settled(s, G(L))) {
     s->notes |= MP_NOTE_SETTLED;
   }
   /* The snapshot, after the collection and before the end: the stream

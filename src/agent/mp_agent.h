@@ -319,6 +319,10 @@ typedef struct mp_state {
 				   thread's exit() clears it, see at_exit()). */
   int busy;			/* 1 while the hook records an event (atomic). */
   void *g;			/* The VM's global_State. */
+  uint64_t alloc_est;		/* The collector's estimate at the last VM
+				   allocation recorded (the full hooks): one
+				   that differs at stop, between cycles,
+				   says a cycle ran after it (settled()). */
   const void *last_proto;	/* Last prototype whose symbol is known. */
   uint64_t hi_key;		/* Address >> 28 whose ULEB128 is in hi_bytes. */
   uint64_t hi_bytes;

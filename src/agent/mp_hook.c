@@ -119,6 +119,7 @@ static inline void attribute(mp_state *s, loc *l, size_t nsize)
   GCfunc *fn;
   l->src = MP_SRC_INTERNAL;
   l->id = l->line = 0;
+  s->alloc_est = g->gc.estimate;
   if (mp_strtab_grows(g, nsize)) return;
   switch (mp_where_is(g, g->vmstate, &w)) {
   case MP_AT_TRACE: case MP_AT_EXIT: trace_loc(s, l, w.tn); return;

@@ -436,6 +436,7 @@ static MP_NOINLINE void *stack_alloc(mp_state *s, void *ptr, size_t osize,
   ** stack the frames are in); the event counts if the allocator succeeds,
   ** else the registers the encoding moved go back. */
   node = capture(s, __builtin_frame_address(0), nsize);
+  s->alloc_est = ((global_State *)s->g)->gc.estimate;	/* settled() */
   old = st->old_addr;
   last_node = st->last_node;
   h = s->pos;
