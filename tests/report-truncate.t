@@ -40,6 +40,7 @@ for i = 1, 5 do keep[i] = f(i) end
 local s = string.rep("ab", 100)
 keep = nil
 collectgarbage()
+keep = { s }	-- After it: no note, so no trailer after the epilogue.
 assert(mp.stop())
 ]])
 local prof = TMP .. "/cut.ljm"
