@@ -79,6 +79,41 @@ t.is(tonumber(info:match('"live_blocks":(%d+)')) >= 100 and
      tonumber(info:match('"live_blocks":(%d+)')) < 200, true,
      "what is live at the end is about the 100 kept tables, not the 300 made")
 
+-- 2b. start{collect = true} in a script that ends with os.exit(0): the
+-- Lua state is never closed, so the collection cannot run; the stream
+-- says so ("uncollected" = "exit"), and the report's note names why.
+local function exit_run(path, collect)
+  local code = 'local mp = require("ljmemprof")\n' ..
+    'assert(mp.start{ path = os.getenv("P"), collect = ' .. tostring(collect) .. ' })\n' ..
+    'keep = {} for i = 1, 100 do keep[i] = { i } end\nos.exit(0)\n'
+  local f = assert(io.popen(t.timeout("P='" .. path .. "' LUA_CPATH='" .. t.build .. "/?.so;;' luajit -e '" ..
+                                      code:gsub("'", "'\\''") .. "'; echo $?", 60)))
+  local rc = f:read("*a")
+  f:close()
+  return rc
+end
+local px, py = T.tmpname("exit"), T.tmpname("exitnc")
+t.is(exit_run(px, true) .. exit_run(py, false), "0\n0\n", "scripts that end with os.exit(0) exit 0")
+t.ok(has(items(px), "note uncollected=exit") and not has(items(px), "note collect=1"),
+     "collect = true, then os.exit: noted that the collection could not run", table.concat(items(px), "\n"))
+t.ok(not has(items(py), "note uncollected=exit"), "without collect: no such note")
+local hx = assert(io.popen(t.timeout(t.build .. "/ljmemprof info '" .. px .. "'", 60)))
+local ix = hx:read("*a")
+hx:close()
+t.is(ix:match("\ncollected:  ([^\n]*)"), "no (asked for, but the process exited without closing " ..
+     "its Lua state, so it could not run: what is live may be garbage not yet collected)",
+     "info says why it did not run")
+hx = assert(io.popen(t.timeout(t.build .. "/ljmemprof report '" .. px .. "'", 60)))
+ix = hx:read("*a")
+hx:close()
+t.ok(ix:find("\nNOTES:\na full garbage collection was asked for before the end, but the process exited " ..
+             "without closing its Lua state", 1, true), "and so do the report's NOTES", ix)
+hx = assert(io.popen(t.timeout(t.build .. "/ljmemprof report --format json '" .. px .. "'", 60)))
+t.ok(hx:read("*a"):find('"collected":false,"uncollected":"exit"', 1, true), "JSON: uncollected exit")
+hx:close()
+os.remove(px)
+os.remove(py)
+
 -- 3. The extension: time marks every 4096 events and one at the end, the
 -- note before the epilogue.
 local pe = T.tmpname("marks")

@@ -367,8 +367,8 @@ with_timeout 60 "$MP" run -o exit.ljm exit.lua >/dev/null 2>&1 &&
   with_timeout 60 "$MP" run -o exitc.ljm exitc.lua >/dev/null 2>&1
 ok $? "run: the scripts ending with os.exit(0) and os.exit(0, true) are recorded"
 is "$("$MP" report exit.ljm | sed -n '/^NOTES:$/,$p')" "NOTES:
-the profile notes no full garbage collection before its end: what is held may be garbage never collected (to see only what is reachable, record with mp.stop{collect = true} or 'ljmemprof run', whose collection runs as the Lua state closes: a script that ends with os.exit(code) skips it, os.exit(code, true) closes the state)" \
-  "run, os.exit(0): the note says run's collection needs the state closed"
+a full garbage collection was asked for before the end, but the process exited without closing its Lua state (lua_close: a host that exits without it, os.exit(code) without true), so none ran: what is held may be garbage never collected (stop the profiler from Lua before the exit: require(\"ljmemprof\").stop{collect = true}; a script can end with os.exit(code, true), which closes the state)" \
+  "run, os.exit(0): the note says run's collection did not run, and why"
 is "$("$MP" report exitc.ljm | sed -n '/^NOTES:$/,$p')" "NOTES:
 a full garbage collection ran before the end: what is held is reachable" \
   "run, os.exit(0, true): the state closed, the collection ran"

@@ -297,6 +297,8 @@ static inline uint8_t *mp_seen(const mp_sampler *sm, uintptr_t a)
 #define MP_NOTE_SIZE	2	/* Recording stopped at max_size. */
 #define MP_NOTE_SETTLED	4	/* No collection by the stop, but the heap
 				   was as a finished cycle left it. */
+#define MP_NOTE_EXITED	8	/* The collection asked for could not run:
+				   the process exited, the state open. */
 
 #define MP_TICK		4096	/* Events between time marks... */
 #define MP_TICK_SAMPLED	16	/* ...and sampled events between them. */

@@ -116,6 +116,9 @@ static void at_exit(void)
   for (s = running_list; s; s = s->next)
     if (!s->finished && quiesce(s)) {
       if (s->snap && !s->limited) say_no_snapshot(s);
+      /* Its collection runs at a stop or lua_close(), on the VM's
+      ** thread: not here. The stream says so. */
+      if (s->collect && !s->limited) s->notes |= MP_NOTE_EXITED;
       mp_sink_finish(s);
     }
   pthread_mutex_unlock(&running_lock);

@@ -23,6 +23,7 @@ static uint8_t *put_notes(mp_state *s, uint8_t *p)
   if (s->notes & MP_NOTE_COLLECT) p = mp_put_info(p, "collect", "1");
   if (s->notes & MP_NOTE_SIZE) p = mp_put_info(p, "stopped", "size limit");
   if (s->notes & MP_NOTE_SETTLED) p = mp_put_info(p, "settled", "1");
+  if (s->notes & MP_NOTE_EXITED) p = mp_put_info(p, "uncollected", "exit");
   if (s->closefin) {
     char n[16];
     snprintf(n, sizeof(n), "%u", s->closefin);

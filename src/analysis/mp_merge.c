@@ -147,6 +147,7 @@ int mp_merge_add(mp_profile *m, const mp_profile *s, uint32_t *map)
 			   (s->collect || s->settled) &&
 			   !(m->collect && s->collect) : s->settled;
   m->collect = m->merged ? m->collect && s->collect : s->collect;
+  m->exited = m->merged ? m->exited || s->exited : s->exited;
   m->native |= s->native;
   m->native_unseen += s->native_unseen;
   m->native_lost += s->native_lost;

@@ -198,6 +198,8 @@ static int info_add(mp_profile *p, const mp_item *it)
     p->collect = it->value_len == 1 && it->value[0] == '1';
   } else if (info_is(it, "settled")) {
     p->settled = it->value_len == 1 && it->value[0] == '1';
+  } else if (info_is(it, "uncollected")) {
+    p->exited = it->value_len == 4 && !memcmp(it->value, "exit", 4);
   } else if (info_is(it, "snapshot")) {	/* "OBJECTS BYTES TOTAL CUT NAME" */
     char v[128];
     unsigned long long o, b, t;

@@ -185,6 +185,9 @@ typedef struct mp_profile {
 			   a finished cycle left it, nothing allocated
 			   since (the note "settled"; a merge: of every
 			   profile, collected or settled). */
+  int exited;		/* 1: a collection was asked for but the process
+			   exited with the Lua state open (the note
+			   "uncollected" = "exit"; a merge: any). */
   unsigned closefin;	/* Userdata finalisers lua_close() ran before the
 			   recording ended (their frees are in it). */
   uint64_t native_unseen;	/* Frees and resizes of native blocks not

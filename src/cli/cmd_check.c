@@ -275,7 +275,7 @@ int mp_cmd_check(int argc, char **argv)
 	   100.0 * (double)mods.plus / (double)leak, mods.n == 1 ? "was" : "were",
 	   t.stacks ? "" : "; without call stacks, only their own sources "
 	   "are known");
-  if (!p.collect && !p.settled) printf("note: %s\n", mp_note_uncollected);
+  if (!p.collect && !p.settled) printf("note: %s\n", mp_note_nogc(&p));
   if (p.closefin)
     printf("note: %s\n", mp_note_closefin(note, sizeof(note), p.closefin));
   /* A recording that stopped early (its size limit, a write error) holds

@@ -227,8 +227,10 @@ int mp_cmd_info(int argc, char **argv)
 	   "ran before the end: what is live is reachable)" : p.settled ?
 	   "before the stop (the collector had just finished a cycle, as after "
 	   "the program's collectgarbage(), and nothing was allocated after "
-	   "it: what is live survived it)" : "no (what is live may be garbage not yet "
-	   "collected)");
+	   "it: what is live survived it)" : p.exited ? "no (asked for, but the "
+	   "process exited without closing its Lua state, so it could not "
+	   "run: what is live may be garbage not yet collected)" : "no (what "
+	   "is live may be garbage not yet collected)");
     {	/* As the report's NOTES says it. */
       mp_cost all;
       if (mp_profile_gc_top(&p, &all) != UINT32_MAX)

@@ -219,6 +219,22 @@ const char mp_note_uncollected[] =
   "collection runs as the Lua state closes: a script that ends with "
   "os.exit(code) skips it, os.exit(code, true) closes the state)";
 
+/* A collection was asked for (start{collect = true}, LJMEMPROF's
+** collect=yes, run), but the process exited without closing its Lua
+** state, so it could not run. */
+const char mp_note_exited[] =
+  "a full garbage collection was asked for before the end, but the "
+  "process exited without closing its Lua state (lua_close: a host that "
+  "exits without it, os.exit(code) without true), so none ran: what is "
+  "held may be garbage never collected (stop the profiler from Lua "
+  "before the exit: require(\"ljmemprof\").stop{collect = true}; a "
+  "script can end with os.exit(code, true), which closes the state)";
+
+const char *mp_note_nogc(const mp_profile *p)
+{
+  return p->exited ? mp_note_exited : mp_note_uncollected;
+}
+
 /* The agent's collection did not run, but the collector had finished a
 ** cycle with nothing allocated since: what is held survived it. */
 const char mp_note_settled[] =
@@ -359,7 +375,7 @@ uint32_t mp_render_notes(const mp_sections *sec, const mp_stacktree *t,
   else if (p->settled)
     fn(ctx, mp_note_settled);
   else
-    fn(ctx, mp_note_uncollected);
+    fn(ctx, mp_note_nogc(p));
   if (top != UINT32_MAX) {
     const mp_cost *c = &p->gcfree[top];
     snprintf(line, sizeof(line), "the final collection freed %s in %llu "

@@ -205,6 +205,14 @@ uint32_t mp_render_notes(const mp_sections *sec, const mp_stacktree *t,
 ** (`report`, `check`). */
 extern const char mp_note_uncollected[];
 
+/* The note of a profile whose collection, asked for, could not run: the
+** process exited with the Lua state open (p->exited). */
+extern const char mp_note_exited[];
+
+/* The note of a profile with no full collection before its end:
+** mp_note_exited or mp_note_uncollected. */
+const char *mp_note_nogc(const mp_profile *p);
+
 /* The note of a profile whose stop found the heap as a finished
 ** collection cycle left it, nothing allocated since (p->settled). */
 extern const char mp_note_settled[];

@@ -88,6 +88,8 @@ function summary() {
          ' blocks made within the profile (most by ' + g.top + '): garbage, or what main-chunk locals held' : '') :
         s.settled ? "before the stop: the collector had just finished a cycle, as after the program's " +
         'collectgarbage(), and nothing was allocated after it (what is live survived it)' :
+        s.exited ? 'no: asked for, but the process exited without closing its Lua state, so it could not run ' +
+        '(what is live may be garbage not yet collected)' :
         'no: what is live may be garbage not yet collected');
     if (s.stopped) row('Stopped', s.stopped);
     row('Call stacks', s.stacks ? 'recorded, up to ' + s.stacks + ' frames' : 'not recorded (one frame per event)');

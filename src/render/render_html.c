@@ -331,8 +331,9 @@ static int json_report(FILE *out, const mp_sections *sec,
 	      (unsigned long long)p->gcfree[top].n);
     }
   }
-  fprintf(out, ",\"collected\":%s,\"settled\":%s,\"stopped\":",
-	  p->collect ? "true" : "false", p->settled ? "true" : "false");
+  fprintf(out, ",\"collected\":%s,\"settled\":%s,\"exited\":%s,"
+	  "\"stopped\":", p->collect ? "true" : "false",
+	  p->settled ? "true" : "false", p->exited ? "true" : "false");
   if (p->stopped[0]) mp_json_cstr(out, p->stopped);
   else fputs("null", out);
   fprintf(out, ",\"sample\":%.0f,\"rates\":", mp_render_rate(p));

@@ -201,6 +201,7 @@ void mp_render_json_summary(FILE *out, const mp_profile *p)
 	  (unsigned long long)p->live_bytes, (unsigned long long)p->live_n);
   fprintf(out, ",\"collected\":%s", p->collect ? "true" : "false");
   if (p->settled) fputs(",\"settled\":true", out);
+  if (p->exited) fputs(",\"uncollected\":\"exit\"", out);
   {	/* What the final collection freed of the program's blocks. */
     mp_cost all;
     if (mp_profile_gc_top(p, &all) != UINT32_MAX)

@@ -156,7 +156,7 @@ static void note_line(void *ctx, const char *line)
 {
   notes *n = ctx;
   if (n->tarantool && (line == mp_note_uncollected ||
-			line == mp_note_settled ||
+			line == mp_note_settled || line == mp_note_exited ||
 			!strncmp(line, MP_NOTE_TRACES, strlen(MP_NOTE_TRACES)) ||
 			!strncmp(line, MP_NOTE_TRACES_ALONE,
 				 strlen(MP_NOTE_TRACES_ALONE))))
