@@ -53,8 +53,9 @@ const char mp_help_check[] =
 "    leaked, ...` when blocks made while modules loaded (under require,\n"
 "    a package loader or a C module's luaopen_) are among the leaked\n"
 "    (package.loaded keeps them by design: the verdict is the same;\n"
-"    require the modules before the profiler starts, or allow for\n"
-"    them), `note: ...` if\n"
+"    allow for them in --max-leak, or start the profiler from Lua\n"
+"    after the modules are required; not printed with --max-leak\n"
+"    none), `note: ...` if\n"
 "    the profile notes no full collection before its end (what is\n"
 "    counted as leaked may be garbage never collected), and if\n"
 "    recording stopped early (the size limit, a write error: the\n"
@@ -265,12 +266,12 @@ int mp_cmd_check(int argc, char **argv)
 	   "counts them)\n", mp_fmt_bytes(b1, sizeof(b1), vm.plus, c.human),
 	   (unsigned long long)vm.n, vm.n == 1 ? "" : "s");
   loading_held(&t, &mods);
-  if (mods.n && leak)
+  if (mods.n && leak && c.max_leak != NO_LIMIT)
     printf("note: of the leaked, %s in %llu block%s (%.1f%%) %s made while "
 	   "modules loaded (under require, a package loader or a luaopen_ "
-	   "function%s): what package.loaded keeps by design; require the "
-	   "modules before the profiler starts, or allow for them in "
-	   "--max-leak\n", mp_fmt_bytes(b1, sizeof(b1), mods.plus, c.human),
+	   "function%s): what package.loaded keeps by design; allow for them "
+	   "in --max-leak, or start the profiler from Lua after the modules "
+	   "are required\n", mp_fmt_bytes(b1, sizeof(b1), mods.plus, c.human),
 	   (unsigned long long)mods.n, mods.n == 1 ? "" : "s",
 	   100.0 * (double)mods.plus / (double)leak, mods.n == 1 ? "was" : "were",
 	   t.stacks ? "" : "; without call stacks, only their own sources "

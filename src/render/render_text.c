@@ -195,6 +195,9 @@ int mp_render_text_stacks(FILE *out, const mp_sections *sec,
   }
   if (mp_sview_build(&v, t, o->metric, o->top, o->stacks) < 0) return -1;
   fprintf(out, "CALL STACKS (%s", mp_metric_what[o->metric]);
+  /* Not ALLOCATIONS' figures alone: say so where they are read. */
+  if (o->metric >> 1 == MP_METRIC_ALLOC_BYTES >> 1)
+    fputs(" of allocations and reallocations", out);
   if (o->stacks != UINT32_MAX)
     fprintf(out, ", at most %u per source", o->stacks);
   fputs("):\n", out);

@@ -442,7 +442,7 @@ static void uleb(bytes *s, uint64_t v)
 static void test_view(void)
 {
   static const char want[] =
-    "CALL STACKS (allocated bytes, at most 1 per source):\n"
+    "CALL STACKS (allocated bytes of allocations and reallocations, at most 1 per source):\n"
     "@a.lua:7: 5 events\t+500B\tin 1 stack\n"
     "\t5 events\t+500B\n"
     "\t\t@a.lua:7\n"
