@@ -30,4 +30,31 @@ for host in "$BUILD/asan/agent_host sysalloc malloc" "$BUILD/tests/agent_host sy
     done
   done
 done
+# The heap snapshot's map of addresses (32-byte granules with 64-bit
+# references) on the densest heap an allocator can make: blocks packed end
+# to end at LuaJIT's 8-byte alignment. Every object is told apart: the
+# snapshot finds what the malloc host's does, and its objects, those not
+# reached and the VM's own bytes add up to the VM's total.
+cat >"$TMPD/snap.lua" <<'EOF'
+jit.off()
+collectgarbage("stop")
+local keep = {}
+for i = 1, 2000 do keep[i] = { tostring(i), "s" .. i % 97, { i } } end
+KEEP = keep
+assert(require("ljmemprof").snapshot(ARG))
+EOF
+summary() {
+  "$BUILD/ljmemprof" snapshot --format json "$1" | tr ',' '\n' |
+    sed -n 's/^{*"\(objects\|bytes\|gc_total\|vm_bytes\|unreached\|unreached_bytes\)":\([0-9]*\)$/\1=\2/p' | tr '\n' ' '
+}
+for a in malloc packed; do
+  LUA_CPATH="$BUILD/?.so;;" with_timeout 60 "$BUILD/tests/agent_host" sysalloc $a "$TMPD/s.ljm" 0 off \
+    "$TMPD/snap.lua" "$TMPD/$a.snap" >"$TMPD/out" 2>&1
+  is "$(grep -c '^ok - ' "$TMPD/out")" 5 "snapshot in the $a host: taken"
+done
+sm=$(summary "$TMPD/malloc.snap") sp=$(summary "$TMPD/packed.snap")
+is "$sp" "$sm" "packed blocks: the same objects and bytes as with malloc ($sm)"
+eval "$sp"
+is "$((bytes + unreached_bytes + vm_bytes))" "${gc_total:-x}" \
+  "packed blocks: objects, those not reached and the VM's own add up to its total"
 done_testing

@@ -10,9 +10,9 @@
 ** the file names references by number and a list of ten million nodes
 ** needs no C stack. Everything it keeps is malloc'd, never the VM's: the
 ** queue (8 bytes an object, 16 while it doubles), the map of addresses to
-** numbers (4 bytes per 16 bytes of the address space where objects lie,
-** in leaves of 16 KB of it; a hash for cdata), a cache of metatables'
-** weak modes (bench/README.md, "Heap snapshot writer", measures it):
+** numbers (4 bytes per 32 bytes of the address space where objects lie,
+** per 16 with 32-bit references, in leaves of 1024 of them; a hash for
+** cdata), a cache of metatables' weak modes (bench/README.md, "Heap snapshot writer", measures it):
 ** the snapshot makes no garbage and runs no collection step, so the
 ** program sees the same heap before and after it.
 */
@@ -56,37 +56,56 @@
 #include "../format/mp_format.h"
 #include "../format/mp_snap.h"
 
-/* The numbers of the objects met, by address: a radix tree over 16-byte
-** granules, whose leaves hold 4-byte entries, the object's number with
-** H_NAMED set once a string's bytes are in the file (0: not met).
-** Neighbours in memory share a leaf, so a walk of objects allocated
-** together touches few cache lines and pages, where a hash would scatter
-** them; and nothing ever moves (no rehash). Every object but a cdata is
-** 16 bytes or more, so no two of them share a granule, whatever the
-** allocator's alignment (LuaJIT's aligns to 8); a cdata may be smaller
-** and goes to a hash, as does an address above 2^49 (none on today's
-** systems). Which way an object goes must not depend on the reference:
-** the caller says whether it is a cdata (from the reference's type tag
-** where there is one). A leaf covers 16 KB of address space (4 KB of
-** entries), a middle node 2 GB, the top 2^49 bytes. */
+/* The numbers of the objects met, by address: a radix tree over
+** granules of 1 << H_GRAIN bytes, whose leaves hold 4-byte entries, the
+** object's number with H_NAMED set once a string's bytes are in the file
+** (0: not met). Neighbours in memory share a leaf, so a walk of objects
+** allocated together touches few cache lines and pages, where a hash
+** would scatter them; and nothing ever moves (no rehash). No two objects
+** may share a granule. With 64-bit references every object but a cdata
+** takes 25 bytes or more, so two at 8-byte boundaries (LuaJIT's
+** alignment, and malloc's) start 32 bytes or more apart: the granule is
+** 32 bytes, the map an eighth of the heap's span; an object at an
+** address not 8-aligned (a host's odd allocator) goes to a hash. With 32-bit
+** references objects take 16 bytes or more, and the granule is 16
+** whatever the alignment. A cdata may be smaller and goes to the hash,
+** as does an address beyond the tree's top (2^49 or 2^50 bytes: none on
+** today's systems). Which way an object goes must not depend on the
+** reference: the caller says whether it is a cdata (from the reference's
+** type tag where there is one). A leaf covers 1024 granules (4 KB of
+** entries), a middle node 2^17 leaves. */
 #define H_LEAF_BITS	10
 #define H_MID_BITS	17
-#define H_GRAIN		4		/* log2 of the granule. */
+#if LJ_GC64
+#define H_GRAIN		5		/* log2 of the granule. */
+#define H_ALIGN		7		/* Addresses that are not 8-aligned: the
+					   hash. */
+#else
+#define H_GRAIN		4
+#define H_ALIGN		0
+#endif
 #define H_TOP_BITS	18
 #define H_LEAF		(1u << H_LEAF_BITS)
 #define H_NAMED		0x80000000u	/* A string's bytes were written. */
 #define H_IDMAX		0x7fffffffu	/* Numbers fit below H_NAMED. */
 #define H_SLAB		256		/* Leaves allocated at once. */
 
-/* What the granule of 16 bytes relies on: every object but a cdata takes
-** 16 bytes or more of memory. */
-_Static_assert(sizeof(GCstr) + 1 >= 16 && sizeof(GCupval) >= 16 &&
-	       sizeof(lua_State) >= 16 && sizeof(GCproto) >= 16 &&
-	       sizeCfunc(0) >= 16 && sizeLfunc(0) >= 16 &&
-	       sizeof(GCtab) >= 16 && sizeof(GCudata) >= 16,
-	       "an object smaller than the address map's granule");
+/* What the granule relies on: every object but a cdata takes H_MINOBJ
+** bytes or more of memory (at 8-byte alignment, 25 bytes keep two starts
+** 32 apart). */
+#if LJ_GC64
+#define H_MINOBJ	25
+#else
+#define H_MINOBJ	16
+#endif
+_Static_assert(sizeof(GCstr) + 1 >= H_MINOBJ && sizeof(GCupval) >= H_MINOBJ &&
+	       sizeof(lua_State) >= H_MINOBJ && sizeof(GCproto) >= H_MINOBJ &&
+	       sizeCfunc(0) >= H_MINOBJ && sizeLfunc(0) >= H_MINOBJ &&
+	       sizeof(GCtab) >= H_MINOBJ && sizeof(GCudata) >= H_MINOBJ,
+	       "an object smaller than the address map's granule allows");
 #if LJ_HASJIT
-_Static_assert(sizeof(GCtrace) >= 16, "a trace smaller than the granule");
+_Static_assert(sizeof(GCtrace) >= H_MINOBJ,
+	       "a trace smaller than the granule allows");
 #endif
 
 typedef struct hids {
@@ -97,7 +116,7 @@ typedef struct hids {
   size_t nslabs, capslabs;
   uint64_t lastpage;	/* Granule >> H_LEAF_BITS of the last leaf... */
   uint32_t *lastleaf;	/* ...and the leaf (a walk stays near). */
-  size_t leaves;	/* Leaves in use (8 KB of address space each). */
+  size_t leaves;	/* Leaves in use (1024 granules each). */
   mp_hash far;		/* Addresses beyond the tree: address -> entry. */
 } hids;
 
@@ -124,7 +143,7 @@ static uint32_t *hids_slot_slow(hids *m, uintptr_t a, int cdata, int make,
   uint64_t gi = (uint64_t)a >> H_GRAIN, page = gi >> H_LEAF_BITS;
   uint64_t t = page >> H_MID_BITS;
   uint32_t **mid, *leaf;
-  if (cdata || t >= (1u << H_TOP_BITS)) {
+  if (cdata || t >= (1u << H_TOP_BITS) || (a & H_ALIGN)) {
     uint32_t *v = mp_hash_get(&m->far, a);
     if (v || !make) return v;
     if (mp_hash_put(&m->far, a, 0) < 0) { *oom = 1; return NULL; }
@@ -173,7 +192,8 @@ static inline uint32_t *hids_slot(hids *m, uintptr_t a, int cdata, int make,
 				  int *oom)
 {
   uint64_t gi = (uint64_t)a >> H_GRAIN;
-  if ((gi >> H_LEAF_BITS) == m->lastpage && m->lastleaf && !cdata)
+  if ((gi >> H_LEAF_BITS) == m->lastpage && m->lastleaf && !cdata &&
+      !(a & H_ALIGN))
     return &m->lastleaf[gi & (H_LEAF - 1)];
   return hids_slot_slow(m, a, cdata, make, oom);
 }
