@@ -129,8 +129,8 @@ EOF
 (cd tr && with_timeout 60 "$MP" run --stacks -o t.ljm main.lua >/dev/null 2>&1)
 ok $? "a trace that returns below its base frame: recorded"
 run "$MP" report --format collapsed tr/t.ljm
-echo "$out" | grep -q '^luajit (main);main chunk (main.lua);TRACE \[[0-9]*\] started at @./m.lua:4;'
-ok $? "the main chunk below the trace, without a line: main chunk (main.lua)"
+echo "$out" | grep -q '^luajit (main);main chunk (main.lua:6);TRACE \[[0-9]*\] started at @./m.lua:4;M.other (./m.lua:8) '
+ok $? "the main chunk below the trace at its call of the function the trace went on into (main.lua:6), as with the JIT off"
 is "$(echo "$out" | grep -c ':0)')" 0 "no frame says line 0"
 
 # -- diff: two files of one name, one by a relative path ------------------

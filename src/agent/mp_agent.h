@@ -128,8 +128,10 @@ typedef struct mp_retline {
 			   a placeholder): a tail call from it, */
   unsigned ninl;	/* ...below it the frames the trace inlined between
 			   its base frame and the line's, outermost first,
-			   each at the line of its call (0 if unknown). */
+			   each at the line of its call (0 if unknown), */
   mp_snode inl[MP_INLINED_MAX];
+  uint32_t baseline;	/* ...and the line of the base frame's call into
+			   the first of them (0: not known). */
 } mp_retline;
 
 /* The node of an event in a trace: by the node of the frames below the

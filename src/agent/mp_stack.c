@@ -122,7 +122,7 @@ static MP_INLINE uint32_t locate_trace(mp_state *s, mp_at at,
   mp_snode line, tr, inl[MP_INLINED_MAX];
   unsigned ninl = 0, i;
   uintptr_t ret = 0;
-  uint32_t id = 0;
+  uint32_t id = 0, baseline = 0;
   int k;
   if (tn >= J->sizetrace || !(T = (GCtrace *)gcref(J->trace[tn])))
     return 0;
@@ -163,8 +163,18 @@ static MP_INLINE uint32_t locate_trace(mp_state *s, mp_at at,
   tr.a = tn;
   tr.b = tn < s->ntraces ? s->traces[tn].gen : 0;
   k = ret ? mp_trace_line(s, T, tn, basefn, base, ret, &line, inl, &ninl,
-			  !slow) :
+			  &baseline, !slow) :
 	    0;
+  /* The base frame at its call into the functions the trace inlined,
+  ** when told, rather than where the trace started. */
+  if (k == 1 && baseline && id) {
+    mp_snode b = *mp_node_at(&s->st, id);
+    if (b.kind == MP_FK_LUA && b.a == (uint64_t)(uintptr_t)funcproto(basefn)) {
+      b.b = baseline;
+      if (!(id = mp_node_of(s, mp_node_at(&s->st, id)->parent, &b)))
+	return 0;
+    }
+  }
   /* A line of the base frame itself stands for it above the trace: the
   ** base frame at the trace's start below would show the function twice
   ** (and at a line it is not at, when the trace started in a function

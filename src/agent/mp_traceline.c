@@ -854,7 +854,13 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
       e->inl[n].b = (uint32_t)mp_proto_line(fr->f[i].pt, fr->f[i + 1].call);
     }
     for (; x < c.k[k].npath && n < MP_INLINED_MAX; x++) e->inl[n++] = c.k[k].path[x];
-    if (i == lv && x == c.k[k].npath) e->ninl = n;
+    /* When all of them are known: and where the base frame called the
+    ** first (the snapshot's frame above it, or the way entered from it). */
+    if (i == lv && x == c.k[k].npath) {
+      e->ninl = n;
+      if (base && lv >= 1 && fr->n > 1 && fr->f[0].pt == base)
+	e->baseline = (uint32_t)mp_proto_line(base, fr->f[1].call);
+    }
   }
   e->frame.kind = MP_FK_LUA;
   e->frame.a = (uint64_t)(uintptr_t)c.k[k].pt;
@@ -865,7 +871,7 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
 /* See mp_traceline.h. */
 int mp_trace_line(mp_state *s, GCtrace *T, TraceNo tn, const GCfunc *basefn,
 		  const TValue *slots, uintptr_t ret, mp_snode *f, mp_snode *inl,
-		  unsigned *ninl, int cached)
+		  unsigned *ninl, uint32_t *baseline, int cached)
 {
   mp_stacks *st = &s->st;
   mp_retline *e, fresh;
@@ -891,6 +897,7 @@ int mp_trace_line(mp_state *s, GCtrace *T, TraceNo tn, const GCfunc *basefn,
   if (!e->frame.kind) return 0;
   *f = e->frame;
   *ninl = e->ninl;
+  *baseline = e->baseline;
   memcpy(inl, e->inl, e->ninl * sizeof(*inl));
   return e->incaller ? 3 : e->inbase ? 2 : 1;
 }

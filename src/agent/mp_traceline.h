@@ -62,10 +62,11 @@ static MP_INLINE uintptr_t mp_trace_ret(mp_stacks *st, const GCtrace *T,
 ** every time). 0 if no line is known, 2 if it is in the trace's base
 ** frame itself, 3 if it is the line of the call that made the base frame
 ** (a tail call from the base frame: *f is then not set), else 1 (a frame
-** the trace inlined). */
+** the trace inlined; then *baseline is the line of the base frame's call
+** into the frames inlined, 0 if not known). */
 int mp_trace_line(mp_state *s, GCtrace *T, TraceNo tn, const GCfunc *basefn,
 		  const TValue *slots, uintptr_t ret, mp_snode *f, mp_snode *inl,
-		  unsigned *ninl, int cached);
+		  unsigned *ninl, uint32_t *baseline, int cached);
 
 /* Learn, before recording, the addresses of the VM functions whose calls
 ** from compiled code say what a trace allocated (the trace-line map). */
