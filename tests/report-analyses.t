@@ -120,7 +120,7 @@ for w in default:100 100:50 150:100 149:99 10:0; do
   is "$rc:$got" "0:$want" "$opt: $k of churn's 100 tables, none of hold's 50"
 done
 run $MP report --temporary 0 "$P"
-is "$rc:$err" "2:ljmemprof report: bad value '0' for option '--temporary' (see 'ljmemprof report --help')" \
+is "$rc:$err" "2:ljmemprof report: bad value '0' for option '--temporary' (a number of events above 0; see 'ljmemprof report --help')" \
   "--temporary 0: one error line"
 run $MP report --format json --temporary 100 "$P"
 echo "$out" | grep -q '^ {"source":{"kind":"lua","label":"@temp.lua:4".*"blocks":50,"bytes":'$((50 * T))',"made_blocks":100,"made_bytes":'"$C"'}'

@@ -121,13 +121,20 @@ run $MP report "$good" --top
 is "$rc:$err" "2:ljmemprof report: option '--top' needs an argument (see 'ljmemprof report --help')" \
   "missing option argument"
 run $MP report --sort size "$good"
-is "$rc:$err" "2:ljmemprof report: bad value 'size' for option '--sort' (see 'ljmemprof report --help')" \
+is "$rc:$err" "2:ljmemprof report: bad value 'size' for option '--sort' (bytes or count; see 'ljmemprof report --help')" \
   "bad option value"
 run $MP report --top=-1 "$good"
-is "$rc:$err" "2:ljmemprof report: bad value '-1' for option '--top' (see 'ljmemprof report --help')" \
+is "$rc:$err" "2:ljmemprof report: bad value '-1' for option '--top' (a number of rows, 0 for all; see 'ljmemprof report --help')" \
   "negative --top"
 run $MP report --format=xml "$good"
-is "$rc" 2 "unknown --format"
+is "$rc:$err" "2:ljmemprof report: bad value 'xml' for option '--format' (text, json, collapsed, svg, pprof or html; see 'ljmemprof report --help')" \
+  "unknown --format: the formats listed"
+run $MP report --heap lua "$good"
+is "$rc:$err" "2:ljmemprof report: bad value 'lua' for option '--heap' (all, vm or native; see 'ljmemprof report --help')" \
+  "unknown --heap: its values listed"
+run $MP report --accounting memprof "$good"
+is "$rc:$err" "2:ljmemprof report: bad value 'memprof' for option '--accounting' (live or tarantool; see 'ljmemprof report --help')" \
+  "unknown --accounting: its values listed"
 run $MP report
 is "$rc:$err" "2:ljmemprof report: missing FILE (see 'ljmemprof report --help')" "missing FILE"
 run $MP diff "$good"

@@ -46,7 +46,7 @@ is "$?" "2" "run --stacks=0 --sample=4K: refused too"
 out=$(with_timeout 60 "$MP" run --stacks 10001 a.lua 2>&1)
 is "$?:$out" "2:ljmemprof run: --stacks 10001: at most 10000 frames" "run --stacks 10001: refused"
 out=$(with_timeout 60 "$MP" run --stacks=many a.lua 2>&1)
-is "$?:$out" "2:ljmemprof run: bad value 'many' for option '--stacks' (see 'ljmemprof run --help')" \
+is "$?:$out" "2:ljmemprof run: bad value 'many' for option '--stacks' (a number; see 'ljmemprof run --help')" \
   "run --stacks=many: refused"
 out=$(with_timeout 60 "$MP" run --metric leak-bytes a.lua 2>&1)
 is "$?:$out" "2:ljmemprof run: --metric needs --stacks-per-source, or the format collapsed, svg or pprof (see 'ljmemprof run --help')" \

@@ -196,7 +196,7 @@ ok $? "json --stacks without stacks recorded: recorded false, no sources"
 # -- Options and outputs ---------------------------------------------------------
 
 run $MP report --format collapsed --metric bytes "$P"
-is "$rc:$out:$err" "2::ljmemprof report: bad value 'bytes' for option '--metric' (see 'ljmemprof report --help')" \
+is "$rc:$out:$err" "2::ljmemprof report: bad value 'bytes' for option '--metric' (alloc-bytes, alloc-count, leak-bytes, leak-count, peak-bytes or peak-count; see 'ljmemprof report --help')" \
   "an unknown --metric"
 run $MP report --metric leak-bytes "$P"
 is "$rc:$out:$err" "2::ljmemprof report: --metric needs --stacks-per-source, or the format collapsed, svg or pprof (see 'ljmemprof report --help')" \
@@ -205,7 +205,7 @@ run $MP report --format svg --stacks-per-source 2 "$P"
 is "$rc:$err" "2:ljmemprof report: --stacks-per-source is for the text and json formats; svg always shows every stack (see 'ljmemprof report --help')" \
   "--stacks-per-source with a stack format"
 run $MP report --stacks-per-source=x "$P"
-is "$rc:$err" "2:ljmemprof report: bad value 'x' for option '--stacks-per-source' (see 'ljmemprof report --help')" \
+is "$rc:$err" "2:ljmemprof report: bad value 'x' for option '--stacks-per-source' (a number; see 'ljmemprof report --help')" \
   "--stacks-per-source=x"
 run $MP report --stacks 2 "$P"
 is "$rc:$out:$err" "2::ljmemprof report: --stacks is run's number of frames to record; the call stacks shown per source are --stacks-per-source [N] (see 'ljmemprof report --help')" \

@@ -27,12 +27,31 @@ int mp_cli_opt_value(const char *cmd, int argc, char **argv, int *i,
   return 1;
 }
 
-/* Say that v is not a value of option name; returns MP_OPT_ERROR. */
-static int bad_value(const char *cmd, const char *name, const char *v)
+/* Say that v is not a value of option name, which takes what (NULL: a
+** number); returns MP_OPT_ERROR. */
+static int bad_value(const char *cmd, const char *name, const char *v,
+		     const char *what)
 {
-  fprintf(stderr, "ljmemprof %s: bad value '%s' for option '%s' (see "
-	  "'ljmemprof %s --help')\n", cmd, v, name, cmd);
+  fprintf(stderr, "ljmemprof %s: bad value '%s' for option '%s' (%s; see "
+	  "'ljmemprof %s --help')\n", cmd, v, name, what ? what : "a number",
+	  cmd);
   return MP_OPT_ERROR;
+}
+
+/* The names of the formats, or of the metrics, into buf: "a, b or c". */
+static const char *names_of(char *buf, size_t size, const char *const *v,
+			    size_t stride, size_t n)
+{
+  size_t i, at = 0;
+  buf[0] = '\0';
+  for (i = 0; i < n; i++) {
+    const char *x = *(const char *const *)((const char *)v + i * stride);
+    int k = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" :
+		     i + 1 == n ? " or " : ", ", x);
+    if (k < 0 || (size_t)k >= size - at) break;
+    at += (size_t)k;
+  }
+  return buf;
 }
 
 int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
@@ -57,7 +76,7 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
 			    MP_TEMP_WINDOW, &o->window))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!o->window) {
-      bad_value(cmd, "--temporary", "0");
+      bad_value(cmd, "--temporary", "0", "a number of events above 0");
       return MP_OPT_ERROR;
     }
     o->render.temp = 1;
@@ -66,8 +85,14 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
   }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--format", NULL, &v))) {
     if (m < 0) return MP_OPT_ERROR;
-    if (!(o->format = mp_renderer_find(v)))
-      return bad_value(cmd, "--format", v);
+    if (!(o->format = mp_renderer_find(v))) {
+      char b[128];
+      size_t n = 0;
+      while (mp_renderers[n].name) n++;
+      return bad_value(cmd, "--format", v,
+		       names_of(b, sizeof(b), &mp_renderers[0].name,
+				sizeof(mp_renderers[0]), n));
+    }
     return MP_OPT_TAKEN;
   }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--heap", NULL, &v))) {
@@ -75,21 +100,26 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     if (!strcmp(v, "all")) o->heapsel = MP_HEAPSEL_ALL;
     else if (!strcmp(v, "vm")) o->heapsel = MP_HEAPSEL_VM;
     else if (!strcmp(v, "native")) o->heapsel = MP_HEAPSEL_NATIVE;
-    else return bad_value(cmd, "--heap", v);
+    else return bad_value(cmd, "--heap", v, "all, vm or native");
     return MP_OPT_TAKEN;
   }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--sort", NULL, &v))) {
     if (m < 0) return MP_OPT_ERROR;
     if (!strcmp(v, "bytes")) o->sort = MP_SORT_BYTES;
     else if (!strcmp(v, "count")) o->sort = MP_SORT_COUNT;
-    else return bad_value(cmd, "--sort", v);
+    else return bad_value(cmd, "--sort", v, "bytes or count");
     o->sort_set = 1;
     return MP_OPT_TAKEN;
   }
   if ((m = mp_cli_opt_value(cmd, argc, argv, i, "--metric", NULL, &v))) {
     int x;
     if (m < 0) return MP_OPT_ERROR;
-    if ((x = mp_metric_find(v)) < 0) return bad_value(cmd, "--metric", v);
+    if ((x = mp_metric_find(v)) < 0) {
+      char b[160];
+      return bad_value(cmd, "--metric", v,
+		       names_of(b, sizeof(b), mp_metric_names,
+				sizeof(mp_metric_names[0]), MP_METRIC_N));
+    }
     o->render.metric = (mp_metric)x;
     o->metric_set = 1;
     return MP_OPT_TAKEN;
@@ -105,7 +135,7 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     if (m < 0) return MP_OPT_ERROR;
     if (!strcmp(v, "live")) o->render.tarantool = 0;
     else if (!strcmp(v, "tarantool")) o->render.tarantool = 1;
-    else return bad_value(cmd, "--accounting", v);
+    else return bad_value(cmd, "--accounting", v, "live or tarantool");
     o->accounting_set = 1;
     return MP_OPT_TAKEN;
   }
@@ -123,7 +153,8 @@ int mp_cli_report_opt(const char *cmd, int argc, char **argv, int *i,
     if (m < 0) return MP_OPT_ERROR;
     errno = 0;
     n = strtoull(v, &end, 10);
-    if (!*v || *end || errno || *v == '-') return bad_value(cmd, "--top", v);
+    if (!*v || *end || errno || *v == '-')
+      return bad_value(cmd, "--top", v, "a number of rows, 0 for all");
     o->render.top = n;
     o->top_set = 1;
     return MP_OPT_TAKEN;
@@ -153,7 +184,7 @@ int mp_cli_opt_count(const char *cmd, int argc, char **argv, int *i,
   errno = 0;
   x = strtoull(v, NULL, 10);
   if (!all_digits(v) || errno || x >= UINT32_MAX) {
-    bad_value(cmd, name, v);
+    bad_value(cmd, name, v, NULL);
     return -1;
   }
   *n = (uint32_t)x;
