@@ -9,7 +9,8 @@
 ** object is numbered when first referenced and written in that order, so
 ** the file names references by number and a list of ten million nodes
 ** needs no C stack. Everything it keeps is malloc'd, never the VM's: the
-** queue (8 bytes an object, 16 while it doubles), the map of addresses to
+** queue (8 bytes an object waiting to be written, in chunks of 256 KB
+** reused as they are written through), the map of addresses to
 ** numbers (4 bytes per 32 bytes of the address space where objects lie,
 ** per 16 with 32-bit references, in leaves of 1024 of them; a hash for
 ** cdata), a cache of metatables' weak modes (bench/README.md, "Heap snapshot writer", measures it):
@@ -223,14 +224,27 @@ typedef struct hframe {
   int32_t pos;		/* Lua: the bytecode position it runs, or -1. */
 } hframe;
 
+#define H_QBITS		15	/* A queue chunk: 32768 objects, 256 KB. */
+#define H_QCHUNK	(1u << H_QBITS)
+#define H_QSPARE	64	/* Chunks kept for reuse (16 MB); more are
+				   freed. */
+
 typedef struct hwalk {
   mp_state *s;		/* The sink. */
   global_State *g;
   lua_State *L;		/* The thread taking the snapshot. */
   hids ids;		/* Address -> number of every object met. */
   mp_hash modes;	/* Metatable -> its weak mode + 1. */
-  GCobj **q;		/* q[id]: the object numbered id (q[0]: root). */
-  size_t qcap;
+  /* The queue of objects numbered and not yet written, in chunks of
+  ** H_QCHUNK: qc[id >> H_QBITS][id & (H_QCHUNK - 1)] is the object
+  ** numbered id (id 0: the root) until it is written; a chunk written
+  ** through is kept in qspare for the numbers to come, so the queue holds
+  ** no more than the objects waiting (a list's one at a time, not its
+  ** ten million), and its pages are touched once. */
+  GCobj ***qc;
+  size_t nqc;		/* Entries of qc. */
+  GCobj **qspare[H_QSPARE];	/* Chunks written through, to reuse... */
+  unsigned nqspare;	/* ...how many. */
   uint32_t next;	/* Number of the next new object. */
   uint64_t last;	/* Address of the last object written. */
   uint64_t objects, bytes;	/* Written, and their self sizes. */
@@ -268,19 +282,49 @@ static int stopped(const hwalk *w)
   return w->oom || w->s->err || w->s->limited;
 }
 
+/* The chunk of the queue for number id, made (a spare one if any);
+** NULL when out of memory. */
+static GCobj **queue_chunk(hwalk *w, uint32_t id)
+{
+  size_t k = id >> H_QBITS;
+  if (k >= w->nqc) {
+    size_t n = w->nqc ? w->nqc * 2 : 64;
+    GCobj ***v = realloc(w->qc, n * sizeof(*v));
+    if (!v) return NULL;
+    memset(v + w->nqc, 0, (n - w->nqc) * sizeof(*v));
+    w->qc = v;
+    w->nqc = n;
+  }
+  if (!w->qc[k])
+    w->qc[k] = w->nqspare ? w->qspare[--w->nqspare]
+			  : malloc(H_QCHUNK * sizeof(**w->qc));
+  return w->qc[k];
+}
+
+/* The object numbered id (queued, not yet written through its chunk). */
+static inline GCobj *queued(const hwalk *w, uint32_t id)
+{
+  return w->qc[id >> H_QBITS][id & (H_QCHUNK - 1)];
+}
+
+/* Object id was written: its chunk, if it was the last of it, is spare. */
+static inline void queue_done(hwalk *w, uint32_t id)
+{
+  GCobj **c;
+  if ((id & (H_QCHUNK - 1)) != H_QCHUNK - 1) return;
+  c = w->qc[id >> H_QBITS];
+  w->qc[id >> H_QBITS] = NULL;
+  if (w->nqspare < H_QSPARE) w->qspare[w->nqspare++] = c;
+  else free(c);
+}
+
 /* Number a new object o, whose entry is *v, and queue it; the target
 ** code of the reference (1). */
 static uint64_t target_new(hwalk *w, GCobj *o, uint32_t *v)
 {
-  if (!w->oom && w->next == w->qcap) {
-    size_t cap = w->qcap * 2;
-    GCobj **q = realloc(w->q, cap * sizeof(*q));
-    if (!q || cap > H_IDMAX) w->oom = 1;
-    else {
-      w->q = q;
-      w->qcap = cap;
-    }
-  }
+  if (!w->oom && !(w->next & (H_QCHUNK - 1)) &&
+      (w->next > H_IDMAX || !queue_chunk(w, w->next)))
+    w->oom = 1;
   if (w->oom) {
     /* Out of memory: the walk stops and the snapshot is cut, so a new
     ** object that is never written is what this reference can be (a cut
@@ -290,7 +334,8 @@ static uint64_t target_new(hwalk *w, GCobj *o, uint32_t *v)
     return 1;
   }
   *v |= w->next;
-  w->q[w->next++] = o;
+  w->qc[w->next >> H_QBITS][w->next & (H_QCHUNK - 1)] = o;
+  w->next++;
   return 1;
 }
 
@@ -930,7 +975,10 @@ static void walk_free(hwalk *w)
 {
   hids_free(&w->ids);
   mp_hash_free(&w->modes);
-  free(w->q);
+  size_t k;
+  for (k = 0; k < w->nqc; k++) free(w->qc[k]);
+  free(w->qc);
+  while (w->nqspare) free(w->qspare[--w->nqspare]);
   free(w->fr);
 }
 
@@ -961,9 +1009,7 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
   w.s = s;
   w.g = G(L);
   w.L = L;
-  w.qcap = 1024;
-  w.q = malloc(w.qcap * sizeof(*w.q));
-  if (!w.q) { rc = LJMP_ENOMEM; goto out; }
+  if (!queue_chunk(&w, 0)) { rc = LJMP_ENOMEM; goto out; }
   mp_hash_init_map(&w.ids.far);
   mp_hash_init_map(&w.modes);
   {
@@ -1003,13 +1049,14 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
     goto out;
   }
   /* Breadth first: objects are written in the order they are numbered. */
-  w.q[0] = NULL;
+  w.qc[0][0] = NULL;
   w.next = 1;
   walk_roots(&w);
   for (id = 1; id < w.next && !stopped(&w); id++) {
     /* The objects ahead are fetched while this one is written. */
-    if (id + 8 < w.next) __builtin_prefetch(w.q[id + 8]);
-    walk_obj(&w, w.q[id]);
+    if (id + 8 < w.next) __builtin_prefetch(queued(&w, id + 8));
+    walk_obj(&w, queued(&w, id));
+    queue_done(&w, id);
   }
   cut = stopped(&w);
   if (!cut) count_unreached(&w);
