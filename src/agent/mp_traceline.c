@@ -854,8 +854,8 @@ static MP_NOINLINE int map_ret(mp_stacks *st, jit_State *J, GCtrace *T,
       e->inl[n].b = (uint32_t)mp_proto_line(fr->f[i].pt, fr->f[i + 1].call);
     }
     for (; x < c.k[k].npath && n < MP_INLINED_MAX; x++) e->inl[n++] = c.k[k].path[x];
-    /* When all of them are known: and where the base frame called the
-    ** first (the snapshot's frame above it, or the way entered from it). */
+    /* When all of them are known; and where the base frame called the
+    ** first, from the link of the snapshot's frame above it. */
     if (i == lv && x == c.k[k].npath) {
       e->ninl = n;
       if (base && lv >= 1 && fr->n > 1 && fr->f[0].pt == base)
