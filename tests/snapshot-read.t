@@ -43,6 +43,7 @@ local rc, out, err = run("cat " .. t.shq(snap) .. " | " .. MP .. " report -")
 t.same({ rc, err }, { 2, "ljmemprof: -: a heap snapshot, not a memprof " ..
        "profile: read it with 'ljmemprof snapshot -'\n" },
        "a snapshot on standard input too")
+os.remove(snap)
 local prof = T.tmpname("prof")
 assert(mp.start(prof))
 local keep = {}
