@@ -10,10 +10,11 @@
 ** the file names references by number and a list of ten million nodes
 ** needs no C stack. Everything it keeps is malloc'd, never the VM's: the
 ** queue (8 bytes an object waiting to be written, in chunks of 256 KB
-** reused as they are written through), the map of addresses to
-** numbers (4 bytes per 32 bytes of the address space where objects lie,
-** per 16 with 32-bit references, in leaves of 1024 of them; a hash for
-** cdata), a cache of metatables' weak modes (bench/README.md, "Heap snapshot writer", measures it):
+** reused as they are written through), the map of addresses to numbers
+** (4 bytes per 32 bytes of the address space where objects lie, per 16
+** with 32-bit references, in leaves of 1024 of them; a hash for cdata),
+** a cache of metatables' weak modes (bench/README.md, "Heap snapshot
+** writer", measures it):
 ** the snapshot makes no garbage and runs no collection step, so the
 ** program sees the same heap before and after it.
 */
@@ -67,8 +68,8 @@
 ** takes 25 bytes or more, so two at 8-byte boundaries (LuaJIT's
 ** alignment, and malloc's) start 32 bytes or more apart: the granule is
 ** 32 bytes, the map an eighth of the heap's span; an object at an
-** address not 8-aligned (a host's odd allocator) goes to a hash. With 32-bit
-** references objects take 16 bytes or more, and the granule is 16
+** address not 8-aligned (a host's odd allocator) goes to a hash. With
+** 32-bit references objects take 16 bytes or more, and the granule is 16
 ** whatever the alignment. A cdata may be smaller and goes to the hash,
 ** as does an address beyond the tree's top (2^49 or 2^50 bytes: none on
 ** today's systems). Which way an object goes must not depend on the
@@ -81,9 +82,13 @@
 #define H_GRAIN		5		/* log2 of the granule. */
 #define H_ALIGN		7		/* Addresses that are not 8-aligned: the
 					   hash. */
+#define H_MINOBJ	25		/* Bytes every object but a cdata takes
+					   (at 8-byte alignment, 25 keep two
+					   starts 32 apart). */
 #else
 #define H_GRAIN		4
 #define H_ALIGN		0
+#define H_MINOBJ	16
 #endif
 #define H_TOP_BITS	18
 #define H_LEAF		(1u << H_LEAF_BITS)
@@ -92,13 +97,7 @@
 #define H_SLAB		256		/* Leaves allocated at once. */
 
 /* What the granule relies on: every object but a cdata takes H_MINOBJ
-** bytes or more of memory (at 8-byte alignment, 25 bytes keep two starts
-** 32 apart). */
-#if LJ_GC64
-#define H_MINOBJ	25
-#else
-#define H_MINOBJ	16
-#endif
+** bytes or more of memory. */
 _Static_assert(sizeof(GCstr) + 1 >= H_MINOBJ && sizeof(GCupval) >= H_MINOBJ &&
 	       sizeof(lua_State) >= H_MINOBJ && sizeof(GCproto) >= H_MINOBJ &&
 	       sizeCfunc(0) >= H_MINOBJ && sizeLfunc(0) >= H_MINOBJ &&
@@ -301,10 +300,11 @@ static GCobj **queue_chunk(hwalk *w, uint32_t id)
   return w->qc[k];
 }
 
-/* The object numbered id (queued, not yet written through its chunk). */
-static inline GCobj *queued(const hwalk *w, uint32_t id)
+/* The queue's slot of number id (its chunk made, not yet written
+** through). */
+static inline GCobj **queue_slot(const hwalk *w, uint32_t id)
 {
-  return w->qc[id >> H_QBITS][id & (H_QCHUNK - 1)];
+  return &w->qc[id >> H_QBITS][id & (H_QCHUNK - 1)];
 }
 
 /* Object id was written: its chunk, if it was the last of it, is spare. */
@@ -334,8 +334,7 @@ static uint64_t target_new(hwalk *w, GCobj *o, uint32_t *v)
     return 1;
   }
   *v |= w->next;
-  w->qc[w->next >> H_QBITS][w->next & (H_QCHUNK - 1)] = o;
-  w->next++;
+  *queue_slot(w, w->next++) = o;
   return 1;
 }
 
@@ -1049,13 +1048,13 @@ int ljmp_snapshot(lua_State *L, const ljmp_options *user)
     goto out;
   }
   /* Breadth first: objects are written in the order they are numbered. */
-  w.qc[0][0] = NULL;
+  *queue_slot(&w, 0) = NULL;
   w.next = 1;
   walk_roots(&w);
   for (id = 1; id < w.next && !stopped(&w); id++) {
     /* The objects ahead are fetched while this one is written. */
-    if (id + 8 < w.next) __builtin_prefetch(queued(&w, id + 8));
-    walk_obj(&w, queued(&w, id));
+    if (id + 8 < w.next) __builtin_prefetch(*queue_slot(&w, id + 8));
+    walk_obj(&w, *queue_slot(&w, id));
     queue_done(&w, id);
   }
   cut = stopped(&w);

@@ -96,8 +96,10 @@
 ** Notes: what a reader should know about how the profile ended are
 ** MP_X_INFO records written at stop: "collect" = "1" (a full garbage
 ** collection ran just before the end and its frees are in the stream),
-** "settled" = "1" (none ran, but the collector had just finished a cycle
-** and nothing was allocated since), "stopped" = "size limit" (recording stopped at the max_size limit).
+** "settled" = "1" (none ran, but a cycle of the collector's had run since
+** the last allocation), "uncollected" = "exit" (one was asked for, but
+** the process exited with the Lua state open), "stopped" = "size limit"
+** (recording stopped at the max_size limit).
 ** An extension stream has them before its epilogue. A version-3 stream
 ** cannot (its readers would stop at them), so it carries them in a
 ** trailer after its epilogue, which readers of memprof never look at:

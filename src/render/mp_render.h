@@ -185,18 +185,18 @@ void mp_render_json_summary(FILE *out, const mp_profile *p);
 
 /* The notes that end a report (text NOTES, JSON "notes"), one line each
 ** without a newline, through fn(ctx, line): that the profile is cut
-** short (or damaged) and after how many events; that a full collection ran
-** before the end, or mp_note_settled, or mp_note_uncollected; what the final collection freed
-** of the blocks the program made (garbage, or what only the main chunk's
-** locals held: they end when it returns), with the source that made the
-** most of it; why recording stopped early; the native events lost
-** (mp_note_native_lost: the native figures are short); in a profile without call
-** stacks, what is live at the end on JIT traces (their rows tell no
-** line: record with --stacks or -joff); in one with them (given its tree
-** t, else NULL), what the traces allocated without a line, when 1% or
-** more of what was allocated (only -joff tells those lines). Sizes as -H if human. Returns
-** the site named, or UINT32_MAX (its alias, if any, is the caller's to
-** list). */
+** short (or damaged) and after how many events; that a full collection
+** ran before the end, or mp_note_settled, or mp_note_nogc(); what the
+** final collection freed of the blocks the program made (garbage, or
+** what only the main chunk's locals held: they end when it returns),
+** with the source that made the most of it; why recording stopped early;
+** the native events lost (mp_note_native_lost: the native figures are
+** short); in a profile without call stacks, what is live at the end on
+** JIT traces (their rows tell no line: record with --stacks or -joff);
+** in one with them (given its tree t, else NULL), what the traces
+** allocated without a line, when 1% or more of what was allocated (only
+** -joff tells those lines). Sizes as -H if human. Returns the site
+** named, or UINT32_MAX (its alias, if any, is the caller's to list). */
 uint32_t mp_render_notes(const mp_sections *sec, const mp_stacktree *t,
 			 int human, void (*fn)(void *ctx, const char *line),
 			 void *ctx);
