@@ -167,12 +167,15 @@ static uint32_t *hids_slot_slow(hids *m, uintptr_t a, int cdata, int make,
   if (!leaf) {
     if (!make) return NULL;
     if (!m->slabfree) {
-      uint32_t *slab = calloc((size_t)H_SLAB * H_LEAF, sizeof(*slab));
+      /* Written before it is read, so that each page is faulted in once,
+      ** not first as the zero page and again when an entry is set. */
+      uint32_t *slab = malloc((size_t)H_SLAB * H_LEAF * sizeof(*slab));
       if (!slab || hids_keep(m, slab) < 0) {
 	free(slab);
 	*oom = 1;
 	return NULL;
       }
+      memset(slab, 0, (size_t)H_SLAB * H_LEAF * sizeof(*slab));
       m->slab = slab;
       m->slabfree = H_SLAB;
     }
