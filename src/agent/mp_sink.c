@@ -210,13 +210,25 @@ static void stop_thread(mp_state *s)
   s->quit = 0;
 }
 
+/* See mp_sink.h. */
+int mp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+  sigset_t all, old;
+  int err;
+  /* The thread takes no signals: the program's handlers run elsewhere. */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  err = pthread_create(t, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return err;
+}
+
 /* Allocate the chunks and, for a file sink (threaded), start the writer
 ** thread, before anything is opened: a failure here leaves nothing behind.
 ** Returns 0, ENOMEM, or -(the error of pthread_create). */
 int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded)
 {
   int i, n = threaded ? MP_NCHUNK : 1, err;
-  sigset_t all, old;
   s->bufsize = (bufsize + MP_PAGE - 1) / MP_PAGE * MP_PAGE;
   for (i = 0; i < n; i++) {
     void *p;
@@ -230,12 +242,7 @@ int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded)
   pthread_cond_init(&s->cv_ready, NULL);
   pthread_cond_init(&s->cv_free, NULL);
   s->has_sync = 1;
-  /* The thread takes no signals: the program's handlers run elsewhere. */
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  err = pthread_create(&s->thread, NULL, writer_main, s);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (err) return -err;
+  if ((err = mp_thread_start(&s->thread, writer_main, s)) != 0) return -err;
   s->has_thread = 1;
   return 0;
 }
