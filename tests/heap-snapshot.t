@@ -462,4 +462,36 @@ do
   cdholder = nil
 end
 
+
+-- 13. A string table of 65536 buckets or more is scanned by two threads,
+-- the second taking its upper half: every fixed string is still found
+-- (C type names declared with ffi.cdef are fixed, in buckets all over
+-- the table), and strings left unreached are counted exactly.
+do
+  local ffi = require("ffi")
+  local decl = {}
+  for i = 1, 200 do decl[i] = ("typedef int mp_scan_t%d;"):format(i) end
+  ffi.cdef(table.concat(decl))
+  local many = {}
+  for i = 1, 100000 do many[i] = "scan" .. i end
+  local p1, p2 = T.tmpname("scan1"), T.tmpname("scan2")
+  collectgarbage()
+  collectgarbage()
+  local h1 = snap("scan1", p1)
+  t.same({ h1.unreached, h1.bytes + h1.vmbytes }, { 0, h1.gctotal },
+	 "a large string table: every string reached, the sums exact")
+  collectgarbage()
+  collectgarbage()
+  collectgarbage("stop")
+  local before = collectgarbage("count")
+  for i = 1, 1000 do local _ = "scan-garbage" .. i end
+  local garbage = (collectgarbage("count") - before) * 1024
+  local h2 = snap("scan2", p2)
+  collectgarbage("restart")
+  t.same({ h2.unreached, h2.ubytes, h2.bytes + h2.ubytes + h2.vmbytes },
+	 { 1000, garbage, h2.gctotal },
+	 "1000 strings left unreached: counted, with their bytes")
+  many = nil
+end
+
 t.done()

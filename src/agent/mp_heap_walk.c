@@ -13,10 +13,11 @@
 ** reused as they are written through), the map of addresses to numbers
 ** (4 bytes per 32 bytes of the address space where objects lie, per 16
 ** with 32-bit references, in leaves of 1024 of them; a hash for cdata),
-** a cache of metatables' weak modes (bench/README.md, "Heap snapshot
-** writer", measures it):
-** the snapshot makes no garbage and runs no collection step, so the
-** program sees the same heap before and after it.
+** a cache of metatables' weak modes, the fixed strings (bench/README.md,
+** "Heap snapshot writer", measures it). A second thread scans half of a
+** large string table, reading the VM only while the VM waits here. The
+** snapshot makes no garbage and runs no collection step, so the program
+** sees the same heap before and after it.
 */
 
 #include <errno.h>
@@ -55,6 +56,7 @@
 #include "mp_sink.h"
 #include "mp_stream.h"
 #include "mp_sym.h"
+#include "util/mp_array.h"
 #include "../format/mp_format.h"
 #include "../format/mp_snap.h"
 
@@ -875,6 +877,99 @@ static void root(hwalk *w, unsigned code, GCobj *o)
   if (o) edge_arg(w, MP_HE_SPECIAL, code, o);
 }
 
+/* -- The string table ------------------------------------------------------ */
+
+/* Buckets [lo, hi) of the string table: their strings counted, and the
+** fixed ones (roots) in the order of the buckets and chains. */
+typedef struct hscan {
+  global_State *g;
+  MSize lo, hi;
+  uint64_t n, bytes;
+  GCobj **fixed;
+  uint32_t nfixed, capfixed;
+  int oom;
+} hscan;
+
+#define H_SCANB		64	/* Buckets scanned at once. */
+#define H_SCANMIN	65536	/* Buckets worth a second thread. */
+
+/* Scan sc's buckets. Every string is a cache miss, at a place of its
+** own: a batch's heads are read in one tight loop, then the next strings
+** of their chains, so that the misses overlap. A batch with a fixed
+** string is read again in order, for the order of the roots. */
+static void scan_buckets(hscan *sc)
+{
+  GCRef *tab = sc->g->str.tab;
+  GCobj *o[H_SCANB];
+  MSize b, j, k, n;
+  for (b = sc->lo; b < sc->hi && !sc->oom; b += H_SCANB) {
+    MSize e = sc->hi - b < H_SCANB ? sc->hi - b : H_SCANB;
+    int fixed = 0;
+    for (j = n = 0; j < e; j++) {
+      GCobj *p = (GCobj *)(gcrefu(tab[b + j]) & ~(uintptr_t)1);
+      if (p) o[n++] = p;
+    }
+    while (n) {
+      for (j = k = 0; j < n; j++) {
+	GCobj *p = o[j];
+	sc->n++;
+	sc->bytes += lj_str_size(p->str.len);
+	fixed |= p->gch.marked & LJ_GC_FIXED;
+	if (gcref(p->gch.nextgc)) o[k++] = gcref(p->gch.nextgc);
+      }
+      n = k;
+    }
+    for (j = 0; fixed && j < e; j++) {
+      GCobj *p = (GCobj *)(gcrefu(tab[b + j]) & ~(uintptr_t)1);
+      for (; p; p = gcref(p->gch.nextgc)) {
+	if (!(p->gch.marked & LJ_GC_FIXED)) continue;
+	if (mp_array_grow((void **)&sc->fixed, sc->nfixed, &sc->capfixed,
+			  sizeof(*sc->fixed)) < 0) {
+	  sc->oom = 1;
+	  break;
+	}
+	sc->fixed[sc->nfixed++] = p;
+      }
+    }
+  }
+}
+
+static void *scan_main(void *arg)
+{
+  scan_buckets(arg);
+  return NULL;
+}
+
+/* The string table: its strings counted (for count_unreached()), the
+** fixed ones roots. A large table is scanned by two threads, the second
+** taking the upper half: the VM waits in the snapshot meanwhile, so
+** nothing changes the table. */
+static void scan_strings(hwalk *w)
+{
+  global_State *g = w->g;
+  MSize size = g->str.mask + 1, half = size / 2;
+  hscan sc[2];
+  pthread_t t;
+  int two;
+  uint32_t i, k;
+  memset(sc, 0, sizeof(sc));
+  sc[0].g = sc[1].g = g;
+  sc[0].hi = sc[1].lo = half;
+  sc[1].hi = size;
+  two = size >= H_SCANMIN && mp_thread_start(&t, scan_main, &sc[1]) == 0;
+  scan_buckets(&sc[0]);
+  if (two) pthread_join(t, NULL);
+  else scan_buckets(&sc[1]);
+  for (k = 0; k < 2; k++) {
+    w->lstr += sc[k].n;
+    w->lbytes += sc[k].bytes;
+    w->oom |= sc[k].oom;
+    for (i = 0; i < sc[k].nfixed && !stopped(w); i++)
+      root(w, MP_HS_FIXED, sc[k].fixed[i]);
+    free(sc[k].fixed);
+  }
+}
+
 /* The pseudo-object 0, whose edges are the collector's roots. */
 static void walk_roots(hwalk *w)
 {
@@ -908,22 +1003,9 @@ static void walk_roots(hwalk *w)
   /* The thread that took the snapshot, when it is a coroutine: the main
   ** thread has its root already, and one edge names it. */
   if (w->L != main) root(w, MP_HS_CURRENT, obj2gco(w->L));
-  /* Strings the VM fixed (the lexer's reserved words) are never freed.
-  ** The one scan of the string table also counts its strings, so that
-  ** count_unreached() need not look each up again: the walk changes
-  ** nothing. The next buckets' first strings are fetched ahead: each is
-  ** a cache miss, and independent. */
-  for (i = 0; (MSize)i <= g->str.mask && !stopped(w); i++) {
-    GCobj *o = (GCobj *)(gcrefu(g->str.tab[i]) & ~(uintptr_t)1);
-    if ((MSize)i + 16 <= g->str.mask)
-      __builtin_prefetch((void *)(gcrefu(g->str.tab[i + 16]) &
-				  ~(uintptr_t)1));
-    for (; o; o = gcref(o->gch.nextgc)) {
-      w->lstr++;
-      w->lbytes += lj_str_size(o->str.len);
-      if (o->gch.marked & LJ_GC_FIXED) root(w, MP_HS_FIXED, o);
-    }
-  }
+  /* Strings the VM fixed (the lexer's reserved words, C type names) are
+  ** never freed. */
+  scan_strings(w);
   put_b(w, MP_HE_END);
   item_done(w);
 }
