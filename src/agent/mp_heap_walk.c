@@ -1061,9 +1061,9 @@ static void mark_recording(hwalk *w, const char *path, int cut)
 
 static void walk_free(hwalk *w)
 {
+  size_t k;
   hids_free(&w->ids);
   mp_hash_free(&w->modes);
-  size_t k;
   for (k = 0; k < w->nqc; k++) free(w->qc[k]);
   free(w->qc);
   while (w->nqspare) free(w->qspare[--w->nqspare]);

@@ -9,7 +9,6 @@
 #include "mp_agent.h"
 
 int mp_sink_prepare(mp_state *s, size_t bufsize, int threaded);
-
 int mp_sink_begin(mp_state *s, const uint8_t *prologue, size_t len);
 void mp_sink_close(mp_state *s);
 void mp_sink_forked(mp_state *s);

@@ -332,18 +332,13 @@ static void trace_alone_note(const mp_sections *sec, const mp_stacktree *t,
 /* The note of a profile without call stacks whose live blocks are on
 ** JIT traces: a trace's row tells no line then (with stacks, the lines
 ** inside it are told), and the way to the lines is to record again. */
-static void trace_note(const mp_sections *sec, const mp_stacktree *t,
-		       int human, void (*fn)(void *ctx, const char *line),
-		       void *ctx)
+static void trace_note(const mp_sections *sec, int human,
+		       void (*fn)(void *ctx, const char *line), void *ctx)
 {
   const mp_profile *p = sec->p;
   char line[512], b[64];
   mp_cost c = { 0, 0, 0 };
   uint32_t i, n = 0;
-  if (p->stacks) {
-    if (t && t->stacks) trace_alone_note(sec, t, human, fn, ctx);
-    return;
-  }
   for (i = 0; i < sec->nlive; i++)
     if (p->site[sec->live[i].site].loc.src == MP_SRC_TRACE &&
 	sec->live[i].cost.n) {
@@ -396,6 +391,7 @@ uint32_t mp_render_notes(const mp_sections *sec, const mp_stacktree *t,
   if (p->closefin) fn(ctx, mp_note_closefin(line, sizeof(line), p->closefin));
   if (p->native_lost)
     fn(ctx, mp_note_native_lost(line, sizeof(line), p->native_lost));
-  trace_note(sec, t, human, fn, ctx);
+  if (!p->stacks) trace_note(sec, human, fn, ctx);
+  else if (t && t->stacks) trace_alone_note(sec, t, human, fn, ctx);
   return top;
 }
